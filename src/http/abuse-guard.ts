@@ -1,0 +1,103 @@
+/**
+ * Client-side guard against the service's abuse block: more than `maxFailures` (20) non-success answers
+ * within `windowMs` (30 s) block the caller for 30 s. The guard counts failures in a sliding window and,
+ * before each send, makes sure that one more failure (counting attempts already in flight) could not trip
+ * the block: it waits for the window to free up when that wait is short enough, else it refuses to send
+ * with an `AbuseBlockError` (source "client").
+ */
+import { AbuseBlockError } from "./errors.js";
+import type { FetchLayer } from "./fetch-stack.js";
+import { sleep } from "./retry.js";
+
+export interface AbuseGuardOptions {
+  /** the service blocks after MORE than this many failures in the window (default 20) */
+  maxFailures: number;
+  /** the sliding window in ms (default 30000) */
+  windowMs: number;
+  /** how long a send may wait for room before it is refused (default 0: refuse at once) */
+  maxWaitMs: number;
+}
+
+export class AbuseGuard {
+  readonly options: AbuseGuardOptions;
+  /** timestamps (ms) of recent failures, oldest first */
+  #failures: number[] = [];
+  #inFlight = 0;
+
+  constructor(options: Partial<AbuseGuardOptions> = {}) {
+    this.options = { maxFailures: 20, windowMs: 30_000, maxWaitMs: 0, ...options };
+  }
+
+  #prune(now: number) {
+    const cutoff = now - this.options.windowMs;
+    let i = 0;
+    while (i < this.#failures.length && this.#failures[i]! <= cutoff) i++;
+    if (i) this.#failures.splice(0, i);
+  }
+
+  /** failures counted in the current window */
+  failureCount(now = Date.now()): number {
+    this.#prune(now);
+    return this.#failures.length;
+  }
+
+  recordFailure(now = Date.now()) {
+    this.#failures.push(now);
+  }
+
+  /**
+   * ms to wait before one more send is safe, or 0. With no failure in the window, sends go freely. Once
+   * failures appear, the sends in flight count too (each may fail): a send is safe while failures plus
+   * sends in flight stay within `maxFailures`, so even if all of them fail the service does not block.
+   */
+  waitNeeded(now = Date.now()): number {
+    this.#prune(now);
+    const failures = this.#failures.length;
+    if (failures === 0) return 0;
+    if (failures + this.#inFlight < this.options.maxFailures) return 0;
+    if (failures < this.options.maxFailures) return 25; // room frees when a send in flight ends
+    // the failure that must age out for one more send to be safe
+    const freeing = this.#failures[failures - this.options.maxFailures]!;
+    return Math.max(1, freeing + this.options.windowMs - now + 1);
+  }
+
+  async acquire(signal?: AbortSignal | null): Promise<void> {
+    const started = Date.now();
+    for (;;) {
+      const now = Date.now();
+      const wait = this.waitNeeded(now);
+      if (wait === 0) {
+        this.#inFlight++;
+        return;
+      }
+      const blocked = this.failureCount(now) >= this.options.maxFailures;
+      if (blocked && now - started + wait > this.options.maxWaitMs) {
+        throw new AbuseBlockError(
+          `refused to send: ${this.failureCount(now)} failed requests in the last ${this.options.windowMs / 1000}s; ` +
+            `one more could trip the service's abuse block (more than ${this.options.maxFailures}). Retry in ${Math.ceil(wait / 1000)}s.`,
+          { source: "client", retryAfterMs: wait },
+        );
+      }
+      await sleep(Math.min(wait, 250), signal);
+    }
+  }
+
+  release(failed: boolean) {
+    this.#inFlight--;
+    if (failed) this.recordFailure();
+  }
+}
+
+export function abuseGuardLayer(guard: AbuseGuard): FetchLayer {
+  return (next) => async (input, init) => {
+    await guard.acquire(init?.signal);
+    let failed = true;
+    try {
+      const response = await next(input, init);
+      failed = !response.ok;
+      return response;
+    } finally {
+      guard.release(failed);
+    }
+  };
+}

@@ -1,0 +1,212 @@
+/**
+ * ServiceClient: the plain API over the one fetch stack. Methods for what the spec names; `request()` for
+ * what is not wrapped. Bodies the spec leaves open are typed from the published description and validated
+ * with zod where the client relies on a field.
+ */
+import { z } from "zod";
+import { createServiceFetch, responseHeaders, type FetchStackOptions, type ServiceFetch, type ServiceRequestHints } from "./fetch-stack.js";
+import type { ServiceResponseHeaders } from "./headers.js";
+import { ResponseFormatError, ValidationError } from "./errors.js";
+
+export interface ServiceClientOptions extends FetchStackOptions {
+  /** an existing stack to share (limiters, guards, payment state) instead of building one */
+  serviceFetch?: ServiceFetch;
+}
+
+export interface RequestOptions {
+  method?: string;
+  /** JSON body (serialized here) or a ready string */
+  body?: unknown;
+  query?: Record<string, string | number | boolean | undefined>;
+  headers?: Record<string, string>;
+  signal?: AbortSignal;
+  service?: ServiceRequestHints;
+}
+
+export interface ServiceResult<T> {
+  data: T;
+  headers: ServiceResponseHeaders;
+  status: number;
+}
+
+const ModelSchema = z
+  .object({
+    id: z.string(),
+    object: z.string().optional(),
+    type: z.string().optional(),
+    owned_by: z.string().optional(),
+    created: z.number().optional(),
+    model_spec: z
+      .object({
+        name: z.string().optional(),
+        availableContextTokens: z.number().optional(),
+        maxCompletionTokens: z.number().optional(),
+        capabilities: z.record(z.string(), z.unknown()).optional(),
+        pricing: z.record(z.string(), z.unknown()).optional(),
+        traits: z.array(z.string()).optional(),
+        deprecation: z.record(z.string(), z.unknown()).optional(),
+      })
+      .passthrough()
+      .optional(),
+  })
+  .passthrough();
+export type ServiceModel = z.infer<typeof ModelSchema>;
+const ModelListSchema = z.object({ object: z.string().optional(), data: z.array(ModelSchema) }).passthrough();
+
+const RateLimitsSchema = z
+  .object({
+    data: z
+      .object({
+        accessPermitted: z.boolean().optional(),
+        apiTier: z.object({ id: z.string(), isCharged: z.boolean().optional() }).passthrough().optional(),
+        balances: z.object({ USD: z.number().optional(), DIEM: z.number().optional() }).passthrough().optional(),
+        keyExpiration: z.string().nullable().optional(),
+        nextEpochBegins: z.string().optional(),
+        rateLimits: z
+          .array(
+            z
+              .object({
+                apiModelId: z.string(),
+                rateLimits: z.array(z.object({ type: z.string(), amount: z.number() }).passthrough()),
+              })
+              .passthrough(),
+          )
+          .optional(),
+      })
+      .passthrough(),
+  })
+  .passthrough();
+export type RateLimits = z.infer<typeof RateLimitsSchema>["data"];
+
+const RateLimitLogSchema = z
+  .object({
+    data: z.array(z.record(z.string(), z.unknown())),
+  })
+  .passthrough();
+export type RateLimitLogEntry = Record<string, unknown>;
+
+const NetworksSchema = z.object({ networks: z.array(z.string()) }).passthrough();
+
+const X402BalanceSchema = z
+  .object({
+    success: z.boolean().optional(),
+    data: z
+      .object({
+        walletAddress: z.string(),
+        balanceUsd: z.number(),
+        canConsume: z.boolean().optional(),
+        minimumTopUpUsd: z.number().optional(),
+        suggestedTopUpUsd: z.number().optional(),
+        diemBalanceUsd: z.number().optional(),
+      })
+      .passthrough(),
+  })
+  .passthrough();
+export type X402Balance = z.infer<typeof X402BalanceSchema>["data"];
+
+export function parseWith<T>(schema: z.ZodType<T>, data: unknown, what: string, headers?: ServiceResponseHeaders): T {
+  const parsed = schema.safeParse(data);
+  if (!parsed.success) {
+    throw new ResponseFormatError(`unexpected ${what} response: ${parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")}`, {
+      body: data,
+      headers,
+    });
+  }
+  return parsed.data;
+}
+
+export class ServiceClient {
+  readonly fetch: ServiceFetch;
+
+  constructor(options: ServiceClientOptions = {}) {
+    this.fetch = options.serviceFetch ?? createServiceFetch(options);
+  }
+
+  get baseUrl(): string {
+    return this.fetch.baseUrl;
+  }
+  get brand(): string {
+    return this.fetch.brand;
+  }
+
+  /** Raw request: JSON in, JSON (or text) out, typed errors on non-success. */
+  async request<T = unknown>(path: string, options: RequestOptions = {}): Promise<ServiceResult<T>> {
+    let url = this.fetch.url(path);
+    if (options.query) {
+      const qs = new URLSearchParams();
+      for (const [k, v] of Object.entries(options.query)) if (v !== undefined) qs.set(k, String(v));
+      const s = qs.toString();
+      if (s) url += (url.includes("?") ? "&" : "?") + s;
+    }
+    const headers: Record<string, string> = { accept: "application/json", ...options.headers };
+    let body: string | undefined;
+    if (options.body !== undefined) {
+      body = typeof options.body === "string" ? options.body : JSON.stringify(options.body);
+      headers["content-type"] ??= "application/json";
+    }
+    const response = await this.fetch(url, {
+      method: options.method ?? (body === undefined ? "GET" : "POST"),
+      headers,
+      body,
+      signal: options.signal,
+      service: options.service,
+    });
+    const parsedHeaders = responseHeaders(response, this.brand);
+    const text = await response.text();
+    let data: unknown = text;
+    if (text && (parsedHeaders.contentType ?? "").includes("json")) {
+      try {
+        data = JSON.parse(text);
+      } catch (cause) {
+        throw new ResponseFormatError(`invalid JSON from ${path}`, { body: text, headers: parsedHeaders, cause });
+      }
+    }
+    return { data: data as T, headers: parsedHeaders, status: response.status };
+  }
+
+  /** GET /models (optionally `?type=text`), validated. */
+  async listModels(options: { type?: string; signal?: AbortSignal } = {}): Promise<ServiceModel[]> {
+    const res = await this.request("/models", { query: { type: options.type }, signal: options.signal });
+    return parseWith(ModelListSchema, res.data, "/models", res.headers).data;
+  }
+
+  /** GET /api_keys/rate_limits: the canonical source of the caller's limits. */
+  async getRateLimits(options: { signal?: AbortSignal } = {}): Promise<RateLimits> {
+    const res = await this.request("/api_keys/rate_limits", { signal: options.signal });
+    return parseWith(RateLimitsSchema, res.data, "/api_keys/rate_limits", res.headers).data;
+  }
+
+  /**
+   * Which requests hit limits. The spec names `/api_keys/rate_limit_logs`, the published description
+   * `/api_keys/rate_limits/log`: try the first, fall back to the second on 404.
+   */
+  async getRateLimitLogs(options: { signal?: AbortSignal } = {}): Promise<RateLimitLogEntry[]> {
+    let res: ServiceResult<unknown>;
+    try {
+      res = await this.request("/api_keys/rate_limit_logs", { signal: options.signal });
+    } catch (err) {
+      if ((err as { status?: number }).status !== 404) throw err;
+      res = await this.request("/api_keys/rate_limits/log", { signal: options.signal });
+    }
+    return parseWith(RateLimitLogSchema, res.data, "rate limit log", res.headers).data;
+  }
+
+  /** GET /crypto/rpc/networks: public, sent without credentials. */
+  async listCryptoNetworks(options: { signal?: AbortSignal } = {}): Promise<string[]> {
+    const res = await this.request("/crypto/rpc/networks", { signal: options.signal, service: { auth: false } });
+    return parseWith(NetworksSchema, res.data, "/crypto/rpc/networks", res.headers).networks;
+  }
+
+  /** GET /x402/balance/{walletAddress}: the wallet's credit (needs that wallet's sign-in). */
+  async getX402Balance(address: string, options: { signal?: AbortSignal } = {}): Promise<X402Balance> {
+    if (!/^(0x[0-9a-fA-F]{40}|[1-9A-HJ-NP-Za-km-z]{32,44})$/.test(address)) {
+      throw new ValidationError(`not an EVM or Solana address: ${JSON.stringify(address)}`);
+    }
+    const res = await this.request(`/x402/balance/${address}`, { signal: options.signal });
+    return parseWith(X402BalanceSchema, res.data, "/x402/balance", res.headers).data;
+  }
+
+  toJSON() {
+    return { baseUrl: this.baseUrl, brand: this.brand, identity: this.fetch.identity };
+  }
+}

@@ -1,0 +1,272 @@
+/**
+ * Typed errors: one base class, one subclass per condition of the spec's part 7 and per client-side refusal.
+ * An error keeps the status, parsed body, parsed response headers and request id; it never holds request
+ * headers, so credentials cannot leak through `String(err)`, `JSON.stringify(err)` or `err.stack`.
+ */
+import type { ServiceResponseHeaders } from "./headers.js";
+
+export interface ServiceErrorInit {
+  status?: number;
+  code?: string;
+  body?: unknown;
+  headers?: ServiceResponseHeaders;
+  requestId?: string;
+  cause?: unknown;
+}
+
+export class ServiceError extends Error {
+  override name = "ServiceError";
+  readonly status?: number;
+  readonly code?: string;
+  readonly body?: unknown;
+  readonly headers?: ServiceResponseHeaders;
+  readonly requestId?: string;
+
+  constructor(message: string, init: ServiceErrorInit = {}) {
+    super(message, init.cause === undefined ? undefined : { cause: init.cause });
+    this.status = init.status;
+    this.code = init.code;
+    this.body = init.body;
+    this.headers = init.headers;
+    this.requestId = init.requestId ?? init.headers?.requestId;
+  }
+
+  toJSON(): Record<string, unknown> {
+    return {
+      name: this.name,
+      message: this.message,
+      status: this.status,
+      code: this.code,
+      requestId: this.requestId,
+      body: this.body,
+    };
+  }
+}
+
+/** Bad options or input, caught before any network call. */
+export class ConfigurationError extends ServiceError {
+  override name = "ConfigurationError";
+}
+export class ValidationError extends ServiceError {
+  override name = "ValidationError";
+  readonly issues?: unknown;
+  constructor(message: string, init: ServiceErrorInit & { issues?: unknown } = {}) {
+    super(message, init);
+    this.issues = init.issues;
+  }
+}
+
+/** 400: invalid request parameters (DetailedError `{error, details, issues?}`). */
+export class BadRequestError extends ServiceError {
+  override name = "BadRequestError";
+  readonly details?: unknown;
+  constructor(message: string, init: ServiceErrorInit & { details?: unknown } = {}) {
+    super(message, init);
+    this.details = init.details;
+  }
+}
+/** 401: authentication failed. */
+export class AuthenticationError extends ServiceError {
+  override name = "AuthenticationError";
+}
+/** 401: the model is available to Pro users only. */
+export class ProOnlyModelError extends AuthenticationError {
+  override name = "ProOnlyModelError";
+}
+/** 403: authenticated, but not allowed (for example another wallet's balance). */
+export class PermissionDeniedError extends ServiceError {
+  override name = "PermissionDeniedError";
+}
+export class NotFoundError extends ServiceError {
+  override name = "NotFoundError";
+}
+/** 402 variant 1: an API-key caller without balance (`INSUFFICIENT_BALANCE`); no wallet to pay with. */
+export class InsufficientBalanceError extends ServiceError {
+  override name = "InsufficientBalanceError";
+}
+/**
+ * 402 variants 2 (no credentials: x402 discovery with `accepts`) and 3 (`PAYMENT_REQUIRED`: wallet credit
+ * too low, with `topUpInstructions`).
+ */
+export class PaymentRequiredError extends ServiceError {
+  override name = "PaymentRequiredError";
+  readonly variant: "discovery" | "insufficient_credit";
+  /** x402 payment requirements (from the body or the PAYMENT-REQUIRED header) */
+  readonly accepts?: unknown[];
+  readonly topUpInstructions?: Record<string, unknown>;
+  constructor(
+    message: string,
+    init: ServiceErrorInit & {
+      variant: "discovery" | "insufficient_credit";
+      accepts?: unknown[];
+      topUpInstructions?: Record<string, unknown>;
+    },
+  ) {
+    super(message, init);
+    this.variant = init.variant;
+    this.accepts = init.accepts;
+    this.topUpInstructions = init.topUpInstructions;
+  }
+}
+/** 429: rate limited. `resetAt` is when the request window resets (from `x-ratelimit-reset-requests`). */
+export class RateLimitError extends ServiceError {
+  override name = "RateLimitError";
+  readonly resetAt?: Date;
+  constructor(message: string, init: ServiceErrorInit & { resetAt?: Date } = {}) {
+    super(message, init);
+    this.resetAt = init.resetAt;
+  }
+}
+/**
+ * The abuse block: more than 20 failed requests in 30 s block the caller for 30 s. `source: "service"` when
+ * the service answered with the block, `"client"` when this client refused to send because the next failure
+ * could trip it.
+ */
+export class AbuseBlockError extends ServiceError {
+  override name = "AbuseBlockError";
+  readonly source: "service" | "client";
+  readonly retryAfterMs?: number;
+  constructor(message: string, init: ServiceErrorInit & { source: "service" | "client"; retryAfterMs?: number }) {
+    super(message, init);
+    this.source = init.source;
+    this.retryAfterMs = init.retryAfterMs;
+  }
+}
+/** 500, 503 and other 5xx, after retries. */
+export class ServerError extends ServiceError {
+  override name = "ServerError";
+}
+/** Any other non-success status. */
+export class UnexpectedStatusError extends ServiceError {
+  override name = "UnexpectedStatusError";
+}
+/** The request never got an answer (DNS, refused connection, reset). */
+export class NetworkError extends ServiceError {
+  override name = "NetworkError";
+}
+/** No answer within `timeout` ms. */
+export class TimeoutError extends ServiceError {
+  override name = "TimeoutError";
+}
+/** The caller aborted the request. */
+export class AbortError extends ServiceError {
+  override name = "AbortError";
+}
+/** A stream that ended without its end marker, or carried an in-band `{error}`. Never retried blindly. */
+export class StreamError extends ServiceError {
+  override name = "StreamError";
+}
+/** A 200 whose body breaks the contract (e.g. no `choices`, invalid JSON). The body is kept. */
+export class ResponseFormatError extends ServiceError {
+  override name = "ResponseFormatError";
+}
+/** A crypto RPC network slug the service does not list. */
+export class UnsupportedNetworkError extends ServiceError {
+  override name = "UnsupportedNetworkError";
+  readonly network: string;
+  readonly validNetworks?: string[];
+  constructor(message: string, init: ServiceErrorInit & { network: string; validNetworks?: string[] }) {
+    super(message, init);
+    this.network = init.network;
+    this.validNetworks = init.validNetworks;
+  }
+}
+/** A payment the owner's PaymentPolicy does not allow. Nothing was signed. */
+export class PaymentPolicyError extends ServiceError {
+  override name = "PaymentPolicyError";
+  readonly rule: string;
+  constructor(message: string, init: ServiceErrorInit & { rule: string }) {
+    super(message, init);
+    this.rule = init.rule;
+  }
+}
+/** A payment was attempted and failed (settlement refused, or its outcome is unknown). */
+export class PaymentFailedError extends ServiceError {
+  override name = "PaymentFailedError";
+}
+
+/** The service's abuse-block message (spec part 7). */
+export const ABUSE_BLOCK_MESSAGE =
+  "Too many failed attempts (> 20) resulting in a non-success status code. Please wait 30s and try again.";
+
+function bodyMessage(body: unknown): string | undefined {
+  if (typeof body === "string") return body.trim().slice(0, 500) || undefined;
+  if (!body || typeof body !== "object") return undefined;
+  const b = body as Record<string, unknown>;
+  const err = b.error;
+  if (typeof err === "string") return typeof b.message === "string" && b.message !== err ? `${err}: ${b.message}` : err;
+  if (err && typeof err === "object" && typeof (err as { message?: unknown }).message === "string") {
+    return (err as { message: string }).message;
+  }
+  if (typeof b.message === "string") return b.message;
+  return undefined;
+}
+
+function bodyCode(body: unknown): string | undefined {
+  if (!body || typeof body !== "object") return undefined;
+  const b = body as Record<string, unknown>;
+  if (typeof b.code === "string") return b.code;
+  const err = b.error;
+  if (err && typeof err === "object" && typeof (err as { code?: unknown }).code === "string") {
+    return (err as { code: string }).code;
+  }
+  if (typeof err === "string" && /^[A-Z0-9_]+$/.test(err)) return err;
+  return undefined;
+}
+
+/** Builds the typed error for a non-success response whose body has been read (JSON or text). */
+export function errorFromResponse(status: number, body: unknown, headers: ServiceResponseHeaders): ServiceError {
+  const code = bodyCode(body);
+  const text = bodyMessage(body);
+  const base = { status, body, headers, code };
+  const msg = (fallback: string) => `${status} ${text ?? fallback}`;
+  if (text?.includes("Too many failed attempts")) {
+    return new AbuseBlockError(msg(ABUSE_BLOCK_MESSAGE), { ...base, source: "service", retryAfterMs: 30_000 });
+  }
+  switch (status) {
+    case 400: {
+      const b = body as Record<string, unknown> | undefined;
+      return new BadRequestError(msg("Bad request"), { ...base, details: b?.details ?? b?.issues });
+    }
+    case 401:
+      if (/\bpro\b/i.test(text ?? "")) return new ProOnlyModelError(msg("This model is available to Pro users only"), base);
+      return new AuthenticationError(msg("Authentication failed"), base);
+    case 402: {
+      const b = (body ?? {}) as Record<string, unknown>;
+      if (code === "INSUFFICIENT_BALANCE") {
+        return new InsufficientBalanceError(
+          msg("Insufficient balance") + " (API-key account; add credit or use a wallet)",
+          base,
+        );
+      }
+      const accepts = Array.isArray(b.accepts) ? b.accepts : headers.paymentRequired?.accepts;
+      if (code === "PAYMENT_REQUIRED" || b.topUpInstructions) {
+        return new PaymentRequiredError(msg("Payment required: wallet credit too low"), {
+          ...base,
+          variant: "insufficient_credit",
+          accepts,
+          topUpInstructions: b.topUpInstructions as Record<string, unknown> | undefined,
+        });
+      }
+      return new PaymentRequiredError(msg("Payment required: sign in with a wallet or pass an API key"), {
+        ...base,
+        variant: "discovery",
+        accepts,
+      });
+    }
+    case 403:
+      return new PermissionDeniedError(msg("Forbidden"), base);
+    case 404:
+      return new NotFoundError(msg("Not found"), base);
+    case 429: {
+      const reset = headers.rateLimit?.resetRequests;
+      return new RateLimitError(msg("Rate limit exceeded"), {
+        ...base,
+        resetAt: reset !== undefined ? new Date(reset * 1000) : undefined,
+      });
+    }
+    default:
+      if (status >= 500) return new ServerError(msg("Server error"), base);
+      return new UnexpectedStatusError(msg("Unexpected status"), base);
+  }
+}

@@ -1,0 +1,240 @@
+/**
+ * The one fetch stack. Every request of every face (ChatService, ServiceClient, crypto tools, x402 top-ups)
+ * goes through a function built here, so auth, payment, pacing, retries, the abuse guard, typed errors and
+ * header parsing exist once. The result is `fetch`-compatible, so it also plugs into the `openai` SDK.
+ *
+ *   errors -> payment (x402) -> retry -> pacing -> abuse guard -> auth -> timeout -> fetch
+ *
+ * Auth sits inside retry so that every attempt is signed afresh (a SIWX header is single-use).
+ */
+import { brandNames, normalizeBaseUrl, readEnv, ENV_API_KEY, DEFAULT_BRAND } from "../config.js";
+import {
+  AbortError,
+  ConfigurationError,
+  NetworkError,
+  ServiceError,
+  TimeoutError,
+  errorFromResponse,
+} from "./errors.js";
+import { parseServiceHeaders, type ServiceResponseHeaders } from "./headers.js";
+import { AbuseGuard, abuseGuardLayer, type AbuseGuardOptions } from "./abuse-guard.js";
+import { retryLayer, type RetryOptions } from "./retry.js";
+
+/** Per-request hints to the stack; plain `fetch` ignores them. */
+export interface ServiceRequestHints {
+  /** model id, for pacing per key and model */
+  model?: string;
+  /** tokens this request may use, for token pacing */
+  estimatedTokens?: number;
+  /** false: send no credentials (public endpoints) */
+  auth?: boolean;
+  /** false: never retry (e.g. a payment that must not be re-sent blindly) */
+  retry?: boolean;
+  /** per-request timeout in ms (overrides the stack's) */
+  timeout?: number;
+  /** false: hand back non-success responses instead of throwing typed errors */
+  throwOnError?: boolean;
+}
+
+export interface ServiceRequestInit extends RequestInit {
+  service?: ServiceRequestHints;
+}
+
+export type FetchLike = (input: string | URL | Request, init?: ServiceRequestInit) => Promise<Response>;
+export type FetchLayer = (next: FetchLike) => FetchLike;
+
+/** Supplies the credential headers of one attempt (an API key, or a freshly signed SIWX header). */
+export interface AuthProvider {
+  /** a label for logs and for sharing limiters; never the secret itself */
+  readonly identity: string;
+  headers(url: string, init: ServiceRequestInit): Promise<Record<string, string>> | Record<string, string>;
+}
+
+export interface FetchStackOptions {
+  /** API key (else `SERVICE_API_KEY`). Ignored when `auth` is given. */
+  apiKey?: string;
+  /** base URL including `/api/v1` (else `SERVICE_BASE_URL`) */
+  baseUrl?: string;
+  /** the deployment's brand in wire names (default `service`) */
+  brand?: string;
+  /** per-attempt timeout in ms until the response headers arrive (default 120000) */
+  timeout?: number;
+  /** the underlying fetch (default `globalThis.fetch`) */
+  fetch?: FetchLike;
+  /** retry policy; `false` or `{ maxRetries: 0 }` turns retries off */
+  retry?: Partial<RetryOptions> | false;
+  /** client-side guard against the service's abuse block; `false` turns it off */
+  abuseGuard?: Partial<AbuseGuardOptions> | AbuseGuard | false;
+  /** a credential provider other than the API key (wallet sign-in) */
+  auth?: AuthProvider;
+  /** the payment layer (x402 top-up on 402), placed outside retries */
+  payment?: FetchLayer;
+  /** the pacing layer (rate-limit aware), placed inside retries */
+  pacing?: FetchLayer;
+  /** extra headers on every request */
+  defaultHeaders?: Record<string, string>;
+}
+
+export interface ServiceFetch extends FetchLike {
+  readonly baseUrl: string;
+  readonly brand: string;
+  /** who is calling (for limiters, logs); never the secret */
+  readonly identity: string;
+  readonly hasCredentials: boolean;
+  /** resolves a path relative to the base URL */
+  url(path: string): string;
+}
+
+const headerCache = new WeakMap<Response, ServiceResponseHeaders>();
+
+/** Parsed part-2.5 headers of a response, parsed once and cached. */
+export function responseHeaders(response: Response, brand?: string): ServiceResponseHeaders {
+  let parsed = headerCache.get(response);
+  if (!parsed) {
+    parsed = parseServiceHeaders(response.headers, brand);
+    headerCache.set(response, parsed);
+  }
+  return parsed;
+}
+
+/** Short, non-reversible label of a key, so limiters can be shared without keeping the key around. */
+function fingerprint(secret: string): string {
+  // FNV-1a: enough to tell keys apart in a process; not a security measure (the label is never sent).
+  let h = 0x811c9dc5;
+  for (let i = 0; i < secret.length; i++) {
+    h ^= secret.charCodeAt(i);
+    h = Math.imul(h, 0x01000193);
+  }
+  return `key:${(h >>> 0).toString(16)}`;
+}
+
+export class ApiKeyAuth implements AuthProvider {
+  readonly identity: string;
+  readonly #header: Record<string, string>;
+  constructor(apiKey: string) {
+    if (!apiKey || /\s/.test(apiKey)) throw new ConfigurationError("apiKey must be a non-empty string without spaces");
+    this.identity = fingerprint(apiKey);
+    this.#header = { authorization: `Bearer ${apiKey}` };
+  }
+  headers(): Record<string, string> {
+    return this.#header;
+  }
+  toJSON() {
+    return { identity: this.identity };
+  }
+}
+
+function mergeSignals(a: AbortSignal | null | undefined, b: AbortSignal): AbortSignal {
+  return a ? AbortSignal.any([a, b]) : b;
+}
+
+/** Auth + default headers + per-attempt timeout + mapping of transport failures to typed errors. */
+function transportLayer(
+  base: FetchLike,
+  auth: AuthProvider | undefined,
+  defaultHeaders: Record<string, string> | undefined,
+  timeoutMs: number,
+): FetchLike {
+  return async (input, init = {}) => {
+    const url = typeof input === "string" ? input : input instanceof URL ? input.href : input.url;
+    const hints = init.service;
+    let headers: Headers | Record<string, string> | undefined;
+    const authHeaders = auth && hints?.auth !== false ? await auth.headers(url, init) : undefined;
+    if (authHeaders || defaultHeaders) {
+      const h = new Headers(init.headers);
+      if (defaultHeaders) for (const k in defaultHeaders) if (!h.has(k)) h.set(k, defaultHeaders[k]!);
+      if (authHeaders) for (const k in authHeaders) h.set(k, authHeaders[k]!);
+      headers = h;
+    }
+    const timeout = hints?.timeout ?? timeoutMs;
+    const controller = new AbortController();
+    const timer = setTimeout(() => controller.abort(new TimeoutError(`no response within ${timeout} ms`)), timeout);
+    const userSignal = init.signal;
+    try {
+      const { service: _hints, ...rest } = init;
+      return await base(input, {
+        ...rest,
+        headers: headers ?? init.headers,
+        signal: mergeSignals(userSignal, controller.signal),
+      });
+    } catch (err) {
+      if (userSignal?.aborted) {
+        throw new AbortError("request aborted", { cause: userSignal.reason });
+      }
+      if (controller.signal.aborted) throw controller.signal.reason as TimeoutError;
+      if (err instanceof ServiceError) throw err;
+      const cause = err as { message?: string; cause?: { code?: string; message?: string } };
+      const detail = cause?.cause?.code ?? cause?.cause?.message ?? cause?.message ?? String(err);
+      throw new NetworkError(`network error: ${detail} (${new URL(url).origin})`, { cause: err });
+    } finally {
+      clearTimeout(timer);
+    }
+  };
+}
+
+/** Reads a non-success body (JSON if it parses, else text) and throws the typed error. */
+export async function throwForStatus(response: Response, brand?: string): Promise<never> {
+  const headers = responseHeaders(response, brand);
+  let body: unknown;
+  let text = "";
+  try {
+    text = await response.text();
+  } catch {
+    text = "";
+  }
+  try {
+    body = text ? JSON.parse(text) : undefined;
+  } catch {
+    body = text;
+  }
+  throw errorFromResponse(response.status, body, headers);
+}
+
+function errorsLayer(next: FetchLike, brand: string): FetchLike {
+  return async (input, init) => {
+    const response = await next(input, init);
+    if (response.ok || init?.service?.throwOnError === false) return response;
+    return throwForStatus(response, brand);
+  };
+}
+
+const sharedGuards = new Map<string, AbuseGuard>();
+
+/** Builds the stack. Throws `ConfigurationError` on bad options, before any request. */
+export function createServiceFetch(options: FetchStackOptions = {}): ServiceFetch {
+  const baseUrl = normalizeBaseUrl(options.baseUrl);
+  const brand = options.brand ?? DEFAULT_BRAND;
+  brandNames(brand); // validates
+  const base: FetchLike = options.fetch ?? ((input, init) => globalThis.fetch(input, init));
+  const apiKey = options.auth ? undefined : (options.apiKey ?? readEnv(ENV_API_KEY));
+  const auth = options.auth ?? (apiKey ? new ApiKeyAuth(apiKey) : undefined);
+  const identity = auth?.identity ?? "anonymous";
+  const timeout = options.timeout ?? 120_000;
+  if (!(timeout > 0)) throw new ConfigurationError("timeout must be a positive number of milliseconds");
+
+  let guard: AbuseGuard | undefined;
+  if (options.abuseGuard instanceof AbuseGuard) guard = options.abuseGuard;
+  else if (options.abuseGuard !== false) {
+    // One guard per service and caller: the service counts failures per caller, not per client object.
+    const key = `${baseUrl}|${identity}|${JSON.stringify(options.abuseGuard ?? {})}`;
+    guard = sharedGuards.get(key);
+    if (!guard) sharedGuards.set(key, (guard = new AbuseGuard(options.abuseGuard ?? {})));
+  }
+
+  let f = transportLayer(base, auth, options.defaultHeaders, timeout);
+  if (guard) f = abuseGuardLayer(guard)(f);
+  if (options.pacing) f = options.pacing(f);
+  if (options.retry !== false) f = retryLayer(options.retry ?? {}, brand)(f);
+  if (options.payment) f = options.payment(f);
+  f = errorsLayer(f, brand);
+
+  const stack = f as ServiceFetch;
+  Object.defineProperties(stack, {
+    baseUrl: { value: baseUrl, enumerable: true },
+    brand: { value: brand, enumerable: true },
+    identity: { value: identity, enumerable: true },
+    hasCredentials: { value: auth !== undefined, enumerable: true },
+    url: { value: (path: string) => (/^https?:\/\//.test(path) ? path : `${baseUrl}${path.startsWith("/") ? "" : "/"}${path}`) },
+  });
+  return stack;
+}

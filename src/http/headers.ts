@@ -1,0 +1,187 @@
+/**
+ * The response headers of the spec's part 2.5, parsed into one typed object. Strings that hold numbers
+ * become numbers, `true`/`false` become booleans. Units are made explicit: `x-ratelimit-reset-requests` is a
+ * Unix timestamp (seconds), `x-ratelimit-reset-tokens` is seconds from now.
+ */
+import { brandNames } from "../config.js";
+
+export interface RateLimitHeaders {
+  limitRequests?: number;
+  remainingRequests?: number;
+  /** Unix timestamp (seconds) at which the request window resets */
+  resetRequests?: number;
+  limitTokens?: number;
+  remainingTokens?: number;
+  /** seconds from the response until the token window resets */
+  resetTokens?: number;
+  /** `resetTokens` as an absolute time (ms since epoch), computed when the headers were read */
+  resetTokensAtMs?: number;
+  type?: "user" | "api_key" | "global" | string;
+}
+
+export interface X402PaymentRequired {
+  x402Version?: number;
+  accepts?: unknown[];
+  [key: string]: unknown;
+}
+
+export interface ServiceResponseHeaders {
+  contentType?: string;
+  contentEncoding?: string;
+  contentDisposition?: string;
+  date?: string;
+  /** `CF-RAY`: the request id to quote to support */
+  requestId?: string;
+  /** `x-service-version`: `YYYYMMDD.HHMMSS` */
+  version?: string;
+  timestamp?: string;
+  hostName?: string;
+  model?: { id?: string; name?: string; router?: string };
+  deprecation?: { warning?: string; date?: string };
+  rateLimit?: RateLimitHeaders;
+  pagination?: { limit?: number; page?: number; total?: number; totalPages?: number };
+  balance?: {
+    /** `x-service-balance-usd`: USD credit before the request */
+    usd?: number;
+    /** `x-service-balance-diem`: staking-token balance before the request */
+    diem?: number;
+    /** `X-Balance-Remaining`: x402 credit in USD after the request */
+    remainingUsd?: number;
+  };
+  contentPolicy?: {
+    isBlurred?: boolean;
+    isContentViolation?: boolean;
+    isAdultModelContentViolation?: boolean;
+    containsMinor?: boolean;
+  };
+  client?: { middlefaceVersion?: string; mobileVersion?: string; requestTimestampMs?: number };
+  controlInstance?: string;
+  authRefreshed?: boolean;
+  retryCount?: number;
+  /** crypto RPC proxy pricing and idempotency */
+  rpc?: { credits?: number; costUsd?: number; requestId?: string; idempotentReplayed?: boolean };
+  /** x402: decoded `PAYMENT-REQUIRED` (with a 402) and `PAYMENT-RESPONSE` (after a top-up) */
+  paymentRequired?: X402PaymentRequired;
+  paymentResponse?: Record<string, unknown>;
+}
+
+/** `"12"` → 12, `"1.5e-6"` → 1.5e-6; anything else → undefined. */
+export function toNumber(value: string | null | undefined): number | undefined {
+  if (value === null || value === undefined) return undefined;
+  const trimmed = value.trim();
+  if (trimmed === "") return undefined;
+  const n = Number(trimmed);
+  return Number.isFinite(n) ? n : undefined;
+}
+
+export function toBoolean(value: string | null | undefined): boolean | undefined {
+  if (value === null || value === undefined) return undefined;
+  const v = value.trim().toLowerCase();
+  if (v === "true" || v === "1") return true;
+  if (v === "false" || v === "0") return false;
+  return undefined;
+}
+
+/** Decodes a base64 JSON header (x402 `PAYMENT-*`); undefined when absent or malformed. */
+export function decodeBase64Json<T = Record<string, unknown>>(value: string | null | undefined): T | undefined {
+  if (!value) return undefined;
+  try {
+    return JSON.parse(decodeBase64(value)) as T;
+  } catch {
+    return undefined;
+  }
+}
+
+export function decodeBase64(value: string): string {
+  // Buffer where present (Node), atob elsewhere; both accept standard base64.
+  const B = (globalThis as { Buffer?: { from(s: string, e: string): { toString(e: string): string } } }).Buffer;
+  if (B) return B.from(value, "base64").toString("utf8");
+  return new TextDecoder().decode(Uint8Array.from(atob(value), (c) => c.charCodeAt(0)));
+}
+
+export function encodeBase64(value: string): string {
+  const B = (globalThis as { Buffer?: { from(s: string, e: string): { toString(e: string): string } } }).Buffer;
+  if (B) return B.from(value, "utf8").toString("base64");
+  return btoa(String.fromCharCode(...new TextEncoder().encode(value)));
+}
+
+function compact<T extends object>(obj: T): T | undefined {
+  for (const key in obj) if (obj[key] !== undefined) return obj;
+  return undefined;
+}
+
+/** Parses the part-2.5 headers of a response. `now` (ms) anchors relative reset times. */
+export function parseServiceHeaders(
+  headers: Headers,
+  brand?: string,
+  now: number = Date.now(),
+): ServiceResponseHeaders {
+  const p = brandNames(brand).headerPrefix;
+  const get = (name: string) => headers.get(name) ?? undefined;
+  const num = (name: string) => toNumber(headers.get(name));
+  const bool = (name: string) => toBoolean(headers.get(name));
+
+  const resetTokens = num("x-ratelimit-reset-tokens");
+  const out: ServiceResponseHeaders = {
+    contentType: get("content-type"),
+    contentEncoding: get("content-encoding"),
+    contentDisposition: get("content-disposition"),
+    date: get("date"),
+    requestId: get("cf-ray"),
+    version: get(`${p}version`),
+    timestamp: get(`${p}timestamp`),
+    hostName: get(`${p}host-name`),
+    model: compact({ id: get(`${p}model-id`), name: get(`${p}model-name`), router: get(`${p}model-router`) }),
+    deprecation: compact({
+      warning: get(`${p}model-deprecation-warning`),
+      date: get(`${p}model-deprecation-date`),
+    }),
+    rateLimit: compact({
+      limitRequests: num("x-ratelimit-limit-requests"),
+      remainingRequests: num("x-ratelimit-remaining-requests"),
+      resetRequests: num("x-ratelimit-reset-requests"),
+      limitTokens: num("x-ratelimit-limit-tokens"),
+      remainingTokens: num("x-ratelimit-remaining-tokens"),
+      resetTokens,
+      resetTokensAtMs: resetTokens === undefined ? undefined : now + resetTokens * 1000,
+      type: get("x-ratelimit-type"),
+    }),
+    pagination: compact({
+      limit: num("x-pagination-limit"),
+      page: num("x-pagination-page"),
+      total: num("x-pagination-total"),
+      totalPages: num("x-pagination-total-pages"),
+    }),
+    balance: compact({
+      usd: num(`${p}balance-usd`),
+      diem: num(`${p}balance-diem`),
+      remainingUsd: num("x-balance-remaining"),
+    }),
+    contentPolicy: compact({
+      isBlurred: bool(`${p}is-blurred`),
+      isContentViolation: bool(`${p}is-content-violation`),
+      isAdultModelContentViolation: bool(`${p}is-adult-model-content-violation`),
+      containsMinor: bool(`${p}contains-minor`),
+    }),
+    client: compact({
+      middlefaceVersion: get(`${p}middleface-version`),
+      mobileVersion: get(`${p}mobile-version`),
+      requestTimestampMs: num(`${p}request-timestamp-ms`),
+    }),
+    controlInstance: get(`${p}control-instance`),
+    authRefreshed: bool("x-auth-refreshed"),
+    retryCount: num("x-retry-count"),
+    rpc: compact({
+      credits: num(`${p}rpc-credits`),
+      costUsd: num(`${p}rpc-cost-usd`),
+      requestId: get("x-request-id"),
+      idempotentReplayed: bool("idempotent-replayed"),
+    }),
+    paymentRequired: decodeBase64Json<X402PaymentRequired>(headers.get("payment-required")),
+    paymentResponse: decodeBase64Json(headers.get("payment-response") ?? headers.get("x-payment-response")),
+  };
+  for (const key of Object.keys(out) as (keyof ServiceResponseHeaders)[]) {
+    if (out[key] === undefined) delete out[key];
+  }
+  return out;
+}

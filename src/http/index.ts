@@ -1,0 +1,6 @@
+export * from "./errors.js";
+export * from "./headers.js";
+export * from "./fetch-stack.js";
+export { AbuseGuard, abuseGuardLayer, type AbuseGuardOptions } from "./abuse-guard.js";
+export { retryLayer, backoffDelay, rateLimitWaitMs, sleep, RETRYABLE_STATUSES, type RetryOptions } from "./retry.js";
+export * from "./client.js";
