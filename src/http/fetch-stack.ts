@@ -19,6 +19,7 @@ import {
 import { parseServiceHeaders, type ServiceResponseHeaders } from "./headers.js";
 import { AbuseGuard, abuseGuardLayer, type AbuseGuardOptions } from "./abuse-guard.js";
 import { retryLayer, type RetryOptions } from "./retry.js";
+import { pacingLayer, type PacingOptions } from "./pacing.js";
 
 /** Per-request hints to the stack; plain `fetch` ignores them. */
 export interface ServiceRequestHints {
@@ -67,10 +68,24 @@ export interface FetchStackOptions {
   abuseGuard?: Partial<AbuseGuardOptions> | AbuseGuard | false;
   /** a credential provider other than the API key (wallet sign-in) */
   auth?: AuthProvider;
-  /** the payment layer (x402 top-up on 402), placed outside retries */
-  payment?: FetchLayer;
-  /** the pacing layer (rate-limit aware), placed inside retries */
-  pacing?: FetchLayer;
+  /**
+   * A wallet (`EvmWallet` | `SolanaWallet`) to sign in with instead of an API key (SIWX on every attempt) and
+   * to pay with (x402 top-up on 402, within `payment`).
+   */
+  wallet?: unknown;
+  /** the owner's payment policy for automatic top-ups (with `wallet`) */
+  payment?: unknown;
+  /** called after each payment attempt (with `wallet`) */
+  onPayment?: (event: unknown) => void;
+  /** a custom payment layer, placed outside retries (built from `wallet` + `payment` when absent) */
+  paymentLayer?: FetchLayer;
+  /**
+   * Rate-limit pacing from the `x-ratelimit-*` headers, one limiter per caller and model shared in the
+   * process, so bursts wait for the window instead of drawing 429s (default on); `false` turns it off.
+   */
+  pacing?: Partial<PacingOptions> | false;
+  /** a custom pacing layer, placed inside retries (replaces the default) */
+  pacingLayer?: FetchLayer;
   /** extra headers on every request */
   defaultHeaders?: Record<string, string>;
 }
@@ -223,9 +238,10 @@ export function createServiceFetch(options: FetchStackOptions = {}): ServiceFetc
 
   let f = transportLayer(base, auth, options.defaultHeaders, timeout);
   if (guard) f = abuseGuardLayer(guard)(f);
-  if (options.pacing) f = options.pacing(f);
+  if (options.pacingLayer) f = options.pacingLayer(f);
+  else if (options.pacing !== false) f = pacingLayer(`${baseUrl}|${identity}`, options.pacing || {})(f);
   if (options.retry !== false) f = retryLayer(options.retry ?? {}, brand)(f);
-  if (options.payment) f = options.payment(f);
+  if (options.paymentLayer) f = options.paymentLayer(f);
   f = errorsLayer(f, brand);
 
   const stack = f as ServiceFetch;

@@ -4,3 +4,4 @@ export * from "./fetch-stack.js";
 export { AbuseGuard, abuseGuardLayer, type AbuseGuardOptions } from "./abuse-guard.js";
 export { retryLayer, backoffDelay, rateLimitWaitMs, sleep, RETRYABLE_STATUSES, type RetryOptions } from "./retry.js";
 export * from "./client.js";
+export { RateLimiter, pacingLayer, type PacingOptions } from "./pacing.js";
