@@ -19,6 +19,8 @@ export interface EmulatorRequest {
   body: Buffer;
   /** the full URL as the client addressed it (origin = http://127.0.0.1:PORT) */
   url: URL;
+  /** the peer's address (anonymous callers are told apart by it) */
+  remoteAddress?: string;
 }
 
 export interface EmulatorResponse {
@@ -125,6 +127,12 @@ export interface EmulatorOptions {
   x402?: Record<string, unknown>;
   /** log each request to stderr */
   log?: boolean;
+  /** crypto RPC network slugs served by GET /crypto/rpc/networks (default: the 23 of spec 4.2) */
+  networks?: string[];
+  /** ms clock for rate limits and the abuse block (default Date.now); tests may inject one */
+  now?: () => number;
+  /** extra routes mounted after the built-in ones (custom endpoints, server tests); same pipeline */
+  routes?: Route[];
 }
 
 export interface EmulatorContext {
@@ -139,6 +147,8 @@ export interface EmulatorContext {
   chain?: LocalChain;
   /** wallet sign-in and payments */
   x402: X402Hooks;
+  /** request/token windows, the abuse block and the rate-limit log (set by the server) */
+  rateLimiter?: import("./rate-limits.js").RateLimiter;
 }
 
 export type RouteHandler = (req: EmulatorRequest, ctx: EmulatorContext, caller: Caller) => Promise<EmulatorResponse> | EmulatorResponse;

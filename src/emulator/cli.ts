@@ -1,0 +1,202 @@
+/**
+ * `langchain-service emulator`: runs the local service emulator until SIGINT/SIGTERM.
+ *
+ *   langchain-service emulator [--port N] [--api-key KEY[=USD]]... [--brand NAME] [--no-chain]
+ *     [--upstream slug=URL]... [--window-ms N] [--fault-rate R] [--latency-ms N] [--stream-cut-after K] [--log]
+ *
+ * Prints the base URL and the keys it accepts; with the local chain (on by default here), also its funded
+ * accounts with their private keys and the test USDC address, as ganache does: local test keys only.
+ */
+import { parseArgs } from "node:util";
+import { pathToFileURL } from "node:url";
+import { startEmulator, type Emulator } from "./index.js";
+import type { ApiKeyOption, EmulatorOptions } from "./types.js";
+
+export const USAGE = `Usage: langchain-service emulator [options]
+
+Runs a local service emulator (OpenAI-compatible chat, models, rate limits, crypto RPC, x402) on 127.0.0.1.
+
+Options:
+  --port N                 port to listen on (default 8787; 0 picks a free one)
+  --api-key KEY[=USD]      accept KEY with a starting USD balance (default 100; DIEM 10); repeatable.
+                           Without any, one random key is created.
+  --brand NAME             brand used in wire names (x-NAME-version, NAME_parameters); default "service"
+  --no-chain               do not start the local EVM chain (crypto RPC upstreams and x402 top-ups need it)
+  --upstream slug=URL      forward crypto RPC for a network slug to this JSON-RPC URL; repeatable
+  --window-ms N            rate-limit window in ms (default 60000)
+  --fault-rate R           share of requests answered 500/503 (0..1)
+  --latency-ms N           latency added to each request
+  --stream-cut-after K     cut every stream after K chunks
+  --log                    log each request to stderr
+  -h, --help               show this help
+`;
+
+export interface CliIo {
+  out(line: string): void;
+  err(line: string): void;
+}
+
+const defaultIo: CliIo = {
+  out: (line) => process.stdout.write(`${line}\n`),
+  err: (line) => process.stderr.write(`${line}\n`),
+};
+
+export class CliUsageError extends Error {
+  override name = "CliUsageError";
+}
+
+function number(name: string, raw: string | undefined, check: (n: number) => boolean): number | undefined {
+  if (raw === undefined) return undefined;
+  const n = Number(raw);
+  if (raw.trim() === "" || !Number.isFinite(n) || !check(n)) throw new CliUsageError(`--${name}: invalid value ${JSON.stringify(raw)}`);
+  return n;
+}
+
+/** Parses the command line into emulator options (throws CliUsageError with a clear message). */
+export function parseCliArgs(argv: string[]): { help: true } | { help: false; options: EmulatorOptions } {
+  const args = argv[0] === "emulator" ? argv.slice(1) : argv;
+  let values;
+  try {
+    ({ values } = parseArgs({
+      args,
+      strict: true,
+      allowPositionals: false,
+      options: {
+        port: { type: "string" },
+        "api-key": { type: "string", multiple: true },
+        brand: { type: "string" },
+        chain: { type: "boolean" },
+        "no-chain": { type: "boolean" },
+        upstream: { type: "string", multiple: true },
+        "window-ms": { type: "string" },
+        "fault-rate": { type: "string" },
+        "latency-ms": { type: "string" },
+        "stream-cut-after": { type: "string" },
+        log: { type: "boolean" },
+        help: { type: "boolean", short: "h" },
+      },
+    }));
+  } catch (err) {
+    throw new CliUsageError((err as Error).message);
+  }
+  if (values.help) return { help: true };
+
+  const apiKeys: ApiKeyOption[] = (values["api-key"] ?? []).map((spec) => {
+    const eq = spec.lastIndexOf("=");
+    const key = eq === -1 ? spec : spec.slice(0, eq);
+    if (!key) throw new CliUsageError("--api-key: empty key");
+    const usd = eq === -1 ? undefined : number("api-key", spec.slice(eq + 1), (n) => n >= 0);
+    return usd === undefined ? { key } : { key, usd };
+  });
+  const upstreams: Record<string, string> = {};
+  for (const spec of values.upstream ?? []) {
+    const eq = spec.indexOf("=");
+    const slug = spec.slice(0, eq);
+    const url = spec.slice(eq + 1);
+    if (eq <= 0 || !/^https?:\/\//.test(url)) throw new CliUsageError(`--upstream: expected slug=http(s)://URL, got ${JSON.stringify(spec)}`);
+    upstreams[slug] = url;
+  }
+  const windowMs = number("window-ms", values["window-ms"], (n) => n > 0);
+  const errorRate = number("fault-rate", values["fault-rate"], (n) => n >= 0 && n <= 1);
+  const latencyMs = number("latency-ms", values["latency-ms"], (n) => n >= 0);
+  const streamCutAfter = number("stream-cut-after", values["stream-cut-after"], (n) => Number.isInteger(n) && n >= 0);
+  const faults = { errorRate, latencyMs, streamCutAfter };
+
+  const options: EmulatorOptions = {
+    port: number("port", values.port ?? "8787", (n) => Number.isInteger(n) && n >= 0 && n <= 65_535),
+    chain: !values["no-chain"],
+    log: values.log ?? false,
+  };
+  if (apiKeys.length) options.apiKeys = apiKeys;
+  if (values.brand) options.brand = values.brand;
+  if (Object.keys(upstreams).length) options.upstreams = upstreams;
+  if (windowMs !== undefined) options.rateLimits = { windowMs };
+  if (Object.values(faults).some((v) => v !== undefined)) {
+    options.faults = Object.fromEntries(Object.entries(faults).filter(([, v]) => v !== undefined));
+  }
+  return { help: false, options };
+}
+
+/** Starts with the chain if asked; if the chain cannot start, says so in one line and runs without it. */
+async function startWithFallback(options: EmulatorOptions, io: CliIo): Promise<Emulator> {
+  if (!options.chain) return startEmulator(options);
+  try {
+    return await startEmulator(options);
+  } catch (err) {
+    const reason = ((err as Error)?.message ?? String(err)).split("\n")[0];
+    io.err(`warning: local chain not started (${reason}); continuing without it`);
+    return startEmulator({ ...options, chain: false });
+  }
+}
+
+function describe(emulator: Emulator, io: CliIo): void {
+  io.out(`${emulator.context.names.brand} emulator listening`);
+  io.out(`base URL: ${emulator.url}`);
+  io.out("API keys:");
+  for (const key of emulator.apiKeys) {
+    const account = emulator.account(key);
+    io.out(`  ${key}  (USD ${account?.usd ?? 0}, DIEM ${account?.diem ?? 0})`);
+  }
+  const chain = emulator.chain;
+  if (chain) {
+    io.out(`local chain: ${chain.rpcUrl} (chain id ${chain.chainId})`);
+    io.out(`test USDC (${chain.usdc.symbol}, ${chain.usdc.decimals} decimals): ${chain.usdc.address}`);
+    io.out(`treasury (x402 payee): ${chain.treasury}`);
+    io.out("funded accounts (local test keys, never use them elsewhere):");
+    chain.accounts.forEach((a, i) => io.out(`  (${i}) ${a.address}  ${a.privateKey}`));
+  }
+  io.out(`try: curl -H "Authorization: Bearer ${emulator.apiKeys[0] ?? ""}" ${emulator.url}/models`);
+}
+
+export interface MainOptions {
+  io?: CliIo;
+  /** close on SIGINT/SIGTERM (the binary does; in-process callers close the returned emulator themselves) */
+  handleSignals?: boolean;
+}
+
+/**
+ * Runs the CLI. Returns the running emulator (undefined after --help). Exit codes are the caller's business:
+ * usage errors throw CliUsageError.
+ */
+export async function main(argv: string[], opts: MainOptions = {}): Promise<Emulator | undefined> {
+  const io = opts.io ?? defaultIo;
+  const parsed = parseCliArgs(argv);
+  if (parsed.help) {
+    io.out(USAGE);
+    return undefined;
+  }
+  const emulator = await startWithFallback(parsed.options, io);
+  describe(emulator, io);
+  if (opts.handleSignals) {
+    const stop = (signal: string) => {
+      io.err(`${signal}: closing the emulator`);
+      emulator.close().then(
+        () => process.exit(0),
+        (err) => {
+          io.err(`error while closing: ${(err as Error).message}`);
+          process.exit(1);
+        },
+      );
+    };
+    process.once("SIGINT", () => stop("SIGINT"));
+    process.once("SIGTERM", () => stop("SIGTERM"));
+  }
+  return emulator;
+}
+
+/** Entry point for `node bin/langchain-service.mjs emulator ...` and `tsx src/emulator/cli.ts ...`. */
+export async function run(argv: string[]): Promise<void> {
+  try {
+    await main(argv, { handleSignals: true });
+  } catch (err) {
+    if (err instanceof CliUsageError) {
+      process.stderr.write(`error: ${err.message}\n\n${USAGE}`);
+      process.exit(2);
+    }
+    process.stderr.write(`error: ${(err as Error)?.message ?? String(err)}\n`);
+    process.exit(1);
+  }
+}
+
+const invokedDirectly = process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href;
+if (invokedDirectly) void run(process.argv.slice(2));

@@ -1,0 +1,87 @@
+/**
+ * Fault injection for reliability tests: a share of requests answered 500/503 before any route runs (nothing
+ * is charged), added latency, and streams cut after k chunks. Faults can be swapped at run time
+ * (`emulator.setFaults`). With a `seed` the sequence of faults is reproducible.
+ */
+import type { FaultOptions } from "./types.js";
+
+/** Paths never faulted by default: network discovery is what clients call to find their way back. */
+const DEFAULT_EXEMPT = ["/crypto/rpc/networks"];
+
+export const FAULT_BODIES: Record<number, { error: string }> = {
+  500: { error: "Internal server error" },
+  503: { error: "Service unavailable" },
+};
+
+/** mulberry32: a tiny seeded PRNG (no library needed for reproducible coin flips). */
+export function seededRandom(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+export interface FaultDecision {
+  /** answer with this status instead of serving */
+  status?: number;
+  /** wait this long before answering */
+  latencyMs: number;
+}
+
+export class FaultInjector {
+  private faults: FaultOptions = {};
+  private random: () => number = Math.random;
+
+  constructor(faults: FaultOptions = {}) {
+    this.set(faults);
+  }
+
+  get current(): FaultOptions {
+    return this.faults;
+  }
+
+  set(faults: FaultOptions = {}): void {
+    const rate = faults.errorRate ?? 0;
+    if (!(rate >= 0 && rate <= 1)) throw new RangeError(`faults.errorRate must be within 0..1 (got ${rate})`);
+    if (faults.streamCutAfter !== undefined && !(Number.isInteger(faults.streamCutAfter) && faults.streamCutAfter >= 0)) {
+      throw new RangeError(`faults.streamCutAfter must be a non-negative integer (got ${faults.streamCutAfter})`);
+    }
+    this.faults = { ...faults };
+    this.random = faults.seed !== undefined ? seededRandom(faults.seed) : Math.random;
+  }
+
+  applies(path: string): boolean {
+    const prefixes = this.faults.paths;
+    if (prefixes) return prefixes.some((p) => path.startsWith(p));
+    return !DEFAULT_EXEMPT.includes(path);
+  }
+
+  decide(path: string): FaultDecision {
+    if (!this.applies(path)) return { latencyMs: 0 };
+    const latencyMs = this.latency();
+    const rate = this.faults.errorRate ?? 0;
+    if (rate > 0 && this.random() < rate) {
+      const statuses = this.faults.statuses?.length ? this.faults.statuses : [500, 503];
+      const status = statuses[Math.floor(this.random() * statuses.length)] ?? 500;
+      return { status, latencyMs };
+    }
+    return { latencyMs };
+  }
+
+  /** chunks after which a stream on `path` is cut, if any */
+  streamCutAfter(path: string): number | undefined {
+    return this.applies(path) ? this.faults.streamCutAfter : undefined;
+  }
+
+  private latency(): number {
+    const l = this.faults.latencyMs;
+    if (l === undefined) return 0;
+    if (typeof l === "number") return Math.max(0, l);
+    const [min, max] = l;
+    return Math.max(0, min + this.random() * (max - min));
+  }
+}

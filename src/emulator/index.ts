@@ -1,0 +1,157 @@
+/**
+ * The local service emulator, in-process: `startEmulator(options)` starts a real HTTP server on a loopback
+ * port that speaks the API at `{url}` (= `http://127.0.0.1:PORT/api/v1`) with an honest ledger, rate limits,
+ * the abuse block, fault injection and, on request, a local chain and wallet payments.
+ *
+ *   const emu = await startEmulator({ apiKeys: [{ key: "k1", usd: 5 }] });
+ *   // ... point a client at emu.url with apiKey "k1" ...
+ *   await emu.close();
+ */
+import { randomBytes } from "node:crypto";
+import { brandNames } from "../config.js";
+import { ConfigurationError } from "../http/errors.js";
+import { FaultInjector } from "./faults.js";
+import { Ledger } from "./ledger.js";
+import { RateLimiter } from "./rate-limits.js";
+import { API_PREFIX, closeServer, collectRoutes, createListener, listen, type PipelineState } from "./server.js";
+import type { Account, ApiKeyOption, EmulatorContext, EmulatorOptions, FaultOptions, LocalChain, X402Hooks } from "./types.js";
+import { createDefaultX402Hooks, loadX402Hooks } from "./x402-default.js";
+
+export * from "./types.js";
+export { Ledger, DEFAULT_KEY_DIEM, DEFAULT_KEY_USD, type ChargeResult } from "./ledger.js";
+export { MODELS, findModel, type EmulatedModel, type ModelTier, type ModelCapabilities } from "./models/catalog.js";
+export {
+  RateLimiter,
+  TIER_LIMITS,
+  PARTNER_TIER_LIMITS,
+  ABUSE_BLOCK_MESSAGE,
+  type RateLimitLogEntry,
+  type Tier,
+  type TierLimit,
+} from "./rate-limits.js";
+export { FaultInjector, seededRandom } from "./faults.js";
+export { DEFAULT_NETWORKS, cryptoNetworks } from "./routes/networks.js";
+export { API_PREFIX, EMULATOR_VERSION, MAX_BODY_BYTES } from "./server.js";
+export { publicAccountId } from "./auth.js";
+
+export interface Emulator {
+  /** base URL including the version prefix: `http://127.0.0.1:PORT/api/v1` */
+  url: string;
+  /** `http://127.0.0.1:PORT` */
+  origin: string;
+  port: number;
+  /** the API keys the emulator accepts */
+  apiKeys: string[];
+  ledger: Ledger;
+  /** the local chain, when `chain` was asked for */
+  chain?: LocalChain;
+  context: EmulatorContext;
+  rateLimiter: RateLimiter;
+  /** swaps the fault options at run time (`{}` turns faults off) */
+  setFaults(faults: FaultOptions): void;
+  /** the ledger account of an API key or a wallet address */
+  account(keyOrAddress: string): Account | undefined;
+  close(): Promise<void>;
+}
+
+function validateOptions(options: EmulatorOptions): void {
+  const port = options.port ?? 0;
+  if (!Number.isInteger(port) || port < 0 || port > 65_535) {
+    throw new ConfigurationError(`emulator port must be an integer in 0..65535 (got ${String(options.port)})`);
+  }
+  for (const option of options.apiKeys ?? []) {
+    const o: ApiKeyOption = typeof option === "string" ? { key: option } : option;
+    if (typeof o.key !== "string" || !/^\S+$/.test(o.key)) {
+      throw new ConfigurationError("emulator API keys must be non-empty strings without spaces");
+    }
+    for (const [name, value] of [["usd", o.usd], ["diem", o.diem]] as const) {
+      if (value !== undefined && !(Number.isFinite(value) && value >= 0)) {
+        // the key itself is a secret: name the field, not the key
+        throw new ConfigurationError(`emulator API key balance \`${name}\` must be a finite number >= 0`);
+      }
+    }
+  }
+}
+
+export async function startEmulator(options: EmulatorOptions = {}): Promise<Emulator> {
+  validateOptions(options);
+  const names = brandNames(options.brand);
+  const ledger = new Ledger();
+  const apiKeyOptions = options.apiKeys?.length ? options.apiKeys : [`emu-${randomBytes(12).toString("hex")}`];
+  const apiKeys = apiKeyOptions.map((o) => ledger.addApiKey(o).id);
+  const now = options.now ?? Date.now;
+  const rateLimiter = new RateLimiter(options.rateLimits, now);
+  const faults = new FaultInjector(options.faults);
+  // the context's own copy: setFaults() updates `faults` here, where the chat route reads streamCutAfter
+  const ctxOptions: EmulatorOptions = { ...options, apiKeys: apiKeyOptions, faults: faults.current };
+
+  let resolveState!: (state: PipelineState) => void;
+  let rejectState!: (err: unknown) => void;
+  const statePromise = new Promise<PipelineState>((resolve, reject) => {
+    resolveState = resolve;
+    rejectState = reject;
+  });
+  statePromise.catch(() => undefined); // requests racing a failed start get a 500, not an unhandled rejection
+  const { server, port } = await listen(createListener(() => statePromise), options.port ?? 0);
+  const origin = `http://127.0.0.1:${port}`;
+  const url = `${origin}${API_PREFIX}`;
+
+  let chain: LocalChain | undefined;
+  let x402: X402Hooks | undefined;
+  let context: EmulatorContext;
+  try {
+    if (options.chain) {
+      // lazy: ganache and solc are optional and heavy
+      const { startLocalChain } = await import("./chain/index.js");
+      chain = await startLocalChain(typeof options.chain === "object" ? options.chain : {});
+    }
+    context = {
+      options: ctxOptions,
+      names,
+      ledger,
+      now,
+      baseUrl: url,
+      chain,
+      // until the real hooks are loaded just below (they receive this context)
+      x402: createDefaultX402Hooks(),
+      rateLimiter,
+    };
+    x402 = await loadX402Hooks(context);
+    context.x402 = x402;
+    resolveState({ ctx: context, routes: [...collectRoutes(x402), ...(options.routes ?? [])], limiter: rateLimiter, faults });
+  } catch (err) {
+    rejectState(err);
+    await closeServer(server);
+    await x402?.close?.().catch(() => undefined);
+    await chain?.close().catch(() => undefined);
+    throw err;
+  }
+
+  let closing: Promise<void> | undefined;
+  return {
+    url,
+    origin,
+    port,
+    apiKeys,
+    ledger,
+    chain,
+    context,
+    rateLimiter,
+    setFaults(next: FaultOptions) {
+      faults.set(next);
+      ctxOptions.faults = faults.current;
+    },
+    account(keyOrAddress: string) {
+      const id = keyOrAddress.startsWith("0x") ? keyOrAddress.toLowerCase() : keyOrAddress;
+      return ledger.apiKey(keyOrAddress) ?? ledger.accounts.get(`wallet:${id}`);
+    },
+    close() {
+      closing ??= (async () => {
+        await closeServer(server);
+        await x402?.close?.();
+        await chain?.close();
+      })();
+      return closing;
+    },
+  };
+}

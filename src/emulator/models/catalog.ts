@@ -1,0 +1,149 @@
+/**
+ * The emulator's model catalog: a handful of deterministic "models" covering every tier and behaviour the
+ * client must handle (reasoning with signed details, legacy think tags, deprecation, Pro-only). Ids are part
+ * of the wiring contract: tests, the demo and the server rely on them.
+ */
+
+export type ModelTier = "XS" | "S" | "M" | "L";
+
+export interface ModelCapabilities {
+  supportsFunctionCalling: boolean;
+  supportsReasoning: boolean;
+  supportsWebSearch: boolean;
+  supportsVision: boolean;
+  supportsResponseSchema: boolean;
+  supportsLogProbs: boolean;
+  supportsE2EE: boolean;
+}
+
+export interface EmulatedModel {
+  id: string;
+  name: string;
+  tier: ModelTier;
+  /** backend that "handled" inference (x-<brand>-model-router) */
+  router: string;
+  proOnly?: boolean;
+  deprecated?: { warning: string; date: string };
+  /**
+   * How the model exposes its thinking: "details" = reasoning_content + signed reasoning_details,
+   * "content" = reasoning_content only, "think-tags" = legacy `<think>...</think>` inside content.
+   */
+  reasoning?: "details" | "content" | "think-tags";
+  capabilities: ModelCapabilities;
+  /** USD per 1M tokens */
+  pricing: { input: number; output: number; cache_input?: number };
+  contextTokens: number;
+  maxCompletionTokens: number;
+}
+
+const BASE_CAPABILITIES: ModelCapabilities = {
+  supportsFunctionCalling: true,
+  supportsReasoning: false,
+  supportsWebSearch: true,
+  supportsVision: false,
+  supportsResponseSchema: true,
+  supportsLogProbs: true,
+  supportsE2EE: false,
+};
+
+function caps(overrides: Partial<ModelCapabilities> = {}): ModelCapabilities {
+  return { ...BASE_CAPABILITIES, ...overrides };
+}
+
+export const MODELS: EmulatedModel[] = [
+  {
+    id: "emu-xs",
+    name: "Emulator XS",
+    tier: "XS",
+    router: "emu-router-small",
+    capabilities: caps({ supportsE2EE: true }),
+    pricing: { input: 0.05, output: 0.15, cache_input: 0.01 },
+    contextTokens: 32_768,
+    maxCompletionTokens: 8_192,
+  },
+  {
+    id: "emu-s",
+    name: "Emulator S",
+    tier: "S",
+    router: "emu-router-small",
+    capabilities: caps(),
+    pricing: { input: 0.15, output: 0.6, cache_input: 0.03 },
+    contextTokens: 65_536,
+    maxCompletionTokens: 16_384,
+  },
+  {
+    id: "emu-m",
+    name: "Emulator M",
+    tier: "M",
+    router: "emu-router-medium",
+    capabilities: caps({ supportsVision: true }),
+    pricing: { input: 0.5, output: 2, cache_input: 0.1 },
+    contextTokens: 131_072,
+    maxCompletionTokens: 32_768,
+  },
+  {
+    id: "emu-l",
+    name: "Emulator L",
+    tier: "L",
+    router: "emu-router-large",
+    capabilities: caps({ supportsVision: true }),
+    pricing: { input: 2, output: 8, cache_input: 0.5 },
+    contextTokens: 200_000,
+    maxCompletionTokens: 65_536,
+  },
+  {
+    id: "emu-reasoner",
+    name: "Emulator Reasoner",
+    tier: "M",
+    router: "emu-router-medium",
+    reasoning: "details",
+    capabilities: caps({ supportsReasoning: true }),
+    pricing: { input: 0.6, output: 2.4, cache_input: 0.12 },
+    contextTokens: 131_072,
+    maxCompletionTokens: 32_768,
+  },
+  {
+    id: "emu-thinker",
+    name: "Emulator Thinker (think tags)",
+    tier: "S",
+    router: "emu-router-small",
+    reasoning: "think-tags",
+    capabilities: caps({ supportsReasoning: true }),
+    pricing: { input: 0.2, output: 0.8 },
+    contextTokens: 65_536,
+    maxCompletionTokens: 16_384,
+  },
+  {
+    id: "emu-legacy",
+    name: "Emulator Legacy",
+    tier: "S",
+    router: "emu-router-small",
+    deprecated: {
+      warning: "emu-legacy is deprecated and will be removed; use emu-s instead.",
+      date: "2030-01-01T00:00:00.000Z",
+    },
+    capabilities: caps({ supportsWebSearch: false, supportsResponseSchema: false }),
+    pricing: { input: 0.1, output: 0.4 },
+    contextTokens: 32_768,
+    maxCompletionTokens: 4_096,
+  },
+  {
+    id: "emu-pro",
+    name: "Emulator Pro",
+    tier: "L",
+    router: "emu-router-large",
+    proOnly: true,
+    capabilities: caps({ supportsVision: true, supportsE2EE: true }),
+    pricing: { input: 3, output: 15, cache_input: 0.3 },
+    contextTokens: 200_000,
+    maxCompletionTokens: 65_536,
+  },
+];
+
+const BY_ID = new Map(MODELS.map((m) => [m.id, m]));
+
+/** The model for `id`; a feature suffix (`emu-s:enable_web_search=on`) is ignored. */
+export function findModel(id: string): EmulatedModel | undefined {
+  const colon = id.indexOf(":");
+  return BY_ID.get(colon === -1 ? id : id.slice(0, colon));
+}

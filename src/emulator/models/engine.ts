@@ -1,0 +1,709 @@
+/**
+ * The emulator's deterministic "model": every answer is derived from the request, so tests can assert on it.
+ *
+ * Answers (first rule that applies):
+ * 1. a tool call: `[[emu:tool=...]]` directive, `tool_choice` forcing a function, or the planner (./planner.ts)
+ *    when tools are offered and `tool_choice` is not "none" -> `finish_reason: "tool_calls"`, content null;
+ * 2. after tool results (last message role "tool"): "Based on <tool name>: <compact tool content>" per result
+ *    since the last user message (unless the planner still has an uncalled tool for the request);
+ * 3. `response_format` json_schema: JSON filled from the prompt (./structured.ts); json_object:
+ *    `{"answer": <the text answer>}`;
+ * 4. web search on (or "auto" and the question looks factual): sentences from the local corpus
+ *    (./corpus.ts), with `[REF]n[/REF]` markers when citations are on;
+ * 5. `[[emu:tokens=N]]`: exactly N filler tokens ("lorem ipsum dolor ..."), produced lazily;
+ * 6. otherwise `Echo: <last user text>` (directives removed, trimmed; decoded text files included).
+ * With n > 1, each text answer ends with ` (choice i)` (1-based). `seed`/`temperature` change nothing.
+ *
+ * Test directives, written anywhere in the LAST user message and removed from the text the model "sees":
+ * - `[[emu:tokens=N]]`          answer with exactly N completion tokens (streamed lazily, never built up front)
+ * - `[[emu:tool=NAME {json}]]`  call tool NAME with these JSON arguments (may repeat for several calls)
+ * - `[[emu:error]]`             stream: an in-band `data: {"error": {...}}` then `[DONE]` after the first
+ *                               content chunk; non-stream: a 500
+ *
+ * Tokens (./tokenizer.ts): words and punctuation. Prompt tokens = per message 4 + its text tokens (+85 per
+ * image, 100 per audio, 200 per video part), + the tool definitions' JSON tokens, + the service system
+ * prompt's tokens unless `include_<brand>_system_prompt` is false.
+ *
+ * Reasoning: `emu-reasoner` ("details") returns `reasoning_content: "Thinking about: <question>"` and signed
+ * `reasoning_details` (./reasoning.ts); `emu-thinker` ("think-tags") writes `<think>...</think>` before the
+ * answer in content (`strip_thinking_response` removes it from the answer; the tokens still count as
+ * reasoning). `disable_thinking` or `reasoning_effort: "none"` switch thinking off.
+ * `max_tokens`/`max_completion_tokens` cut the visible content (finish_reason "length"); `stop` cuts at the
+ * first stop string (not applied to `[[emu:tokens=N]]` filler). The model's maxCompletionTokens is not
+ * enforced, so a test can ask for a 100k-token answer from any model.
+ */
+import { createHash } from "node:crypto";
+import type { BrandNames } from "../../config.js";
+import type { EmulatedModel } from "./catalog.js";
+import { answerFromDocuments, looksLikeItNeedsSearch, searchCorpus, type WebDocument } from "./corpus.js";
+import { extractFacts } from "./facts.js";
+import { callSignature, canonicalJson, planToolCalls, type PlannedCall, type ToolChoice, type ToolSpec } from "./planner.js";
+import type { PromptBlock } from "./prompt-cache.js";
+import { buildReasoningDetails, verifyReasoningDetails, type ReasoningDetail } from "./reasoning.js";
+import { InvalidRequest, parametersEcho, type ChatMessage, type ChatRequest, type EffectiveParameters } from "./request.js";
+import { fillSchema } from "./structured.js";
+import { countTokens, fillerToken, tokenize } from "./tokenizer.js";
+
+export const SERVICE_SYSTEM_PROMPT =
+  "You are a helpful assistant served by the local service emulator. Answer briefly and accurately, use the tools you are given when they help, and cite your sources when web search results are provided.";
+export const MESSAGE_OVERHEAD_TOKENS = 4;
+export const MEDIA_TOKENS = { image_url: 85, input_audio: 100, video_url: 200 } as const;
+/** flat fee per request that used web search, USD */
+export const WEB_SEARCH_FEE_USD = 0.01;
+/** upper bound of `[[emu:tokens=N]]` */
+export const MAX_DIRECTIVE_TOKENS = 5_000_000;
+
+/** The answer text as a token sequence that can be produced lazily (a 100k-token stream is never held whole). */
+export interface TokenSource {
+  count: number;
+  tokens(): Iterable<string>;
+}
+
+export function textSource(text: string): TokenSource {
+  const tokens = tokenize(text);
+  return { count: tokens.length, tokens: () => tokens };
+}
+
+function fillerSource(count: number): TokenSource {
+  return {
+    count,
+    *tokens() {
+      for (let i = 0; i < count; i++) yield fillerToken(i);
+    },
+  };
+}
+
+function concatSources(a: TokenSource, b: TokenSource): TokenSource {
+  return {
+    count: a.count + b.count,
+    *tokens() {
+      yield* a.tokens();
+      yield* b.tokens();
+    },
+  };
+}
+
+function takeSource(src: TokenSource, max: number): TokenSource {
+  return {
+    count: Math.min(src.count, max),
+    *tokens() {
+      let i = 0;
+      if (max <= 0) return;
+      for (const t of src.tokens()) {
+        yield t;
+        if (++i >= max) return;
+      }
+    },
+  };
+}
+
+export function sourceText(src: TokenSource): string {
+  let s = "";
+  for (const t of src.tokens()) s += t;
+  return s;
+}
+
+export interface WireToolCall {
+  id: string;
+  type: "function";
+  function: { name: string; arguments: string };
+}
+
+export interface PlannedChoice {
+  index: number;
+  content: TokenSource | null;
+  reasoningContent?: string;
+  reasoningDetails?: ReasoningDetail[];
+  toolCalls?: WireToolCall[];
+  finishReason: "stop" | "length" | "tool_calls";
+  completionTokens: number;
+  reasoningTokens: number;
+}
+
+export interface CompletionPlan {
+  model: EmulatedModel;
+  choices: PlannedChoice[];
+  promptTokens: number;
+  /** messages as cache blocks (./prompt-cache.ts) */
+  promptBlocks: PromptBlock[];
+  /** web search ran (billed); citations may be empty */
+  webSearched: boolean;
+  citations: WebDocument[];
+  /** `[[emu:error]]`: the answer fails (in-band in a stream) */
+  failing: boolean;
+  echo: Record<string, unknown>;
+  /** tool call ids issued with signed reasoning (to verify them on later turns) */
+  signedToolCallIds: string[];
+}
+
+export interface EngineInput {
+  request: ChatRequest;
+  model: EmulatedModel;
+  params: EffectiveParameters;
+  names: BrandNames;
+  /** per-server secret for reasoning signatures */
+  secret: Uint8Array;
+  /** the response id, used to derive tool call ids */
+  responseId: string;
+  /** was this tool call id issued by this server with signed reasoning? */
+  isSignedToolCall?(id: string): boolean;
+}
+
+// --- directives -------------------------------------------------------------------------------------------
+
+export interface Directives {
+  tokens?: number;
+  error: boolean;
+  tools: PlannedCall[];
+  /** the text without directives, trimmed */
+  text: string;
+}
+
+const TOOL_DIRECTIVE_RE = /\[\[emu:tool=([\w.-]+)\s*(\{[\s\S]*?\})?\s*\]\]/g;
+const TOKENS_DIRECTIVE_RE = /\[\[emu:tokens=(\d+)\]\]/g;
+const ERROR_DIRECTIVE_RE = /\[\[emu:error\]\]/g;
+
+export function parseDirectives(text: string): Directives {
+  const tools: PlannedCall[] = [];
+  for (const m of text.matchAll(TOOL_DIRECTIVE_RE)) {
+    let args: unknown = {};
+    if (m[2]) {
+      try {
+        args = JSON.parse(m[2]);
+      } catch {
+        throw new InvalidRequest("Invalid [[emu:tool]] directive", { messages: `arguments of ${m[1]} are not JSON: ${m[2]}` });
+      }
+    }
+    tools.push({ name: m[1] ?? "", arguments: args });
+  }
+  let tokens: number | undefined;
+  for (const m of text.matchAll(TOKENS_DIRECTIVE_RE)) tokens = Number(m[1]);
+  if (tokens !== undefined && tokens > MAX_DIRECTIVE_TOKENS) {
+    throw new InvalidRequest("Invalid [[emu:tokens]] directive", { messages: `at most ${MAX_DIRECTIVE_TOKENS} tokens` });
+  }
+  const error = ERROR_DIRECTIVE_RE.test(text);
+  ERROR_DIRECTIVE_RE.lastIndex = 0;
+  const stripped = text
+    .replace(TOOL_DIRECTIVE_RE, "")
+    .replace(TOKENS_DIRECTIVE_RE, "")
+    .replace(ERROR_DIRECTIVE_RE, "")
+    .replace(/[ \t]{2,}/g, " ")
+    .trim();
+  return { ...(tokens !== undefined ? { tokens } : {}), error, tools, text: stripped };
+}
+
+// --- messages as the model sees them ----------------------------------------------------------------------
+
+/** Text of a `file` part: data URLs with text types are decoded; other files become a short placeholder. */
+export function decodeFileData(fileData: string, filename?: string | null): string {
+  const label = filename ?? "attachment";
+  const dataUrl = /^data:([^;,]*)((?:;[^;,]*)*),([\s\S]*)$/.exec(fileData);
+  if (dataUrl) {
+    const mime = (dataUrl[1] || "text/plain").toLowerCase();
+    const isBase64 = /;base64/i.test(dataUrl[2] ?? "");
+    const payload = dataUrl[3] ?? "";
+    const textual = mime.startsWith("text/") || /json|xml|yaml|csv|javascript|typescript|markdown|x-sh|sql/.test(mime);
+    if (!textual) return `[file ${label} (${mime})]`;
+    try {
+      return isBase64 ? Buffer.from(payload, "base64").toString("utf8") : decodeURIComponent(payload);
+    } catch {
+      return `[file ${label} (${mime})]`;
+    }
+  }
+  if (/^https?:\/\//i.test(fileData)) return `[file ${label} at ${fileData}]`;
+  return fileData;
+}
+
+interface SeenMessage {
+  role: ChatMessage["role"];
+  text: string;
+  mediaTokens: number;
+  hasImage: boolean;
+  cacheControl: boolean;
+}
+
+function seeMessage(message: ChatMessage): SeenMessage {
+  const content = message.content;
+  if (content === null || content === undefined) {
+    return { role: message.role, text: "", mediaTokens: 0, hasImage: false, cacheControl: false };
+  }
+  if (typeof content === "string") return { role: message.role, text: content, mediaTokens: 0, hasImage: false, cacheControl: false };
+  const texts: string[] = [];
+  let mediaTokens = 0;
+  let hasImage = false;
+  let cacheControl = false;
+  for (const part of content) {
+    if (part.cache_control) cacheControl = true;
+    switch (part.type) {
+      case "text":
+        texts.push(part.text);
+        break;
+      case "file":
+        texts.push(decodeFileData(part.file.file_data, part.file.filename));
+        break;
+      case "image_url":
+        hasImage = true;
+        mediaTokens += MEDIA_TOKENS.image_url;
+        break;
+      case "input_audio":
+        mediaTokens += MEDIA_TOKENS.input_audio;
+        break;
+      case "video_url":
+        mediaTokens += MEDIA_TOKENS.video_url;
+        break;
+    }
+  }
+  return { role: message.role, text: texts.join("\n"), mediaTokens, hasImage, cacheControl };
+}
+
+function toolCallsOf(message: ChatMessage): { id: string; name: string; arguments: string }[] {
+  if (message.role !== "assistant" || !message.tool_calls) return [];
+  return message.tool_calls.map((c) => ({ id: c.id, name: c.function.name, arguments: c.function.arguments }));
+}
+
+// --- the plan ---------------------------------------------------------------------------------------------
+
+function resolveToolChoice(raw: ChatRequest["tool_choice"]): ToolChoice {
+  if (raw === null || raw === undefined) return "auto";
+  if (typeof raw === "string") return raw === "any" ? "required" : raw;
+  return { name: raw.function.name };
+}
+
+function toolIdFor(responseId: string, choice: number, i: number, name: string): string {
+  return `call_${createHash("sha256").update(`${responseId}/${choice}/${i}/${name}`).digest("hex").slice(0, 24)}`;
+}
+
+function compact(text: string, max = 200): string {
+  const one = text.replace(/\s+/g, " ").trim();
+  return one.length > max ? `${one.slice(0, max - 1)}…` : one;
+}
+
+function cutAtStop(text: string, stop: ChatRequest["stop"]): { text: string; stopped: boolean } {
+  const stops = stop === null || stop === undefined ? [] : typeof stop === "string" ? [stop] : stop;
+  let cut = -1;
+  for (const s of stops) {
+    if (!s) continue;
+    const at = text.indexOf(s);
+    if (at >= 0 && (cut < 0 || at < cut)) cut = at;
+  }
+  return cut < 0 ? { text, stopped: false } : { text: text.slice(0, cut), stopped: true };
+}
+
+export function planCompletion(input: EngineInput): CompletionPlan {
+  const { request, model, params, names, secret } = input;
+  const messages = request.messages;
+
+  // what the model "sees", and the prompt as cache blocks
+  const seen = messages.map(seeMessage);
+  if (!model.capabilities.supportsVision && seen.some((m) => m.hasImage)) {
+    throw new InvalidRequest(`Model ${model.id} does not support image input`, { messages: "image_url parts need a vision model" });
+  }
+  const blocks: PromptBlock[] = [];
+  if (params.include_system_prompt) {
+    blocks.push({ key: `service-system:${SERVICE_SYSTEM_PROMPT}`, tokens: MESSAGE_OVERHEAD_TOKENS + countTokens(SERVICE_SYSTEM_PROMPT), breakpoint: false });
+  }
+  const functionTools: ToolSpec[] = [];
+  let webSearchTool = false;
+  for (const t of request.tools ?? []) {
+    if ("function" in t && t.function) {
+      const fn = t.function as { name: string; description?: string | null; parameters?: Record<string, unknown> | null };
+      functionTools.push({
+        name: fn.name,
+        ...(fn.description ? { description: fn.description } : {}),
+        ...(fn.parameters ? { parameters: fn.parameters } : {}),
+      });
+    } else webSearchTool = true;
+  }
+  if (request.tools && request.tools.length > 0) {
+    const json = JSON.stringify(request.tools);
+    blocks.push({ key: `tools:${json}`, tokens: countTokens(json), breakpoint: false });
+  }
+  let leadingSystem = true;
+  messages.forEach((message, i) => {
+    const s = seen[i]!;
+    const calls = toolCallsOf(message);
+    const callText = calls.map((c) => `${c.name} ${c.arguments}`).join(" ");
+    const isSystem = s.role === "system" || s.role === "developer";
+    if (!isSystem) leadingSystem = false;
+    blocks.push({
+      key: canonicalJson({ role: s.role, text: s.text, media: s.mediaTokens, calls, id: message.role === "tool" ? message.tool_call_id : undefined }),
+      tokens: MESSAGE_OVERHEAD_TOKENS + countTokens(s.text) + s.mediaTokens + countTokens(callText),
+      breakpoint: (isSystem && leadingSystem) || s.cacheControl,
+    });
+  });
+  const promptTokens = blocks.reduce((sum, b) => sum + b.tokens, 0);
+  if (promptTokens > model.contextTokens) {
+    throw new InvalidRequest(
+      `This model's maximum context length is ${model.contextTokens} tokens; the request has ${promptTokens}`,
+      { messages: "context_length_exceeded" },
+    );
+  }
+
+  // signed reasoning must come back unchanged on tool-call turns
+  if (model.reasoning === "details" && input.isSignedToolCall) {
+    messages.forEach((message, i) => {
+      if (message.role !== "assistant") return;
+      const calls = toolCallsOf(message);
+      if (!calls.some((c) => input.isSignedToolCall!(c.id))) return;
+      const details = (message.reasoning_details ?? []).map((d) => ({
+        type: d.type,
+        ...(typeof d.text === "string" ? { text: d.text } : {}),
+        ...(typeof d.data === "string" ? { data: d.data } : {}),
+        ...(typeof d.index === "number" ? { index: d.index } : {}),
+      }));
+      const verdict = verifyReasoningDetails(secret, details, calls);
+      if (!verdict.ok) {
+        throw new InvalidRequest(
+          "reasoning_details missing or altered: send the assistant message's reasoning_details back exactly as received",
+          { [`messages.${i}.reasoning_details`]: verdict.reason },
+        );
+      }
+    });
+  }
+
+  // the request as the model reads it
+  let lastUser = -1;
+  for (let i = messages.length - 1; i >= 0; i--) {
+    if (messages[i]!.role === "user") {
+      lastUser = i;
+      break;
+    }
+  }
+  const directives = parseDirectives(lastUser >= 0 ? seen[lastUser]!.text : "");
+  const question = lastUser >= 0 ? directives.text : (seen[seen.length - 1]?.text ?? "").trim();
+  const afterToolResults = messages[messages.length - 1]?.role === "tool";
+  const alreadyCalled: PlannedCall[] = [];
+  const toolNames = new Map<string, string>();
+  const toolResults: { name: string; content: string }[] = [];
+  messages.forEach((message, i) => {
+    if (i <= lastUser) return;
+    for (const c of toolCallsOf(message)) {
+      alreadyCalled.push({ name: c.name, arguments: c.arguments });
+      toolNames.set(c.id, c.name);
+    }
+    if (message.role === "tool") {
+      toolResults.push({ name: toolNames.get(message.tool_call_id) ?? message.name ?? "the tool", content: seen[i]!.text });
+    }
+  });
+
+  // tool calls of this turn
+  const toolChoice = resolveToolChoice(request.tool_choice);
+  const parallel = request.parallel_tool_calls ?? true;
+  const seenCalls = new Set(alreadyCalled.map(callSignature));
+  let calls: PlannedCall[] = directives.tools.filter((c) => !seenCalls.has(callSignature(c)));
+  if (calls.length === 0 && functionTools.length > 0 && toolChoice !== "none") {
+    calls = planToolCalls({ tools: functionTools, toolChoice, parallel, userText: question, alreadyCalled });
+  }
+  if (!parallel) calls = calls.slice(0, 1);
+
+  // web search
+  let searchMode = params.enable_web_search;
+  if (webSearchTool && searchMode === "off") searchMode = "on";
+  if (searchMode === "on" && !model.capabilities.supportsWebSearch) {
+    throw new InvalidRequest(`Model ${model.id} does not support web search`, { [names.parameters]: "enable_web_search needs a model with web search" });
+  }
+  const webSearched =
+    calls.length === 0 &&
+    !afterToolResults &&
+    model.capabilities.supportsWebSearch &&
+    (searchMode === "on" || (searchMode === "auto" && looksLikeItNeedsSearch(question)));
+  const citations = webSearched ? searchCorpus(question) : [];
+
+  // response format
+  const format = request.response_format;
+  if (format?.type === "json_schema" && !model.capabilities.supportsResponseSchema) {
+    throw new InvalidRequest(`Model ${model.id} does not support response_format json_schema`, { response_format: "unsupported by this model" });
+  }
+
+  // reasoning
+  const thinkingOn =
+    !!model.reasoning &&
+    !params.disable_thinking &&
+    request.reasoning_effort !== "none" &&
+    !(request.reasoning_effort == null && request.reasoning?.effort === "none");
+  const thought = afterToolResults
+    ? `Thinking about: the results of ${[...new Set(toolResults.map((r) => r.name))].join(", ")} for "${question}"`
+    : `Thinking about: ${question}`;
+
+  const n = request.n ?? 1;
+  const maxTokensRaw = request.max_completion_tokens ?? request.max_tokens;
+  const maxTokens = maxTokensRaw !== null && maxTokensRaw !== undefined && maxTokensRaw > 0 ? maxTokensRaw : undefined;
+
+  const choices: PlannedChoice[] = [];
+  const signedToolCallIds: string[] = [];
+  for (let index = 0; index < n; index++) {
+    const suffix = n > 1 ? ` (choice ${index + 1})` : "";
+    let content: TokenSource | null = null;
+    let finishReason: PlannedChoice["finishReason"] = "stop";
+    const toolCalls: WireToolCall[] = calls.map((c, i) => ({
+      id: toolIdFor(input.responseId, index, i, c.name),
+      type: "function",
+      function: { name: c.name, arguments: typeof c.arguments === "string" ? c.arguments : JSON.stringify(c.arguments ?? {}) },
+    }));
+    let reasoningTokens = 0;
+    let hiddenTokens = 0;
+    const choice: Partial<PlannedChoice> = {};
+
+    if (toolCalls.length > 0) {
+      finishReason = "tool_calls";
+    } else {
+      let answer: string | undefined;
+      let base: string;
+      if (afterToolResults && toolResults.length > 0) {
+        base = toolResults.map((r) => `Based on ${r.name}: ${compact(r.content)}`).join(" ");
+      } else if (webSearched) {
+        base = answerFromDocuments(question, citations, params.enable_web_citations);
+      } else {
+        base = `Echo: ${question}`.trim();
+      }
+      if (format?.type === "json_schema") {
+        const schema = format.json_schema.schema ?? { type: "object", properties: {} };
+        const context = afterToolResults ? `${question}\n${toolResults.map((r) => r.content).join("\n")}` : question;
+        answer = JSON.stringify(fillSchema(schema, extractFacts(context), { fallback: true, question: context })?.value ?? {});
+      } else if (format?.type === "json_object") {
+        answer = JSON.stringify({ answer: `${base}${suffix}` });
+      } else if (directives.tokens !== undefined && !afterToolResults && !webSearched) {
+        content = fillerSource(directives.tokens);
+      } else {
+        answer = `${base}${suffix}`;
+      }
+      if (answer !== undefined) {
+        const cut = cutAtStop(answer, request.stop);
+        content = textSource(cut.text);
+      }
+      if (model.reasoning === "think-tags" && thinkingOn) {
+        const thinkBlock = `<think>${thought}</think>\n\n`;
+        reasoningTokens = countTokens(thinkBlock);
+        if (params.strip_thinking_response) hiddenTokens += reasoningTokens;
+        else content = concatSources(textSource(thinkBlock), content ?? textSource(""));
+      }
+      if (maxTokens !== undefined && content && content.count > maxTokens) {
+        content = takeSource(content, maxTokens);
+        finishReason = "length";
+      }
+    }
+
+    if (thinkingOn && (model.reasoning === "details" || model.reasoning === "content")) {
+      reasoningTokens = countTokens(thought);
+      hiddenTokens += reasoningTokens;
+      choice.reasoningContent = thought;
+      if (model.reasoning === "details") {
+        choice.reasoningDetails = buildReasoningDetails(
+          secret,
+          thought,
+          toolCalls.map((c) => ({ id: c.id, name: c.function.name, arguments: c.function.arguments })),
+        );
+        signedToolCallIds.push(...toolCalls.map((c) => c.id));
+      }
+    }
+
+    if (webSearched && params.return_search_results_as_documents) {
+      toolCalls.push({
+        id: toolIdFor(input.responseId, index, toolCalls.length, names.webSearchDocumentsTool),
+        type: "function",
+        function: { name: names.webSearchDocumentsTool, arguments: JSON.stringify({ documents: citations }) },
+      });
+    }
+
+    const callTokens = toolCalls.reduce((sum, c) => sum + countTokens(c.function.name) + countTokens(c.function.arguments), 0);
+    choices.push({
+      ...choice,
+      index,
+      content,
+      ...(toolCalls.length > 0 ? { toolCalls } : {}),
+      finishReason,
+      completionTokens: (content?.count ?? 0) + hiddenTokens + callTokens,
+      reasoningTokens,
+    });
+  }
+
+  return {
+    model,
+    choices,
+    promptTokens,
+    promptBlocks: blocks,
+    webSearched,
+    citations,
+    failing: directives.error,
+    echo: parametersEcho(params, names),
+    signedToolCallIds,
+  };
+}
+
+// --- usage, cost, rendering -------------------------------------------------------------------------------
+
+export interface Usage {
+  prompt_tokens: number;
+  completion_tokens: number;
+  total_tokens: number;
+  prompt_tokens_details: { cached_tokens: number; cache_creation_input_tokens: number };
+  completion_tokens_details: { reasoning_tokens: number };
+}
+
+export function usageOf(plan: CompletionPlan, cache: { cachedTokens: number; cacheCreationTokens: number }): Usage {
+  const completion = plan.choices.reduce((sum, c) => sum + c.completionTokens, 0);
+  const reasoning = plan.choices.reduce((sum, c) => sum + c.reasoningTokens, 0);
+  return {
+    prompt_tokens: plan.promptTokens,
+    completion_tokens: completion,
+    total_tokens: plan.promptTokens + completion,
+    prompt_tokens_details: { cached_tokens: cache.cachedTokens, cache_creation_input_tokens: cache.cacheCreationTokens },
+    completion_tokens_details: { reasoning_tokens: reasoning },
+  };
+}
+
+/** USD: pricing per 1M tokens, cached prompt tokens at the cache_input price, plus the web search fee. */
+export function costUsd(model: EmulatedModel, usage: Usage, webSearched: boolean): number {
+  const cached = usage.prompt_tokens_details.cached_tokens;
+  const cachePrice = model.pricing.cache_input ?? model.pricing.input;
+  const usd =
+    ((usage.prompt_tokens - cached) * model.pricing.input + cached * cachePrice + usage.completion_tokens * model.pricing.output) / 1e6 +
+    (webSearched ? WEB_SEARCH_FEE_USD : 0);
+  return Math.round(usd * 1e9) / 1e9;
+}
+
+/** Deterministic log probabilities: a hash of (token, position) mapped to (-3, 0). */
+export function tokenLogprob(token: string, position: number, top: number) {
+  const h = createHash("sha256").update(`${position}\u0000${token}`).digest();
+  const logprob = -((h.readUInt16BE(0) % 3000) + 1) / 1000;
+  const bytes = [...Buffer.from(token, "utf8")];
+  const top_logprobs = Array.from({ length: top }, (_, j) =>
+    j === 0 ? { token, logprob, bytes } : { token: `${token}~${j}`, logprob: logprob - j, bytes: [...Buffer.from(`${token}~${j}`, "utf8")] },
+  );
+  return { token, logprob, bytes, top_logprobs };
+}
+
+function logprobsFor(tokens: string[], start: number, top: number) {
+  return { content: tokens.map((t, i) => tokenLogprob(t, start + i, top)) };
+}
+
+export interface RenderOptions {
+  id: string;
+  created: number;
+  usage: Usage;
+  cost: { usd: number; diem: number };
+  names: BrandNames;
+  logprobs: boolean;
+  topLogprobs: number;
+}
+
+function stopReason(finish: PlannedChoice["finishReason"]): "stop" | "length" | null {
+  return finish === "tool_calls" ? null : finish;
+}
+
+export function renderCompletion(plan: CompletionPlan, o: RenderOptions): Record<string, unknown> {
+  return {
+    id: o.id,
+    object: "chat.completion",
+    created: o.created,
+    model: plan.model.id,
+    choices: plan.choices.map((c) => {
+      const tokens = c.content ? [...c.content.tokens()] : [];
+      return {
+        index: c.index,
+        message: {
+          role: "assistant",
+          content: c.content ? tokens.join("") : null,
+          ...(c.reasoningContent !== undefined ? { reasoning_content: c.reasoningContent } : {}),
+          ...(c.reasoningDetails ? { reasoning_details: c.reasoningDetails } : {}),
+          ...(c.toolCalls ? { tool_calls: c.toolCalls } : {}),
+        },
+        logprobs: o.logprobs ? logprobsFor(tokens, 0, o.topLogprobs) : null,
+        finish_reason: c.finishReason,
+        stop_reason: stopReason(c.finishReason),
+      };
+    }),
+    usage: o.usage,
+    cost: o.cost,
+    prompt_logprobs: null,
+    [o.names.parameters]: { ...plan.echo, ...(plan.webSearched ? { web_search_citations: plan.citations } : {}) },
+  };
+}
+
+/** Splits text into pieces of a few tokens (for streamed reasoning). */
+function pieces(text: string, size = 3): string[] {
+  const tokens = tokenize(text);
+  const out: string[] = [];
+  for (let i = 0; i < tokens.length; i += size) out.push(tokens.slice(i, i + size).join(""));
+  return out;
+}
+
+/**
+ * The SSE stream: role chunk, reasoning deltas, content deltas (a few tokens each; bigger pieces for very long
+ * answers), tool-call deltas with `index`, a finish chunk per choice, then one `choices: []` chunk with usage,
+ * cost and the parameters echo (with citations), then `[DONE]`. With `include_search_results_in_stream` the
+ * citations come in a first `choices: []` chunk instead (citations are sent exactly once per stream).
+ */
+export async function* streamCompletion(plan: CompletionPlan, o: RenderOptions): AsyncGenerator<string> {
+  const base = { id: o.id, object: "chat.completion.chunk", created: o.created, model: plan.model.id };
+  const sse = (payload: unknown) => `data: ${JSON.stringify(payload)}\n\n`;
+  const chunk = (index: number, delta: Record<string, unknown>, extra: Record<string, unknown> = {}) =>
+    sse({ ...base, choices: [{ index, delta, logprobs: null, finish_reason: null, ...extra }] });
+  const citationsFirst = plan.webSearched && plan.echo.include_search_results_in_stream === true;
+
+  if (citationsFirst) {
+    yield sse({ ...base, choices: [], [o.names.parameters]: { ...plan.echo, web_search_citations: plan.citations } });
+  }
+
+  for (const c of plan.choices) {
+    yield chunk(c.index, { role: "assistant", content: "" });
+    let failedYet = false;
+    const failIfAsked = function* () {
+      if (plan.failing && !failedYet) {
+        failedYet = true;
+        yield sse({ error: { message: "Emulated upstream error in the middle of the stream", type: "server_error", code: "upstream_error" } });
+        yield "data: [DONE]\n\n";
+      }
+    };
+
+    if (c.reasoningContent !== undefined) {
+      const parts = pieces(c.reasoningContent);
+      for (let i = 0; i < parts.length; i++) {
+        const delta: Record<string, unknown> = { reasoning_content: parts[i] };
+        if (c.reasoningDetails) {
+          // first piece of index 0 carries type and format; later ones only index + text (they concatenate)
+          delta.reasoning_details = [i === 0 ? { type: "reasoning.text", text: parts[i], format: "emu-v1", index: 0 } : { type: "reasoning.text", text: parts[i], index: 0 }];
+        }
+        yield chunk(c.index, delta);
+      }
+      const signed = c.reasoningDetails?.find((d) => d.type === "reasoning.encrypted");
+      if (signed) yield chunk(c.index, { reasoning_details: [signed] });
+    }
+
+    if (c.content && c.content.count > 0) {
+      const size = c.content.count <= 300 ? 3 : Math.ceil(c.content.count / 1000);
+      let batch: string[] = [];
+      let position = 0;
+      for (const t of c.content.tokens()) {
+        batch.push(t);
+        if (batch.length >= size) {
+          yield chunk(c.index, { content: batch.join("") }, o.logprobs ? { logprobs: logprobsFor(batch, position, o.topLogprobs) } : {});
+          position += batch.length;
+          batch = [];
+          if (plan.failing) return yield* failIfAsked();
+        }
+      }
+      if (batch.length > 0) {
+        yield chunk(c.index, { content: batch.join("") }, o.logprobs ? { logprobs: logprobsFor(batch, position, o.topLogprobs) } : {});
+        if (plan.failing) return yield* failIfAsked();
+      }
+    } else if (plan.failing) {
+      return yield* failIfAsked();
+    }
+
+    for (const [i, call] of (c.toolCalls ?? []).entries()) {
+      yield chunk(c.index, { tool_calls: [{ index: i, id: call.id, type: "function", function: { name: call.function.name, arguments: "" } }] });
+      yield chunk(c.index, { tool_calls: [{ index: i, function: { arguments: call.function.arguments } }] });
+    }
+    yield chunk(c.index, {}, { finish_reason: c.finishReason, stop_reason: stopReason(c.finishReason) });
+  }
+
+  yield sse({
+    ...base,
+    choices: [],
+    usage: o.usage,
+    cost: o.cost,
+    [o.names.parameters]: { ...plan.echo, ...(plan.webSearched && !citationsFirst ? { web_search_citations: plan.citations } : {}) },
+  });
+  yield "data: [DONE]\n\n";
+}

@@ -1,0 +1,208 @@
+/**
+ * The emulator's limits (spec part 8 and the abuse rule of part 7): request and token counters per
+ * (caller, tier) in fixed windows, the `x-ratelimit-*` headers they produce, the abuse block after too many
+ * failures, and the log of exceeded limits that `/api_keys/rate_limit_logs` returns.
+ *
+ * Written by hand: the counters are a few maps, and the service's semantics (fixed windows aligned to the
+ * clock, reset times in Unix seconds) are what the tests check, not a library's.
+ */
+import type { RateLimitOptions } from "./types.js";
+
+export type Tier = "XS" | "S" | "M" | "L";
+/** non-inference authenticated routes share one bucket with the XS numbers */
+export type Bucket = Tier | "default";
+
+export interface TierLimit {
+  requests: number;
+  tokens: number;
+}
+
+/** Spec part 8: requests and tokens per minute. */
+export const TIER_LIMITS: Record<Tier, TierLimit> = {
+  XS: { requests: 500, tokens: 1_000_000 },
+  S: { requests: 75, tokens: 750_000 },
+  M: { requests: 50, tokens: 750_000 },
+  L: { requests: 20, tokens: 500_000 },
+};
+
+export const PARTNER_TIER_LIMITS: Record<Tier, TierLimit> = {
+  XS: { requests: 500, tokens: 2_000_000 },
+  S: { requests: 150, tokens: 1_500_000 },
+  M: { requests: 100, tokens: 1_500_000 },
+  L: { requests: 60, tokens: 1_000_000 },
+};
+
+export const DEFAULT_WINDOW_MS = 60_000;
+export const DEFAULT_ABUSE_MAX_FAILURES = 20;
+export const DEFAULT_ABUSE_WINDOW_MS = 30_000;
+export const DEFAULT_ABUSE_BLOCK_MS = 30_000;
+/** the published description: "Returns the last 50 rate limits that the account exceeded" */
+export const RATE_LIMIT_LOG_SIZE = 50;
+
+/** The spec's abuse-block message (part 7), answered with 429. */
+export const ABUSE_BLOCK_MESSAGE =
+  "Too many failed attempts (> 20) resulting in a non-success status code. Please wait 30s and try again.";
+
+/** One entry of `/api_keys/rate_limits/log`, in the published shape (no other members). */
+export interface RateLimitLogEntry {
+  apiKeyId: string;
+  modelId: string;
+  /** the caller's API tier (`paid`, `partner`), as the published description has it */
+  rateLimitTier: string;
+  rateLimitType: "RPM" | "TPM" | "RPD" | "FAILED_REQUESTS";
+  timestamp: string;
+}
+
+export interface AdmitResult {
+  allowed: boolean;
+  /** which limit refused the request */
+  exceeded?: "RPM" | "TPM";
+  /** the x-ratelimit-* headers as of this decision */
+  headers: Record<string, string>;
+}
+
+interface Window {
+  start: number;
+  requests: number;
+  tokens: number;
+}
+
+export class RateLimiter {
+  readonly windowMs: number;
+  readonly abuseMaxFailures: number;
+  readonly abuseWindowMs: number;
+  readonly abuseBlockMs: number;
+  readonly enabled: boolean;
+  private readonly windows = new Map<string, Window>();
+  private readonly failures = new Map<string, number[]>();
+  private readonly blockedUntil = new Map<string, number>();
+  private readonly logs = new Map<string, RateLimitLogEntry[]>();
+
+  constructor(
+    private readonly options: RateLimitOptions = {},
+    readonly now: () => number = Date.now,
+  ) {
+    this.windowMs = positive(options.windowMs, DEFAULT_WINDOW_MS);
+    this.abuseMaxFailures = positive(options.abuseMaxFailures, DEFAULT_ABUSE_MAX_FAILURES);
+    this.abuseWindowMs = positive(options.abuseWindowMs, DEFAULT_ABUSE_WINDOW_MS);
+    this.abuseBlockMs = positive(options.abuseBlockMs, DEFAULT_ABUSE_BLOCK_MS);
+    this.enabled = options.enabled !== false;
+  }
+
+  /** The effective limits of a tier for a caller (partner numbers, then per-tier overrides). */
+  limitsFor(bucket: Bucket, partner = false): TierLimit {
+    const tier: Tier = bucket === "default" ? "XS" : bucket;
+    const base = (partner ? PARTNER_TIER_LIMITS : TIER_LIMITS)[tier];
+    const override = this.options.tiers?.[tier];
+    return { requests: override?.requests ?? base.requests, tokens: override?.tokens ?? base.tokens };
+  }
+
+  /**
+   * Counts one request for `identity` in `bucket`, unless the request or token budget of the current window
+   * is spent (then nothing is counted and `allowed` is false).
+   */
+  admit(identity: string, bucket: Bucket, partner = false): AdmitResult {
+    if (!this.enabled) return { allowed: true, headers: {} };
+    const limits = this.limitsFor(bucket, partner);
+    const window = this.window(identity, bucket);
+    if (window.requests >= limits.requests) return { allowed: false, exceeded: "RPM", headers: this.headers(identity, bucket, partner) };
+    if (window.tokens >= limits.tokens) return { allowed: false, exceeded: "TPM", headers: this.headers(identity, bucket, partner) };
+    window.requests++;
+    return { allowed: true, headers: this.headers(identity, bucket, partner) };
+  }
+
+  /** Adds the tokens a served request used (prompt + completion) to its window. */
+  addTokens(identity: string, bucket: Bucket, tokens: number): void {
+    if (!this.enabled || !(tokens > 0)) return;
+    this.window(identity, bucket).tokens += Math.ceil(tokens);
+  }
+
+  /**
+   * The `x-ratelimit-*` headers. `reset-requests` is a Unix timestamp in whole seconds (rounded up, so a
+   * client that waits until then finds a fresh window); `reset-tokens` is seconds from now.
+   */
+  headers(identity: string, bucket: Bucket, partner = false): Record<string, string> {
+    if (!this.enabled) return {};
+    const limits = this.limitsFor(bucket, partner);
+    const window = this.window(identity, bucket);
+    const resetAt = window.start + this.windowMs;
+    return {
+      "x-ratelimit-limit-requests": String(limits.requests),
+      "x-ratelimit-remaining-requests": String(Math.max(0, limits.requests - window.requests)),
+      "x-ratelimit-reset-requests": String(Math.ceil(resetAt / 1000)),
+      "x-ratelimit-limit-tokens": String(limits.tokens),
+      "x-ratelimit-remaining-tokens": String(Math.max(0, limits.tokens - window.tokens)),
+      "x-ratelimit-reset-tokens": String(Math.max(0, Math.ceil((resetAt - this.now()) / 1000))),
+      "x-ratelimit-type": "api_key",
+    };
+  }
+
+  private window(identity: string, bucket: Bucket): Window {
+    const key = `${identity}|${bucket}`;
+    const now = this.now();
+    let window = this.windows.get(key);
+    // Fixed windows aligned to the clock (like the service's per-minute windows): the reset instant is a
+    // whole second whenever `windowMs` is, so the Unix-seconds reset header is exact and a client that
+    // waits until it loses no time.
+    if (!window || now >= window.start + this.windowMs) {
+      window = { start: Math.floor(now / this.windowMs) * this.windowMs, requests: 0, tokens: 0 };
+      this.windows.set(key, window);
+    }
+    return window;
+  }
+
+  // --- abuse block -------------------------------------------------------------------------------------
+
+  /** ms left of `identity`'s abuse block; 0 when it is not blocked. */
+  blockedFor(identity: string): number {
+    const until = this.blockedUntil.get(identity);
+    if (until === undefined) return 0;
+    const left = until - this.now();
+    if (left <= 0) {
+      this.blockedUntil.delete(identity);
+      return 0;
+    }
+    return left;
+  }
+
+  /**
+   * Counts a non-success answer. More than `abuseMaxFailures` within `abuseWindowMs` blocks the identity for
+   * `abuseBlockMs`; returns true when this failure started a block.
+   */
+  recordFailure(identity: string): boolean {
+    const now = this.now();
+    const recent = (this.failures.get(identity) ?? []).filter((t) => now - t < this.abuseWindowMs);
+    recent.push(now);
+    if (recent.length > this.abuseMaxFailures) {
+      this.failures.delete(identity);
+      this.blockedUntil.set(identity, now + this.abuseBlockMs);
+      return true;
+    }
+    this.failures.set(identity, recent);
+    return false;
+  }
+
+  /** Failures counted for `identity` in the current abuse window. */
+  recentFailures(identity: string): number {
+    const now = this.now();
+    return (this.failures.get(identity) ?? []).filter((t) => now - t < this.abuseWindowMs).length;
+  }
+
+  // --- log of exceeded limits ----------------------------------------------------------------------------
+
+  record(identity: string, entry: RateLimitLogEntry): void {
+    const list = this.logs.get(identity) ?? [];
+    list.push(entry);
+    if (list.length > RATE_LIMIT_LOG_SIZE) list.splice(0, list.length - RATE_LIMIT_LOG_SIZE);
+    this.logs.set(identity, list);
+  }
+
+  /** The last 50 exceeded limits of `identity`, newest first. */
+  logFor(identity: string): RateLimitLogEntry[] {
+    return [...(this.logs.get(identity) ?? [])].reverse();
+  }
+}
+
+function positive(value: number | undefined, fallback: number): number {
+  return typeof value === "number" && Number.isFinite(value) && value > 0 ? value : fallback;
+}

@@ -1,0 +1,123 @@
+/**
+ * POST /chat/completions. The server has already authenticated the caller, found the model, checked Pro-only,
+ * balance and rate limits; this route validates the body, applies the model feature suffix, runs the
+ * deterministic engine (../models/engine.ts), charges the ledger, and answers JSON or an SSE stream.
+ * Streams are charged before the first byte (the whole completion is known up front); a stream that fails
+ * in-band (`[[emu:error]]`) is not charged. Stream cuts (`faults.streamCutAfter`) are done by the server.
+ */
+import { randomBytes, randomUUID } from "node:crypto";
+import { z } from "zod";
+import { findModel } from "../models/catalog.js";
+import { costUsd, planCompletion, renderCompletion, streamCompletion, usageOf } from "../models/engine.js";
+import { PromptCache } from "../models/prompt-cache.js";
+import { chatRequestSchema, effectiveParameters, InvalidRequest, parseModelSuffix } from "../models/request.js";
+import { EmulatorHttpError, type Caller, type EmulatorContext, type EmulatorRequest, type EmulatorResponse, type Route } from "../types.js";
+
+/** What the chat route remembers per emulator instance. */
+interface ChatState {
+  /** signs reasoning details; never leaves the process */
+  secret: Uint8Array;
+  cache: PromptCache;
+  /** tool call ids issued together with signed reasoning (bounded, oldest dropped first) */
+  signedToolCalls: Set<string>;
+}
+
+const MAX_SIGNED_IDS = 100_000;
+const states = new WeakMap<EmulatorContext, ChatState>();
+
+function stateOf(ctx: EmulatorContext): ChatState {
+  let state = states.get(ctx);
+  if (!state) {
+    state = { secret: randomBytes(32), cache: new PromptCache(), signedToolCalls: new Set() };
+    states.set(ctx, state);
+  }
+  return state;
+}
+
+function badRequest(error: string, details: unknown, issues?: unknown[]): EmulatorHttpError {
+  return new EmulatorHttpError(400, { error, details, ...(issues ? { issues } : {}) });
+}
+
+function callerId(caller: Caller): string {
+  return caller.kind === "anonymous" ? "anonymous" : `${caller.account.kind}:${caller.account.id}`;
+}
+
+export async function handleChatCompletion(req: EmulatorRequest, ctx: EmulatorContext, caller: Caller): Promise<EmulatorResponse> {
+  const names = ctx.names;
+  let json: unknown;
+  try {
+    json = JSON.parse(req.body.toString("utf8"));
+  } catch {
+    throw badRequest("Invalid request", { _errors: ["Body is not valid JSON"] });
+  }
+  const parsed = chatRequestSchema(names).safeParse(json);
+  if (!parsed.success) throw badRequest("Invalid request", z.formatError(parsed.error), parsed.error.issues);
+  const request = parsed.data;
+  const state = stateOf(ctx);
+
+  try {
+    const { id: modelId, overrides } = parseModelSuffix(request.model, names);
+    const model = findModel(modelId);
+    if (!model) throw new EmulatorHttpError(400, { error: `Specified model not found: ${modelId}` });
+    const bodyParameters = (parsed.data as Record<string, unknown>)[names.parameters] as Record<string, unknown> | null | undefined;
+    const params = effectiveParameters(bodyParameters, overrides, names, model.capabilities.supportsE2EE);
+    const id = `chatcmpl-${randomUUID().replace(/-/g, "")}`;
+    const plan = planCompletion({
+      request,
+      model,
+      params,
+      names,
+      secret: state.secret,
+      responseId: id,
+      isSignedToolCall: (callId) => state.signedToolCalls.has(callId),
+    });
+    const stream = request.stream === true;
+    if (plan.failing && !stream) {
+      return { status: 500, body: { error: "Emulated upstream error" }, meta: { modelId: model.id, failed: true } };
+    }
+
+    const cache = state.cache.lookupAndStore(callerId(caller), request.prompt_cache_key ?? undefined, plan.promptBlocks);
+    const usage = usageOf(plan, cache);
+    for (const callId of plan.signedToolCallIds) {
+      if (state.signedToolCalls.size >= MAX_SIGNED_IDS) {
+        const oldest = state.signedToolCalls.values().next().value;
+        if (oldest !== undefined) state.signedToolCalls.delete(oldest);
+      }
+      state.signedToolCalls.add(callId);
+    }
+
+    const usd = costUsd(model, usage, plan.webSearched);
+    let cost = { usd, diem: 0 };
+    if (caller.kind !== "anonymous" && !plan.failing) {
+      const charged = ctx.ledger.charge(caller.account, usd, { kind: "chat", modelId: model.id, requestId: id });
+      cost = { usd: charged.usd, diem: charged.diem };
+    }
+
+    const render = {
+      id,
+      created: Math.floor(ctx.now() / 1000),
+      usage,
+      cost,
+      names,
+      logprobs: request.logprobs === true,
+      topLogprobs: request.top_logprobs ?? 0,
+    };
+    const meta = { tokens: usage.total_tokens, modelId: model.id, ...(plan.failing ? { failed: true } : {}) };
+    if (stream) {
+      return {
+        status: 200,
+        headers: { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache", connection: "keep-alive" },
+        stream: streamCompletion(plan, render),
+        meta,
+      };
+    }
+    return { status: 200, body: renderCompletion(plan, render), meta };
+  } catch (err) {
+    if (err instanceof InvalidRequest) throw badRequest(err.message, err.details, err.issues);
+    throw err;
+  }
+}
+
+export const chatRoutes: Route[] = [
+  { method: "POST", pattern: "/chat/completions", auth: "required", inference: true, handler: handleChatCompletion },
+];

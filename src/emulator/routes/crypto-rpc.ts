@@ -1,0 +1,298 @@
+/**
+ * POST /crypto/rpc/{network}: the crypto RPC proxy as the published description tells it. JSON-RPC 2.0,
+ * single or batch (≤ 100), forwarded to a configured upstream (`options.upstreams[slug]`, else the local chain
+ * for EVM slugs). Billed per credit (base 20 EVM/Starknet, 30 zkSync/Solana; × 1/2/4 by method tier; JSON-RPC
+ * errors 5 credits) at $7e-7 per credit, with the pricing headers, idempotency replay and a 100/min cap.
+ * A slug without an upstream answers as the service does when its upstream fails: 500.
+ */
+import { createHash, randomBytes } from "node:crypto";
+import { cryptoNetworks } from "./networks.js";
+import { EmulatorHttpError, type Account, type Caller, type EmulatorContext, type EmulatorRequest, type EmulatorResponse, type Route } from "../types.js";
+
+export const RPC_PRICE_PER_CREDIT_USD = 7e-7;
+export const RPC_ERROR_CREDITS = 5;
+export const RPC_MAX_BATCH = 100;
+export const RPC_REQUESTS_PER_MINUTE = 100;
+export const RPC_UPSTREAM_TIMEOUT_MS = 30_000;
+/** how long an idempotent answer is replayed (the service keeps it 24 h) */
+export const RPC_IDEMPOTENCY_TTL_MS = 24 * 60 * 60_000;
+const IDEMPOTENCY_KEY_RE = /^[A-Za-z0-9_-]{1,255}$/;
+
+/** Options this route reads beyond `EmulatorOptions` (kept here until the shared type carries them). */
+export interface CryptoRpcEmulatorOptions {
+  /** requests per window per caller (default 100; the window is `rateLimits.windowMs`, default 60 s) */
+  requestsPerWindow?: number;
+  /** upstream timeout in ms (default 30 s) */
+  upstreamTimeoutMs?: number;
+}
+
+type Family = "evm" | "solana" | "starknet";
+
+function familyOf(slug: string): Family {
+  return slug.startsWith("solana-") ? "solana" : slug.startsWith("starknet-") ? "starknet" : "evm";
+}
+
+/** Credits for one successful call: base per chain × method tier (the published pricing). */
+export function rpcCredits(slug: string, method: string): number {
+  const base = slug.startsWith("zksync-") || slug.startsWith("solana-") ? 30 : 20;
+  return base * methodTier(method);
+}
+
+export function methodTier(method: string): 1 | 2 | 4 {
+  if (
+    method === "trace_replayBlockTransactions" ||
+    method === "trace_replayTransaction" ||
+    method === "txpool_content" ||
+    method.startsWith("arbtrace_replay") ||
+    method === "getLargestAccounts" ||
+    method === "getSupply"
+  ) {
+    return 4;
+  }
+  if (/^(trace_|debug_|arbtrace_)/.test(method) || method === "txpool_inspect" || method === "txpool_status") return 2;
+  return 1;
+}
+
+const FILTER_METHODS = new Set([
+  "eth_newFilter", "eth_newBlockFilter", "eth_newPendingTransactionFilter", "eth_getFilterChanges", "eth_getFilterLogs",
+  "eth_uninstallFilter",
+]);
+
+/** Why the proxy refuses `method` on a `family` network, or undefined when it forwards it. */
+export function unsupportedReason(family: Family, method: string): string | undefined {
+  if (FILTER_METHODS.has(method)) return "stateful filter methods are not supported on the HTTP proxy; use eth_getLogs";
+  if (method === "eth_subscribe" || method === "eth_unsubscribe" || /(Subscribe|Unsubscribe)$/.test(method) || method.startsWith("starknet_subscribe")) {
+    return "WebSocket-only method; this proxy is HTTP-only";
+  }
+  switch (family) {
+    case "evm":
+      // node-held keys and node administration never reach an upstream
+      if (/^(personal|admin|engine|miner|evm|hardhat|anvil|ganache|clique|les)_/.test(method)) return "method is not available on this proxy";
+      if (/^eth_(sign|signTransaction|signTypedData\w*|sendTransaction|accounts|coinbase|mining|hashrate|submitWork|submitHashrate|getWork)$/.test(method)) {
+        return "method needs keys held by the node; sign locally and use eth_sendRawTransaction";
+      }
+      if (/^(eth|net|web3|zks|linea|bor|debug|trace|txpool|arbtrace)_\w+$/.test(method)) return undefined;
+      if (method.startsWith("starknet_")) return "Starknet method on an EVM network";
+      return "method is not supported on EVM networks";
+    case "starknet":
+      return /^starknet_\w+$/.test(method) ? undefined : "only starknet_* methods are supported on Starknet networks";
+    case "solana":
+      return /^[a-z][A-Za-z0-9]*$/.test(method) && !method.includes("_") ? undefined : "method is not a Solana JSON-RPC method";
+  }
+}
+
+interface IdempotentEntry {
+  bodyHash: string;
+  at: number;
+  response: EmulatorResponse;
+}
+
+/** a long-running emulator forgets expired idempotent answers once this many are kept */
+const IDEMPOTENCY_SWEEP_AT = 10_000;
+
+function sweep(cache: Map<string, IdempotentEntry>, now: number): void {
+  for (const [key, entry] of cache) if (now - entry.at >= RPC_IDEMPOTENCY_TTL_MS) cache.delete(key);
+}
+
+interface RouteState {
+  idempotency: Map<string, IdempotentEntry>;
+  windows: Map<string, { start: number; count: number }>;
+}
+
+const states = new WeakMap<EmulatorContext, RouteState>();
+function stateOf(ctx: EmulatorContext): RouteState {
+  let state = states.get(ctx);
+  if (!state) states.set(ctx, (state = { idempotency: new Map(), windows: new Map() }));
+  return state;
+}
+
+function options(ctx: EmulatorContext): CryptoRpcEmulatorOptions {
+  return (ctx.options as { cryptoRpc?: CryptoRpcEmulatorOptions }).cryptoRpc ?? {};
+}
+
+function badRequest(error: string, details?: unknown): EmulatorHttpError {
+  return new EmulatorHttpError(400, details === undefined ? { error } : { error, details });
+}
+
+function accountKey(account: Account): string {
+  return `${account.kind}:${account.id}`;
+}
+
+/** A JSON-RPC request item as the proxy accepts it; throws a 400 naming what is wrong. */
+function checkItem(item: unknown, where: string): { method: string } {
+  if (!item || typeof item !== "object" || Array.isArray(item)) throw badRequest(`Invalid JSON-RPC request: ${where} must be an object`);
+  const r = item as Record<string, unknown>;
+  if (typeof r.method !== "string" || r.method === "") throw badRequest(`Invalid JSON-RPC request: ${where} needs a string "method"`);
+  if (r.jsonrpc !== undefined && r.jsonrpc !== "2.0") throw badRequest(`Invalid JSON-RPC request: ${where} "jsonrpc" must be "2.0"`);
+  if (r.params !== undefined && (r.params === null || typeof r.params !== "object")) {
+    throw badRequest(`Invalid JSON-RPC request: ${where} "params" must be an array or an object`);
+  }
+  if (r.id !== undefined && r.id !== null && typeof r.id !== "string" && typeof r.id !== "number") {
+    throw badRequest(`Invalid JSON-RPC request: ${where} "id" must be a string or a number`);
+  }
+  return { method: r.method };
+}
+
+/** Removes node internals (ganache's `stack`) from a JSON-RPC error object. */
+export function stripErrorInternals(error: unknown): unknown {
+  if (!error || typeof error !== "object" || Array.isArray(error)) return error;
+  const { stack: _stack, ...rest } = error as Record<string, unknown>;
+  if (rest.data && typeof rest.data === "object" && !Array.isArray(rest.data)) {
+    const { stack: _dataStack, ...data } = rest.data as Record<string, unknown>;
+    rest.data = data;
+  }
+  return rest;
+}
+
+function isRpcResponse(value: unknown): value is Record<string, unknown> {
+  return !!value && typeof value === "object" && !Array.isArray(value) && ("result" in value || "error" in value);
+}
+
+/** Applies the per-caller request cap; throws 429 with the published headers when spent. */
+function admit(ctx: EmulatorContext, account: Account): void {
+  if (ctx.options.rateLimits?.enabled === false) return;
+  const limit = options(ctx).requestsPerWindow ?? RPC_REQUESTS_PER_MINUTE;
+  const windowMs = ctx.options.rateLimits?.windowMs ?? 60_000;
+  const { windows } = stateOf(ctx);
+  const now = ctx.now();
+  const key = accountKey(account);
+  let w = windows.get(key);
+  if (!w || now >= w.start + windowMs) windows.set(key, (w = { start: now, count: 0 }));
+  if (w.count >= limit) {
+    throw new EmulatorHttpError(
+      429,
+      { error: "Rate limit exceeded", customMessage: `Crypto RPC requests per minute cap (${limit}) reached` },
+      {
+        "x-ratelimit-limit": String(limit),
+        "x-ratelimit-remaining": "0",
+        "x-ratelimit-reset": String(Math.ceil((w.start + windowMs) / 1000)),
+        // the client stack waits on this one
+        "x-ratelimit-reset-requests": String(Math.ceil((w.start + windowMs) / 1000)),
+      },
+    );
+  }
+  w.count++;
+}
+
+async function forward(url: string, body: Buffer, timeoutMs: number): Promise<unknown> {
+  let res: Response;
+  try {
+    res = await fetch(url, {
+      method: "POST",
+      headers: { "content-type": "application/json", accept: "application/json" },
+      body: body.toString("utf8"),
+      signal: AbortSignal.timeout(timeoutMs),
+    });
+  } catch (err) {
+    const e = err as { name?: string; cause?: { code?: string } };
+    const why = e?.name === "TimeoutError" ? `no answer within ${timeoutMs} ms` : (e?.cause?.code ?? "connection failed");
+    throw new EmulatorHttpError(500, { error: `Upstream RPC request failed: ${why}` });
+  }
+  const text = await res.text().catch(() => "");
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    throw new EmulatorHttpError(500, {
+      error: `Upstream RPC returned a non-JSON response (HTTP ${res.status})`,
+      details: { upstreamStatus: res.status, preview: text.slice(0, 120) },
+    });
+  }
+  const valid = Array.isArray(json) ? json.length > 0 && json.every(isRpcResponse) : isRpcResponse(json);
+  if (!valid) {
+    throw new EmulatorHttpError(500, { error: `Upstream RPC returned an invalid JSON-RPC response (HTTP ${res.status})` });
+  }
+  return json;
+}
+
+async function handle(req: EmulatorRequest, ctx: EmulatorContext, caller: Caller): Promise<EmulatorResponse> {
+  if (caller.kind === "anonymous") return ctx.x402.discovery402(req, ctx);
+  const account = caller.account;
+  const slug = req.params.network ?? "";
+  const networks = cryptoNetworks(ctx);
+  if (!networks.includes(slug)) throw badRequest(`Unsupported network: ${slug}`, { network: slug, supportedNetworks: networks });
+  const family = familyOf(slug);
+
+  const idempotencyKey = req.headers["idempotency-key"];
+  if (idempotencyKey !== undefined && !IDEMPOTENCY_KEY_RE.test(idempotencyKey)) {
+    throw badRequest("Invalid Idempotency-Key: must match [A-Za-z0-9_-]{1,255}");
+  }
+
+  // --- the body: JSON-RPC 2.0, single or batch ---
+  if (req.body.length === 0) throw badRequest("Empty request body: expected a JSON-RPC request or batch");
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(req.body.toString("utf8"));
+  } catch {
+    throw badRequest("Invalid JSON-RPC request: body is not valid JSON");
+  }
+  const items = Array.isArray(parsed) ? parsed : [parsed];
+  if (Array.isArray(parsed)) {
+    if (parsed.length === 0) throw badRequest("Empty batch: send 1 to 100 JSON-RPC requests");
+    if (parsed.length > RPC_MAX_BATCH) throw badRequest(`Batch too large: ${parsed.length} requests (max ${RPC_MAX_BATCH})`);
+  }
+  const methods = items.map((item, i) => checkItem(item, Array.isArray(parsed) ? `item ${i}` : "request").method);
+  const refused = [...new Set(methods)]
+    .map((m) => ({ method: m, reason: unsupportedReason(family, m) }))
+    .filter((r): r is { method: string; reason: string } => r.reason !== undefined);
+  if (refused.length > 0) {
+    throw badRequest(`Unsupported method${refused.length > 1 ? "s" : ""} on ${slug}: ${refused.map((r) => r.method).join(", ")}`, {
+      unsupportedMethods: refused,
+    });
+  }
+
+  // --- idempotency: same key + same body replays, other body is refused ---
+  const state = stateOf(ctx);
+  const bodyHash = createHash("sha256").update(slug).update("\n").update(req.body).digest("hex");
+  const cacheKey = idempotencyKey ? `${accountKey(account)}|${idempotencyKey}` : undefined;
+  if (cacheKey) {
+    const hit = state.idempotency.get(cacheKey);
+    if (hit && ctx.now() - hit.at < RPC_IDEMPOTENCY_TTL_MS) {
+      if (hit.bodyHash !== bodyHash) throw badRequest("Idempotency-Key was already used with a different request body");
+      return { ...hit.response, headers: { ...hit.response.headers, "idempotent-replayed": "true" } };
+    }
+  }
+
+  admit(ctx, account);
+  if (caller.kind === "apiKey" && ctx.ledger.available(account) <= 0) {
+    return { status: 402, body: { error: "Insufficient balance", code: "INSUFFICIENT_BALANCE" } };
+  }
+  if (caller.kind === "wallet" && account.usd < ctx.x402.minimumBalanceUsd) return ctx.x402.insufficientCredit402(req, ctx, account);
+
+  // --- forward ---
+  const upstream = ctx.options.upstreams?.[slug] ?? (family === "evm" ? ctx.chain?.rpcUrl : undefined);
+  if (!upstream) throw new EmulatorHttpError(500, { error: `Upstream RPC request failed: no upstream node for ${slug}` });
+  const answer = await forward(upstream, req.body, options(ctx).upstreamTimeoutMs ?? RPC_UPSTREAM_TIMEOUT_MS);
+
+  // --- bill: per item, errors at 5 credits ---
+  const answers = (Array.isArray(answer) ? answer : [answer]) as Record<string, unknown>[];
+  for (const a of answers) if ("error" in a) a.error = stripErrorInternals(a.error);
+  const methodById = new Map<string, string>();
+  items.forEach((item, i) => methodById.set(JSON.stringify((item as { id?: unknown }).id ?? null), methods[i]!));
+  let credits = 0;
+  answers.forEach((a, i) => {
+    if (a.error !== undefined) credits += RPC_ERROR_CREDITS;
+    else credits += rpcCredits(slug, methodById.get(JSON.stringify(a.id ?? null)) ?? methods[i] ?? "");
+  });
+  const costUsd = credits * RPC_PRICE_PER_CREDIT_USD;
+  const requestId = randomBytes(16).toString("hex");
+  ctx.ledger.charge(account, costUsd, { kind: "crypto-rpc", requestId });
+
+  const headers: Record<string, string> = {
+    "content-type": "application/json",
+    [ctx.names.rpcCreditsHeader]: String(credits),
+    [ctx.names.rpcCostUsdHeader]: costUsd.toFixed(8),
+    "x-request-id": requestId,
+  };
+  if (caller.kind === "wallet") headers["x-balance-remaining"] = account.usd.toFixed(6);
+  const response: EmulatorResponse = { status: 200, headers, body: answer };
+  if (cacheKey) {
+    state.idempotency.set(cacheKey, { bodyHash, at: ctx.now(), response });
+    if (state.idempotency.size > IDEMPOTENCY_SWEEP_AT) sweep(state.idempotency, ctx.now());
+  }
+  return response;
+}
+
+export const cryptoRpcRoutes: Route[] = [
+  { method: "POST", pattern: "/crypto/rpc/:network", auth: "required", handler: handle },
+];

@@ -1,0 +1,102 @@
+/**
+ * GET /models: the emulator's catalog in the published `ModelResponse` shape (openapi-subset.yaml), with the
+ * capability flags the description marks as required. Auth is optional; `?type=` filters by model type (the
+ * emulator only has text models, so `text`, `all` and `code` list them and any other type lists none).
+ */
+import { MODELS, type EmulatedModel } from "../models/catalog.js";
+import type { EmulatorContext, Route } from "../types.js";
+import { EmulatorHttpError } from "../types.js";
+
+const MODEL_TYPES = ["asr", "embedding", "image", "music", "text", "tts", "upscale", "inpaint", "video", "all", "code"];
+/** a fixed "release date" keeps the listing deterministic */
+const CREATED = 1_767_225_600; // 2026-01-01T00:00:00Z
+
+function traits(model: EmulatedModel): string[] {
+  const out: string[] = [];
+  if (model.tier === "XS") out.push("fastest");
+  if (model.id === "emu-s") out.push("default");
+  if (model.id === "emu-l") out.push("most_intelligent");
+  if (model.reasoning === "details") out.push("default_reasoning");
+  if (model.capabilities.supportsVision && model.id === "emu-m") out.push("default_vision");
+  return out;
+}
+
+/** One model as the published description lists it. */
+export function modelRecord(model: EmulatedModel, ctx: EmulatorContext): Record<string, unknown> {
+  const price = (usd: number) => ({ usd, diem: usd });
+  const pricing: Record<string, unknown> = { input: price(model.pricing.input), output: price(model.pricing.output) };
+  if (model.pricing.cache_input !== undefined) pricing.cache_input = price(model.pricing.cache_input);
+  const spec: Record<string, unknown> = {
+    name: model.name,
+    description: `${model.name}: a deterministic ${model.tier}-tier model of the local ${ctx.names.brand} emulator`,
+    availableContextTokens: model.contextTokens,
+    maxCompletionTokens: model.maxCompletionTokens,
+    beta: false,
+    betaModel: false,
+    privacy: "private",
+    offline: false,
+    modelSource: "local-emulator",
+    pricing,
+    capabilities: {
+      // the description requires these members; the catalog's own flags override the defaults
+      optimizedForCode: false,
+      quantization: "fp8",
+      supportsAudioInput: false,
+      supportsReasoningEffort: false,
+      supportsMultipleImages: model.capabilities.supportsVision,
+      supportsVideoInput: false,
+      supportsTeeAttestation: model.capabilities.supportsE2EE,
+      supportsXSearch: false,
+      ...model.capabilities,
+    },
+    constraints: { temperature: { default: 0.7 }, top_p: { default: 0.9 } },
+    traits: traits(model),
+  };
+  if (model.deprecated) {
+    spec.deprecation = {
+      autoRemap: false,
+      date: model.deprecated.date,
+      startsAt: model.deprecated.date,
+      removesAt: model.deprecated.date,
+    };
+  }
+  if (model.proOnly) spec.proOnly = true;
+  return {
+    id: model.id,
+    object: "model",
+    owned_by: `${ctx.names.brand}.example`,
+    type: "text",
+    created: CREATED,
+    context_length: model.contextTokens,
+    model_spec: spec,
+  };
+}
+
+export const modelRoutes: Route[] = [
+  {
+    method: "GET",
+    pattern: "/models",
+    auth: "optional",
+    handler(req, ctx) {
+      const type = req.query.get("type") ?? "text";
+      if (!MODEL_TYPES.includes(type)) {
+        throw new EmulatorHttpError(400, {
+          error: `Invalid model type "${type}"`,
+          details: { type: { _errors: [`Expected one of ${MODEL_TYPES.join(", ")}`] } },
+        });
+      }
+      const listed = type === "text" || type === "all" || type === "code" ? MODELS : [];
+      return { status: 200, body: { object: "list", type, data: listed.map((m) => modelRecord(m, ctx)) } };
+    },
+  },
+  {
+    method: "GET",
+    pattern: "/models/:id",
+    auth: "optional",
+    handler(req, ctx) {
+      const model = MODELS.find((m) => m.id === req.params.id);
+      if (!model) throw new EmulatorHttpError(404, { error: `Model not found: ${req.params.id}` });
+      return { status: 200, body: modelRecord(model, ctx) };
+    },
+  },
+];

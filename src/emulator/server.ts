@@ -1,0 +1,503 @@
+/**
+ * The emulator's HTTP server: node:http on 127.0.0.1 and the one pipeline every request under /api/v1 takes
+ * (the wiring contract, top to bottom):
+ *
+ *   fault injection -> abuse block -> route match -> auth -> [inference: model, Pro-only, balance]
+ *   -> request/token rate limit -> handler -> headers -> compression -> failure counting
+ *
+ * Routes come from one module per area of the API; the server only does what is common to all of them.
+ */
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import { randomBytes } from "node:crypto";
+import { brotliCompressSync, constants as zlibConstants, gzipSync } from "node:zlib";
+import { accountForIdentity, accountIdentity, authenticate, callerIdentity, claimedIdentity, publicAccountId } from "./auth.js";
+import { FAULT_BODIES, FaultInjector } from "./faults.js";
+import { findModel, type EmulatedModel } from "./models/catalog.js";
+import { ABUSE_BLOCK_MESSAGE, RateLimiter, type Bucket } from "./rate-limits.js";
+import { chatRoutes } from "./routes/chat.js";
+import { cryptoRpcRoutes } from "./routes/crypto-rpc.js";
+import { modelRoutes } from "./routes/models.js";
+import { networkRoutes } from "./routes/networks.js";
+import { apiTierId, rateLimitRoutes } from "./routes/rate-limits.js";
+import {
+  EmulatorHttpError,
+  type Account,
+  type Caller,
+  type EmulatorContext,
+  type EmulatorRequest,
+  type EmulatorResponse,
+  type Route,
+  type X402Hooks,
+} from "./types.js";
+
+export const API_PREFIX = "/api/v1";
+/** request bodies above this answer 413 */
+export const MAX_BODY_BYTES = 10 * 1024 * 1024;
+/** `x-<brand>-version`: a fixed build stamp in the service's `YYYYMMDD.HHMMSS` form */
+export const EMULATOR_VERSION = "20261121.120000";
+/** payment headers are accepted on the top-up route only (elsewhere 400 PAYMENT_HEADER_NOT_ACCEPTED) */
+const PAYMENT_HEADERS = ["payment-signature", "x-payment", "x-402-payment"];
+const TOP_UP_PATH = "/x402/top-up";
+
+/** Every route the emulator serves, area by area; x402's come from its hooks. */
+export function collectRoutes(x402: X402Hooks): Route[] {
+  return [...modelRoutes, ...rateLimitRoutes, ...networkRoutes, ...chatRoutes, ...cryptoRpcRoutes, ...x402.routes];
+}
+
+// --- route matching ------------------------------------------------------------------------------------
+
+export interface RouteMatch {
+  route: Route;
+  params: Record<string, string>;
+}
+
+function matchPattern(pattern: string, path: string): Record<string, string> | undefined {
+  const want = pattern.split("/").filter(Boolean);
+  const got = path.split("/").filter(Boolean);
+  if (want.length !== got.length) return undefined;
+  const params: Record<string, string> = {};
+  for (let i = 0; i < want.length; i++) {
+    const w = want[i]!;
+    const g = got[i]!;
+    if (w.startsWith(":")) {
+      try {
+        params[w.slice(1)] = decodeURIComponent(g);
+      } catch {
+        return undefined;
+      }
+    } else if (w !== g) return undefined;
+  }
+  return params;
+}
+
+/** The route for `method path`; `allowed` lists the methods of a path that exists under other methods. */
+export function matchRoute(routes: Route[], method: string, path: string): RouteMatch | { allowed: string[] } | undefined {
+  const allowed: string[] = [];
+  for (const route of routes) {
+    const params = matchPattern(route.pattern, path);
+    if (!params) continue;
+    if (route.method.toUpperCase() === method) return { route, params };
+    allowed.push(route.method.toUpperCase());
+  }
+  return allowed.length ? { allowed } : undefined;
+}
+
+// --- the pipeline --------------------------------------------------------------------------------------
+
+export interface PipelineState {
+  ctx: EmulatorContext;
+  routes: Route[];
+  limiter: RateLimiter;
+  faults: FaultInjector;
+}
+
+/** What the pipeline decided, before it is written. */
+interface Outcome {
+  response: EmulatorResponse;
+  /** headers the pipeline adds (rate limits, balances, model); the route's own headers win over them */
+  headers: Record<string, string>;
+  /** who failures are counted against */
+  identity: string;
+  /** false for the abuse block's own answers (they do not extend the block) */
+  countFailure: boolean;
+  account?: Account;
+  model?: EmulatedModel;
+  /** cut the stream after this many chunks */
+  cutAfter?: number;
+}
+
+function errorResponse(status: number, error: string, extra: Record<string, unknown> = {}): EmulatorResponse {
+  return { status, body: { error, ...extra } };
+}
+
+function fromHttpError(err: EmulatorHttpError): EmulatorResponse {
+  return { status: err.status, body: err.body, headers: err.headers };
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/** The JSON body of an inference request, or a 400 explaining why not. */
+function parseInferenceBody(body: Buffer): { json: Record<string, unknown> } | { error: EmulatorResponse } {
+  let json: unknown;
+  try {
+    json = JSON.parse(body.toString("utf8"));
+  } catch {
+    return { error: errorResponse(400, "Invalid request body: expected JSON", { details: { _errors: ["Body is not valid JSON"] } }) };
+  }
+  if (!json || typeof json !== "object" || Array.isArray(json)) {
+    return { error: errorResponse(400, "Invalid request body: expected a JSON object", { details: { _errors: ["Expected object"] } }) };
+  }
+  return { json: json as Record<string, unknown> };
+}
+
+async function runPipeline(state: PipelineState, req: EmulatorRequest): Promise<Outcome> {
+  const { ctx, limiter, faults } = state;
+  const p = ctx.names.headerPrefix;
+  let identity = claimedIdentity(req, ctx.ledger);
+  const done = (response: EmulatorResponse, extra: Partial<Outcome> = {}): Outcome => ({
+    response,
+    headers: {},
+    identity,
+    countFailure: true,
+    ...extra,
+  });
+
+  // 1. faults: latency, then 500/503 before any route runs (nothing is charged)
+  const fault = faults.decide(req.path);
+  if (fault.latencyMs > 0) await sleep(fault.latencyMs);
+  if (fault.status !== undefined) {
+    return done({ status: fault.status, body: FAULT_BODIES[fault.status] ?? { error: `HTTP ${fault.status}` } });
+  }
+
+  // 2. abuse block
+  if (limiter.blockedFor(identity) > 0) return done(errorResponse(429, ABUSE_BLOCK_MESSAGE), { countFailure: false });
+
+  // 3. route
+  if (req.path !== TOP_UP_PATH && PAYMENT_HEADERS.some((h) => req.headers[h])) {
+    return done(
+      errorResponse(400, "Payment headers are accepted on POST /x402/top-up only", { code: "PAYMENT_HEADER_NOT_ACCEPTED" }),
+    );
+  }
+  const match = matchRoute(state.routes, req.method, req.path);
+  if (!match) return done(errorResponse(404, "Not found"));
+  if ("allowed" in match) {
+    return done({ ...errorResponse(405, "Method not allowed"), headers: { allow: [...new Set(match.allowed)].join(", ") } });
+  }
+  const { route } = match;
+  req.params = match.params;
+
+  // 4. auth
+  let caller: Caller;
+  try {
+    caller = await authenticate(route, req, ctx);
+  } catch (err) {
+    if (err instanceof EmulatorHttpError) return done(fromHttpError(err));
+    throw err;
+  }
+  identity = callerIdentity(caller, req.remoteAddress);
+  const account = caller.kind === "anonymous" ? undefined : caller.account;
+  const headers: Record<string, string> = {};
+  let bucket: Bucket = "default";
+  let model: EmulatedModel | undefined;
+  if (account) {
+    // balances as they were before the request
+    headers[`${p}balance-usd`] = String(account.usd);
+    headers[`${p}balance-diem`] = String(account.diem);
+  }
+  const outcome = (response: EmulatorResponse, extra: Partial<Outcome> = {}): Outcome => {
+    if (account && !Object.keys(headers).some((h) => h.startsWith("x-ratelimit-"))) {
+      Object.assign(headers, limiter.headers(identity, bucket, account.partner));
+    }
+    return { response, headers, identity, countFailure: true, account, model, ...extra };
+  };
+
+  // 5. inference: the model, Pro-only, balance
+  if (route.inference) {
+    const parsed = parseInferenceBody(req.body);
+    if ("error" in parsed) return outcome(parsed.error);
+    const modelId = parsed.json.model;
+    if (typeof modelId !== "string" || modelId === "") {
+      return outcome(errorResponse(400, "Invalid request: model is required", { details: { model: { _errors: ["Required"] } } }));
+    }
+    model = findModel(modelId);
+    if (!model) {
+      return outcome(
+        errorResponse(400, `Invalid request: unknown model "${modelId.split(":")[0]}"`, {
+          details: { model: { _errors: ["Model not found; see GET /models"] } },
+        }),
+      );
+    }
+    headers[`${p}model-id`] = model.id;
+    headers[`${p}model-name`] = model.name;
+    headers[`${p}model-router`] = model.router;
+    if (model.deprecated) {
+      headers[`${p}model-deprecation-warning`] = model.deprecated.warning;
+      headers[`${p}model-deprecation-date`] = model.deprecated.date;
+    }
+    bucket = model.tier;
+    if (account) {
+      if (model.proOnly && !account.pro) return outcome(errorResponse(401, "This model is available to Pro users only"));
+      if (caller.kind === "apiKey" && ctx.ledger.available(account) <= 0) {
+        return outcome(errorResponse(402, "Insufficient balance", { code: "INSUFFICIENT_BALANCE" }));
+      }
+      if (caller.kind === "wallet" && account.usd < ctx.x402.minimumBalanceUsd) {
+        return outcome(ctx.x402.insufficientCredit402(req, ctx, account));
+      }
+    }
+  }
+
+  // 6. request and token limits per (caller, tier)
+  if (account) {
+    const admitted = limiter.admit(identity, bucket, account.partner);
+    Object.assign(headers, admitted.headers);
+    if (!admitted.allowed) {
+      limiter.record(identity, {
+        apiKeyId: publicAccountId(account),
+        modelId: model?.id ?? "",
+        rateLimitTier: apiTierId(account),
+        rateLimitType: admitted.exceeded ?? "RPM",
+        timestamp: new Date(ctx.now()).toISOString(),
+      });
+      return outcome(errorResponse(429, "Rate limit exceeded"));
+    }
+  }
+
+  // 7. the route itself
+  let response: EmulatorResponse;
+  try {
+    response = await route.handler(req, ctx, caller);
+  } catch (err) {
+    if (!(err instanceof EmulatorHttpError)) throw err;
+    response = fromHttpError(err);
+  }
+
+  // 8. what the request used, and the headers that follow from it
+  if (account) {
+    const tokens = response.meta?.tokens;
+    if (tokens) limiter.addTokens(identity, bucket, tokens);
+    Object.assign(headers, limiter.headers(identity, bucket, account.partner));
+    if (caller.kind === "wallet" && route.inference && response.status >= 200 && response.status < 300) {
+      headers["x-balance-remaining"] = account.usd.toFixed(6);
+    }
+  }
+  return outcome(response, { cutAfter: faults.streamCutAfter(req.path) });
+}
+
+// --- writing -------------------------------------------------------------------------------------------
+
+/** The first of br/gzip the client accepts, in the order it listed them (q=0 means "not acceptable"). */
+export function pickEncoding(acceptEncoding: string | undefined): "br" | "gzip" | undefined {
+  if (!acceptEncoding) return undefined;
+  for (const part of acceptEncoding.split(",")) {
+    const [name = "", ...params] = part.trim().toLowerCase().split(";");
+    const q = params.map((s) => s.trim()).find((s) => s.startsWith("q="));
+    if (q && Number(q.slice(2)) === 0) continue;
+    if (name === "br" || name === "gzip") return name;
+  }
+  return undefined;
+}
+
+function serializeBody(body: unknown): { buffer: Buffer; contentType?: string } {
+  if (body === undefined || body === null) return { buffer: Buffer.alloc(0) };
+  if (Buffer.isBuffer(body)) return { buffer: body, contentType: "application/octet-stream" };
+  if (typeof body === "string") return { buffer: Buffer.from(body, "utf8"), contentType: "text/plain; charset=utf-8" };
+  return { buffer: Buffer.from(JSON.stringify(body), "utf8"), contentType: "application/json; charset=utf-8" };
+}
+
+function commonHeaders(ctx: EmulatorContext): Record<string, string> {
+  return {
+    date: new Date().toUTCString(),
+    "cf-ray": `${randomBytes(8).toString("hex")}-EMU`,
+    [`${ctx.names.headerPrefix}version`]: EMULATOR_VERSION,
+  };
+}
+
+function lowerKeys(headers: Record<string, string> | undefined): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(headers ?? {})) out[k.toLowerCase()] = v;
+  return out;
+}
+
+/** Resolves when the socket can take more (or is gone): stream writes honour backpressure. */
+function drained(res: ServerResponse): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      res.off("drain", done);
+      res.off("close", done);
+      resolve();
+    };
+    res.on("drain", done);
+    res.on("close", done);
+  });
+}
+
+async function writeStream(res: ServerResponse, stream: AsyncIterable<string>, cutAfter: number | undefined): Promise<void> {
+  res.flushHeaders();
+  const iterator = stream[Symbol.asyncIterator]();
+  let written = 0;
+  let flushed: Promise<void> = Promise.resolve();
+  const closed = new Promise<void>((resolve) => res.once("close", () => resolve()));
+  try {
+    while (true) {
+      if (cutAfter !== undefined && written >= cutAfter) {
+        // the fault: the chunks already written reach the client, then the connection dies (no [DONE])
+        await Promise.race([flushed, closed]);
+        res.destroy();
+        return;
+      }
+      const next = await iterator.next();
+      if (next.done) break;
+      if (res.destroyed) return;
+      written++;
+      let ok = true;
+      flushed = new Promise<void>((resolve) => {
+        ok = res.write(next.value, () => resolve());
+      });
+      if (!ok) await drained(res);
+    }
+    res.end();
+  } catch (err) {
+    // an error after the headers went out can only be told by cutting the connection
+    res.destroy(err instanceof Error ? err : undefined);
+  } finally {
+    if (res.destroyed) await iterator.return?.().catch(() => undefined);
+  }
+}
+
+async function writeOutcome(ctx: EmulatorContext, req: IncomingMessage, res: ServerResponse, outcome: Outcome): Promise<void> {
+  const { response } = outcome;
+  const headers: Record<string, string> = {
+    ...commonHeaders(ctx),
+    ...lowerKeys(outcome.headers),
+    ...lowerKeys(response.headers),
+  };
+  if (response.status >= 400) headers[`${ctx.names.headerPrefix}host-name`] ??= "emulator";
+  if (response.stream) {
+    headers["content-type"] ??= "text/event-stream; charset=utf-8";
+    headers["cache-control"] ??= "no-cache";
+    res.writeHead(response.status, headers);
+    await writeStream(res, response.stream, outcome.cutAfter);
+    return;
+  }
+  const { buffer, contentType } = serializeBody(response.body);
+  if (contentType) headers["content-type"] ??= contentType;
+  let payload = buffer;
+  const encoding = pickEncoding(req.headers["accept-encoding"]);
+  if (encoding && buffer.length > 0 && !headers["content-encoding"]) {
+    payload =
+      encoding === "br"
+        ? brotliCompressSync(buffer, { params: { [zlibConstants.BROTLI_PARAM_QUALITY]: 4 } })
+        : gzipSync(buffer);
+    headers["content-encoding"] = encoding;
+    headers.vary = "Accept-Encoding";
+  }
+  headers["content-length"] = String(payload.length);
+  res.writeHead(response.status, headers);
+  res.end(req.method === "HEAD" ? undefined : payload);
+}
+
+// --- the node:http listener ----------------------------------------------------------------------------
+
+class PayloadTooLarge extends Error {}
+
+function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const declared = Number(req.headers["content-length"]);
+    if (Number.isFinite(declared) && declared > limit) {
+      req.resume(); // drain what comes, keep nothing
+      reject(new PayloadTooLarge());
+      return;
+    }
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let tooLarge = false;
+    req.on("data", (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > limit) tooLarge = true;
+      else chunks.push(chunk);
+    });
+    req.on("end", () => (tooLarge ? reject(new PayloadTooLarge()) : resolve(Buffer.concat(chunks))));
+    req.on("error", reject);
+  });
+}
+
+function toEmulatorRequest(req: IncomingMessage, url: URL, body: Buffer): EmulatorRequest {
+  const headers: Record<string, string | undefined> = {};
+  for (const [name, value] of Object.entries(req.headers)) {
+    headers[name] = Array.isArray(value) ? value.join(", ") : value;
+  }
+  return {
+    method: (req.method ?? "GET").toUpperCase(),
+    path: url.pathname.slice(API_PREFIX.length) || "/",
+    params: {},
+    query: url.searchParams,
+    headers,
+    body,
+    url,
+    remoteAddress: req.socket.remoteAddress,
+  };
+}
+
+/** The request listener: runs the pipeline for /api/v1, answers 404 elsewhere, counts failures. */
+export function createListener(getState: () => Promise<PipelineState>) {
+  return async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+    const started = Date.now();
+    let state: PipelineState | undefined;
+    let status = 0;
+    try {
+      state = await getState();
+      const { ctx, limiter } = state;
+      const url = new URL(req.url ?? "/", ctx.baseUrl);
+      const inApi = url.pathname === API_PREFIX || url.pathname.startsWith(`${API_PREFIX}/`);
+      let body: Buffer;
+      try {
+        body = await readBody(req, MAX_BODY_BYTES);
+      } catch (err) {
+        if (!(err instanceof PayloadTooLarge)) throw err;
+        const response = errorResponse(413, `Request body exceeds ${MAX_BODY_BYTES} bytes`, { code: "PAYLOAD_TOO_LARGE" });
+        status = 413;
+        res.setHeader("connection", "close");
+        await writeOutcome(ctx, req, res, { response, headers: {}, identity: "", countFailure: false });
+        return;
+      }
+      const ereq = toEmulatorRequest(req, url, body);
+      const outcome = inApi
+        ? await runPipeline(state, ereq)
+        : { response: errorResponse(404, "Not found"), headers: {}, identity: "", countFailure: false };
+      status = outcome.response.status;
+      await writeOutcome(ctx, req, res, outcome);
+      const failed = status < 200 || status >= 300 || outcome.response.meta?.failed === true;
+      if (failed && outcome.countFailure && outcome.identity) {
+        const blocked = limiter.recordFailure(outcome.identity);
+        const account = blocked ? (outcome.account ?? accountForIdentity(outcome.identity, ctx.ledger)) : undefined;
+        if (account) {
+          limiter.record(accountIdentity(account), {
+            apiKeyId: publicAccountId(account),
+            modelId: outcome.model?.id ?? "",
+            rateLimitTier: apiTierId(account),
+            rateLimitType: "FAILED_REQUESTS",
+            timestamp: new Date(ctx.now()).toISOString(),
+          });
+        }
+      }
+    } catch (err) {
+      status = 500;
+      // an unexpected bug in a route: say so on stderr (never request headers: they carry keys)
+      process.stderr.write(`[emulator] ${req.method} ${req.url}: ${(err as Error)?.stack ?? String(err)}\n`);
+      if (!res.headersSent) {
+        const body = JSON.stringify({ error: "Internal server error" });
+        res.writeHead(500, { "content-type": "application/json; charset=utf-8", "content-length": String(Buffer.byteLength(body)) });
+        res.end(body);
+      } else res.destroy();
+    } finally {
+      if (state?.ctx.options.log) {
+        process.stderr.write(`[emulator] ${req.method} ${req.url} ${status} ${Date.now() - started}ms\n`);
+      }
+    }
+  };
+}
+
+/** Starts node:http on 127.0.0.1 (port 0: ephemeral). */
+export async function listen(listener: ReturnType<typeof createListener>, port = 0): Promise<{ server: Server; port: number }> {
+  const server = createServer((req, res) => void listener(req, res));
+  // keep-alive sockets must not hold close() up
+  server.keepAliveTimeout = 5_000;
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(port, "127.0.0.1", () => {
+      server.off("error", reject);
+      resolve();
+    });
+  });
+  return { server, port: (server.address() as AddressInfo).port };
+}
+
+export async function closeServer(server: Server): Promise<void> {
+  await new Promise<void>((resolve) => {
+    server.close(() => resolve());
+    server.closeAllConnections();
+  });
+}

@@ -1,0 +1,372 @@
+/**
+ * The emulator's wallet sign-in and payments (x402): SIWX verified for real, the discovery and
+ * insufficient-credit 402s, `/x402/top-up` settling for real (EVM on the local chain through `@x402/evm`'s
+ * facilitator, Solana on LiteSVM), `/x402/balance/:wallet` and `/x402/transactions/:wallet`.
+ *
+ * Options (`startEmulator({ x402: {...} })`):
+ *   minimumBalanceUsd (0.10), suggestedTopUpUsd (10), minimumTopUpUsd (5), maximumTopUpUsd (10000),
+ *   solana (true: start a LiteSVM rail when `litesvm` is installed; false: Base only),
+ *   topUpResponseDelayMs + delayedTopUps: answer the first N top-ups late, after settling (a client timeout
+ *   after the money moved), topUpFailures: answer the first N top-ups 503 after settling.
+ */
+import { createHash, randomUUID } from "node:crypto";
+import { getAddress } from "ethers";
+import { SIWX_LEGACY_HEADER, SIWX_HEADER } from "../../x402/siwx.js";
+import { SOLANA_MAINNET } from "../../x402/wallets.js";
+import { usdToAtomic } from "../../x402/encoding.js";
+import {
+  EmulatorHttpError,
+  type Account,
+  type Caller,
+  type EmulatorContext,
+  type EmulatorRequest,
+  type EmulatorResponse,
+  type Route,
+  type X402Hooks,
+} from "../types.js";
+import { createEvmRail, type EvmRail } from "./evm.js";
+import { NonceStore, verifySiwxHeader } from "./siwx.js";
+
+export interface X402EmulatorOptions {
+  minimumBalanceUsd?: number;
+  suggestedTopUpUsd?: number;
+  minimumTopUpUsd?: number;
+  maximumTopUpUsd?: number;
+  solana?: boolean;
+  topUpResponseDelayMs?: number;
+  delayedTopUps?: number;
+  topUpFailures?: number;
+}
+
+/** A payment rail the emulator can settle on. */
+export interface Rail {
+  network: string;
+  requirement(amountAtomic: bigint): Record<string, unknown>;
+  /** the atomic amount a payload transfers, read from the payload itself (undefined when unreadable) */
+  amountOf(payload: Record<string, unknown>, accepted: Record<string, unknown> | undefined): bigint | undefined;
+  settle(payload: Record<string, unknown>, requirement: Record<string, unknown>): Promise<{ success: boolean; transaction: string; payer?: string; errorReason?: string }>;
+  /** extra routes (e.g. the Solana JSON-RPC) */
+  routes?: Route[];
+  close?(): Promise<void>;
+}
+
+const DECIMALS = 6;
+const SIWX_STATEMENT = "Sign in with your wallet to use the API";
+
+function evmRail(rail: EvmRail): Rail {
+  return {
+    network: rail.network,
+    requirement: rail.requirement,
+    amountOf(payload) {
+      const value = (payload.payload as { authorization?: { value?: unknown } } | undefined)?.authorization?.value;
+      return typeof value === "string" && /^[0-9]{1,40}$/.test(value) ? BigInt(value) : undefined;
+    },
+    settle: rail.settle,
+  };
+}
+
+function normalizeNetwork(network: unknown): string | undefined {
+  if (typeof network !== "string") return undefined;
+  if (network === "base" || network === "base-mainnet") return "eip155:8453";
+  if (network === "solana" || network === "solana-mainnet") return SOLANA_MAINNET;
+  return network;
+}
+
+function base64Json(value: unknown): string {
+  return Buffer.from(JSON.stringify(value), "utf8").toString("base64");
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, ms));
+}
+
+function paymentError(status: number, error: string, message: string, details?: Record<string, unknown>): never {
+  throw new EmulatorHttpError(status, { error, message, ...(details ? { details } : {}) });
+}
+
+interface Settled {
+  walletAddress: string;
+  amountCredited: number;
+  newBalance: number;
+  paymentId: string;
+  receipt: { success: true; network: string; payer: string; transaction: string };
+}
+
+export async function createX402Hooks(ctx: EmulatorContext): Promise<X402Hooks> {
+  const o = (ctx.options.x402 ?? {}) as X402EmulatorOptions;
+  const minimumBalance = () => o.minimumBalanceUsd ?? 0.1;
+  const suggestedTopUpUsd = o.suggestedTopUpUsd ?? 10;
+  const minimumTopUpUsd = o.minimumTopUpUsd ?? 5;
+  const maximumTopUpUsd = o.maximumTopUpUsd ?? 10_000;
+  const nonces = new NonceStore();
+  const rails = new Map<string, Rail>();
+  if (ctx.chain) {
+    const evm = evmRail(await createEvmRail(ctx.chain));
+    rails.set(evm.network, evm);
+  }
+  if (o.solana !== false) {
+    try {
+      const { createSolanaRail } = await import("./solana.js");
+      const sol = await createSolanaRail(ctx);
+      if (sol) rails.set(sol.network, sol);
+    } catch (err) {
+      // litesvm is optional: without it the emulator offers Base only
+      if (!/Cannot find (module|package)|ERR_MODULE_NOT_FOUND/.test(String((err as Error)?.message ?? err))) throw err;
+    }
+  }
+  let delayed = 0;
+  let failed = 0;
+  /** in-flight and finished settlements by payload fingerprint: an identical re-send gets the same answer */
+  const settlements = new Map<string, Promise<Settled>>();
+
+  const accepts = () => [...rails.values()].map((r) => r.requirement(usdToAtomic(minimumTopUpUsd, DECIMALS)));
+
+  const siwxInfo = (req: EmulatorRequest) => {
+    const now = ctx.now();
+    return {
+      domain: req.url.host,
+      uri: req.url.origin,
+      version: "1",
+      nonce: randomUUID().replace(/-/g, "").slice(0, 16),
+      issuedAt: new Date(now).toISOString(),
+      expirationTime: new Date(now + 5 * 60_000).toISOString(),
+      statement: SIWX_STATEMENT,
+    };
+  };
+  const supportedChains = [
+    { chainId: "eip155:8453", type: "eip191" },
+    { chainId: SOLANA_MAINNET, type: "ed25519" },
+  ];
+  const authOptions = () => {
+    const docs = `https://docs.${ctx.names.brand}.example/api-reference`;
+    return {
+      apiKey: { header: "Authorization: Bearer YOUR_API_KEY", getKey: `https://${ctx.names.brand}.example/settings/api`, docs },
+      x402Wallet: { header: SIWX_HEADER, legacyHeader: SIWX_LEGACY_HEADER, topUp: "POST /api/v1/x402/top-up", docs: `${docs}/endpoint/x402/top-up` },
+    };
+  };
+  const resourceOf = (req: EmulatorRequest) => ({ url: req.url.toString(), description: `${ctx.names.brand} API`, mimeType: "application/json" });
+
+  async function settleOnce(header: string, raw: Record<string, unknown>): Promise<Settled> {
+    const version = raw.x402Version;
+    const accepted = (version === 2 ? raw.accepted : undefined) as Record<string, unknown> | undefined;
+    const network = normalizeNetwork(accepted?.network ?? raw.network);
+    const scheme = accepted?.scheme ?? raw.scheme;
+    if (version !== 1 && version !== 2) paymentError(400, "X402_INVALID_PAYMENT", "Unsupported x402Version");
+    if (scheme !== "exact") paymentError(400, "X402_INVALID_PAYMENT", "Only the exact scheme is accepted");
+    const rail = network ? rails.get(network) : undefined;
+    if (!rail) paymentError(400, "X402_UNSUPPORTED_NETWORK", `Network ${String(network)} is not accepted here`, { accepted: [...rails.keys()] });
+    if (!raw.payload || typeof raw.payload !== "object") paymentError(400, "X402_INVALID_PAYMENT", "Payment payload missing");
+    const amount = rail.amountOf(raw, accepted);
+    if (amount === undefined) paymentError(400, "X402_INVALID_PAYMENT", "Payment amount unreadable");
+    if (accepted?.amount !== undefined && String(accepted.amount) !== amount.toString()) {
+      paymentError(400, "X402_INVALID_PAYMENT", "accepted.amount differs from the signed amount");
+    }
+    const usd = Number(amount) / 10 ** DECIMALS;
+    if (usd < minimumTopUpUsd || usd > maximumTopUpUsd) {
+      paymentError(400, "X402_AMOUNT_OUT_OF_RANGE", `Top-ups must be between $${minimumTopUpUsd} and $${maximumTopUpUsd}`, { amountUsd: usd });
+    }
+    const requirement = rail.requirement(amount);
+    if (accepted) {
+      const sameAddr = (a: unknown, b: unknown) =>
+        typeof a === "string" && typeof b === "string" && (network!.startsWith("eip155:") ? a.toLowerCase() === b.toLowerCase() : a === b);
+      if (!sameAddr(accepted.asset, requirement.asset)) paymentError(400, "X402_WRONG_ASSET", "The payment is not in the accepted asset");
+      if (!sameAddr(accepted.payTo, requirement.payTo)) paymentError(400, "X402_WRONG_PAYEE", "The payment is not to the service's wallet");
+    }
+    // the facilitator verifies against our requirement, never against what the client claims
+    const payload = { x402Version: 2, accepted: requirement, payload: raw.payload, resource: raw.resource };
+    let result: Awaited<ReturnType<Rail["settle"]>>;
+    try {
+      result = await rail.settle(payload, requirement);
+    } catch (err) {
+      paymentError(500, "X402_SETTLEMENT_ERROR", "Settlement failed unexpectedly", { reason: String((err as Error)?.message ?? err).slice(0, 300) });
+    }
+    if (!result.success || !result.payer) {
+      paymentError(400, "X402_INVALID_PAYMENT", "Payment verification or settlement failed", { reason: result.errorReason ?? "unknown" });
+    }
+    const payer = network!.startsWith("eip155:") ? getAddress(result.payer) : result.payer;
+    const account = ctx.ledger.wallet(payer, ctx.options.walletStartingUsd ?? 0);
+    const entry = ctx.ledger.topUp(account, usd, { transaction: result.transaction, network: network!, paidAtomic: amount.toString() });
+    void header;
+    return {
+      walletAddress: account.id,
+      amountCredited: usd,
+      newBalance: account.usd,
+      paymentId: `payment_${entry.id}`,
+      receipt: { success: true, network: network!, payer, transaction: result.transaction },
+    };
+  }
+
+  async function topUp(req: EmulatorRequest): Promise<EmulatorResponse> {
+    const header = req.headers["payment-signature"] ?? req.headers["x-402-payment"] ?? req.headers["x-payment"];
+    if (!header) {
+      const paymentRequired = { x402Version: 2, error: "Payment required", resource: resourceOf(req), accepts: accepts() };
+      return { status: 402, headers: { "PAYMENT-REQUIRED": base64Json(paymentRequired) }, body: { x402Version: 2, accepts: paymentRequired.accepts } };
+    }
+    let raw: Record<string, unknown>;
+    try {
+      raw = JSON.parse(Buffer.from(header.trim(), "base64").toString("utf8")) as Record<string, unknown>;
+      if (!raw || typeof raw !== "object" || Array.isArray(raw)) throw new Error("not an object");
+    } catch {
+      paymentError(400, "X402_INVALID_PAYMENT", "Invalid payment header: not base64 JSON");
+    }
+    const fingerprint = createHash("sha256").update(JSON.stringify(raw.payload ?? null)).digest("hex");
+    let settlement = settlements.get(fingerprint);
+    const replayed = settlement !== undefined;
+    if (!settlement) {
+      settlement = settleOnce(header, raw);
+      settlements.set(fingerprint, settlement);
+      // a refused payment may be corrected and re-signed; only settled ones are remembered
+      settlement.catch(() => settlements.delete(fingerprint));
+    }
+    const done = await settlement;
+    if (!replayed && o.topUpFailures && failed < o.topUpFailures) {
+      failed++;
+      return { status: 503, body: { error: "Service temporarily unavailable" } };
+    }
+    if (!replayed && o.topUpResponseDelayMs && delayed < (o.delayedTopUps ?? 1)) {
+      delayed++;
+      await sleep(o.topUpResponseDelayMs);
+    }
+    const { receipt, ...data } = done;
+    return {
+      status: 200,
+      headers: { "PAYMENT-RESPONSE": base64Json(receipt), ...(replayed ? { "x-idempotent-replayed": "true" } : {}) },
+      body: { success: true, data },
+    };
+  }
+
+  function ownWallet(req: EmulatorRequest, caller: Caller): Account {
+    const wanted = req.params.wallet ?? "";
+    if (!/^(0x[a-fA-F0-9]{40}|[1-9A-HJ-NP-Za-km-z]{32,44})$/.test(wanted)) {
+      throw new EmulatorHttpError(400, { error: "Invalid wallet address", details: { walletAddress: { _errors: ["Expected an EVM or Solana address"] } } });
+    }
+    if (caller.kind !== "wallet") {
+      throw new EmulatorHttpError(401, { error: "Sign in with the wallet (SIGN-IN-WITH-X) to read its x402 data", code: "X402_SIGN_IN_REQUIRED" });
+    }
+    const same = wanted.startsWith("0x") ? wanted.toLowerCase() === caller.address.toLowerCase() : wanted === caller.address;
+    if (!same) throw new EmulatorHttpError(403, { error: "The signed-in wallet does not match the requested wallet" });
+    return caller.account;
+  }
+
+  const routes: Route[] = [
+    { method: "POST", pattern: "/x402/top-up", auth: "public", handler: (req) => topUp(req) },
+    {
+      method: "GET",
+      pattern: "/x402/balance/:wallet",
+      auth: "optional",
+      handler: (req, _ctx, caller) => {
+        const account = ownWallet(req, caller);
+        return {
+          status: 200,
+          body: {
+            success: true,
+            data: {
+              walletAddress: account.id,
+              balanceUsd: account.usd,
+              canConsume: account.usd >= minimumBalance(),
+              minimumTopUpUsd,
+              suggestedTopUpUsd,
+            },
+          },
+        };
+      },
+    },
+    {
+      method: "GET",
+      pattern: "/x402/transactions/:wallet",
+      auth: "optional",
+      handler: (req, _ctx, caller) => {
+        const account = ownWallet(req, caller);
+        const limit = req.query.has("limit") ? Number(req.query.get("limit")) : 50;
+        const offset = req.query.has("offset") ? Number(req.query.get("offset")) : 0;
+        if (!Number.isInteger(limit) || limit < 1 || limit > 100 || !Number.isInteger(offset) || offset < 0) {
+          throw new EmulatorHttpError(400, { error: "Invalid pagination", details: { limit: "1..100", offset: ">= 0" } });
+        }
+        const newestFirst = [...account.entries].reverse();
+        const page = newestFirst.slice(offset, offset + limit).map((e) => ({
+          id: e.id,
+          amount: e.amount,
+          balanceAfter: e.balanceAfter,
+          type: e.type,
+          createdAt: e.createdAt,
+          requestId: e.requestId ?? null,
+          modelId: e.modelId ?? null,
+        }));
+        return {
+          status: 200,
+          body: {
+            success: true,
+            data: {
+              walletAddress: account.id,
+              currentBalance: account.usd,
+              transactions: page,
+              pagination: { limit, offset, hasMore: offset + limit < newestFirst.length },
+            },
+          },
+        };
+      },
+    },
+    ...[...rails.values()].flatMap((r) => r.routes ?? []),
+  ];
+
+  return {
+    // read on every request, so a test can move the threshold of a running emulator
+    get minimumBalanceUsd() {
+      return minimumBalance();
+    },
+    routes,
+    verifySiwx: (header, req) => verifySiwxHeader(header, req, nonces, ctx.now()),
+    discovery402(req) {
+      const resource = resourceOf(req);
+      const extensions = { "sign-in-with-x": { info: siwxInfo(req), supportedChains } };
+      const paymentRequired = {
+        x402Version: 2,
+        error: "Authentication required: pass an API key (Authorization: Bearer) or sign in with a wallet (SIGN-IN-WITH-X)",
+        resource,
+        accepts: accepts(),
+        extensions,
+      };
+      return {
+        status: 402,
+        headers: { "PAYMENT-REQUIRED": base64Json(paymentRequired) },
+        body: { ...paymentRequired, authOptions: authOptions() },
+      };
+    },
+    insufficientCredit402(req, _ctx, account) {
+      const offered = accepts();
+      const base = offered.find((a) => String(a.network).startsWith("eip155:"));
+      const paymentRequired = { x402Version: 2, error: "Payment required", resource: resourceOf(req), accepts: offered };
+      return {
+        status: 402,
+        headers: { "PAYMENT-REQUIRED": base64Json(paymentRequired) },
+        body: {
+          error: "Payment required",
+          code: "PAYMENT_REQUIRED",
+          reason: "insufficient_balance",
+          message: `Insufficient x402 balance: $${account.usd.toFixed(6)} is under the $${minimumBalance()} minimum`,
+          currentBalanceUsd: account.usd,
+          minimumBalanceUsd: minimumBalance(),
+          description: `${ctx.names.brand} API`,
+          suggestedTopUpUsd,
+          minimumTopUpUsd,
+          supportedTokens: ["USDC"],
+          supportedChains: [...rails.keys()].map((n) => (n.startsWith("eip155:") ? "base" : "solana")),
+          topUpInstructions: {
+            step1: "POST /api/v1/x402/top-up with no payment header to get payment requirements",
+            step2: "Choose a payment option from accepts and sign a USDC transfer authorization using the x402 SDK",
+            step3: "POST /api/v1/x402/top-up with the signed PAYMENT-SIGNATURE header",
+            receiverWallet: String(base?.payTo ?? ""),
+            tokenAddress: String(base?.asset ?? ""),
+            tokenDecimals: DECIMALS,
+            network: String(base?.network ?? "eip155:8453"),
+            minimumAmountUsd: minimumTopUpUsd,
+          },
+          siwxChallenge: { info: siwxInfo(req), supportedChains },
+        },
+      };
+    },
+    async close() {
+      for (const r of rails.values()) await r.close?.();
+    },
+  };
+}

@@ -1,0 +1,205 @@
+/**
+ * The emulator's SIWX check, done for real: EIP-4361 parsed by `siwe` and the signer recovered with ethers;
+ * Solana's text parsed here and its Ed25519 signature verified with Node's crypto. Domain (host with port),
+ * URI (the origin or any URL on it, since the service's own SDK signs the request URL), chain, `issuedAt`
+ * window, expiry and single-use nonces are checked. Failures are 401 `{error, code: "X402_SIGN_IN_*"}`.
+ */
+import { verify as nodeVerify } from "node:crypto";
+import { verifyMessage, getAddress } from "ethers";
+import { z } from "zod";
+import { EmulatorHttpError, type EmulatorRequest } from "../types.js";
+import { base58ToBytes } from "../../x402/encoding.js";
+import { ed25519PublicKeyObject, SOLANA_MAINNET, BASE_CHAIN_ID } from "../../x402/wallets.js";
+
+export const SIWX_MAX_AGE_MS = 5 * 60_000;
+/** clock skew tolerated for an `issuedAt` in the future */
+const FUTURE_SKEW_MS = 60_000;
+
+const HeaderSchema = z.object({
+  address: z.string().min(1),
+  message: z.string().min(1),
+  signature: z.string().min(1),
+  timestamp: z.union([z.number(), z.string()]).optional(),
+  chainId: z.union([z.number(), z.string()]),
+  type: z.string().optional(),
+});
+
+export interface SiwxIdentity {
+  address: string;
+  chain: "evm" | "solana";
+}
+
+function fail(code: string, error: string): never {
+  throw new EmulatorHttpError(401, { error, code: `X402_SIGN_IN_${code}` });
+}
+
+/** Single-use nonces, remembered as long as a message carrying them could still be accepted. */
+export class NonceStore {
+  readonly #seen = new Map<string, number>();
+  /** true when the nonce was fresh (and is now used) */
+  use(nonce: string, now: number, keepUntil: number): boolean {
+    if (this.#seen.size > 10_000) for (const [n, until] of this.#seen) if (until < now) this.#seen.delete(n);
+    const until = this.#seen.get(nonce);
+    if (until !== undefined && until >= now) return false;
+    this.#seen.set(nonce, keepUntil);
+    return true;
+  }
+}
+
+interface ParsedFields {
+  domain: string;
+  address: string;
+  uri: string;
+  chainId: string;
+  nonce: string;
+  issuedAt: string;
+  expirationTime?: string;
+  notBefore?: string;
+}
+
+/** Solana SIWX text: `<domain> wants you to sign in with your Solana account:`, address, then `Key: value` lines. */
+export function parseSolanaSiwxMessage(message: string): ParsedFields | undefined {
+  const lines = message.split("\n");
+  const head = /^(.+) wants you to sign in with your Solana account:$/.exec(lines[0] ?? "");
+  if (!head || !lines[1]) return undefined;
+  const fields = new Map<string, string>();
+  for (const line of lines.slice(2)) {
+    const m = /^(URI|Version|Chain ID|Nonce|Issued At|Expiration Time|Not Before|Request ID): (.+)$/.exec(line);
+    if (m) fields.set(m[1]!, m[2]!);
+  }
+  const uri = fields.get("URI");
+  const nonce = fields.get("Nonce");
+  const issuedAt = fields.get("Issued At");
+  const chainId = fields.get("Chain ID");
+  if (!uri || !nonce || !issuedAt || !chainId || fields.get("Version") !== "1") return undefined;
+  return {
+    domain: head[1]!,
+    address: lines[1],
+    uri,
+    chainId: chainId.startsWith("solana:") ? chainId : `solana:${chainId}`,
+    nonce,
+    issuedAt,
+    expirationTime: fields.get("Expiration Time"),
+    notBefore: fields.get("Not Before"),
+  };
+}
+
+// a dynamic import is re-resolved on every call under some loaders: keep the module promise
+let siweModule: Promise<typeof import("siwe")> | undefined;
+function loadSiwe(): Promise<typeof import("siwe")> {
+  siweModule ??= import("siwe");
+  return siweModule;
+}
+
+async function parseEvmSiwxMessage(message: string): Promise<ParsedFields | undefined> {
+  const { SiweMessage } = await loadSiwe();
+  try {
+    const m = new SiweMessage(message);
+    return {
+      domain: m.domain,
+      address: m.address,
+      uri: m.uri,
+      chainId: String(m.chainId),
+      nonce: m.nonce,
+      issuedAt: m.issuedAt ?? "",
+      expirationTime: m.expirationTime,
+      notBefore: m.notBefore,
+    };
+  } catch {
+    return undefined;
+  }
+}
+
+function decodeSolanaSignature(signature: string): Uint8Array | undefined {
+  const b58 = base58ToBytes(signature, 64);
+  if (b58) return b58;
+  const b64 = Buffer.from(signature, "base64");
+  return b64.length === 64 ? new Uint8Array(b64) : undefined;
+}
+
+function isEvmChain(chainId: string | number): boolean {
+  const s = String(chainId);
+  return s === String(BASE_CHAIN_ID) || s === `eip155:${BASE_CHAIN_ID}`;
+}
+
+/** Verifies one header against the request it came with. Throws `EmulatorHttpError(401)` when invalid. */
+export async function verifySiwxHeader(
+  header: string,
+  req: EmulatorRequest,
+  nonces: NonceStore,
+  now: number,
+): Promise<SiwxIdentity> {
+  let json: unknown;
+  try {
+    json = JSON.parse(Buffer.from(header.trim(), "base64").toString("utf8"));
+  } catch {
+    fail("MALFORMED", "Invalid SIGN-IN-WITH-X header: not base64 JSON");
+  }
+  const parsed = HeaderSchema.safeParse(json);
+  if (!parsed.success) fail("MALFORMED", "Invalid SIGN-IN-WITH-X header: expected {address, message, signature, timestamp, chainId}");
+  const payload = parsed.data;
+  const solana = payload.type === "ed25519" || String(payload.chainId).startsWith("solana:");
+  if (!solana && !isEvmChain(payload.chainId)) fail("UNSUPPORTED_CHAIN", `Unsupported chain ${String(payload.chainId)}`);
+  if (solana && payload.chainId !== SOLANA_MAINNET) fail("UNSUPPORTED_CHAIN", `Unsupported chain ${String(payload.chainId)}`);
+
+  const fields = solana ? parseSolanaSiwxMessage(payload.message) : await parseEvmSiwxMessage(payload.message);
+  if (!fields) fail("MALFORMED", "Invalid sign-in message");
+
+  // the message must be about the wallet the header names
+  const sameAddress = solana
+    ? fields.address === payload.address
+    : fields.address.toLowerCase() === payload.address.toLowerCase();
+  if (!sameAddress) fail("ADDRESS_MISMATCH", "Sign-in message address does not match the header address");
+  if (solana ? fields.chainId !== SOLANA_MAINNET : !isEvmChain(fields.chainId)) {
+    fail("CHAIN_MISMATCH", "Sign-in message chain does not match a supported chain");
+  }
+
+  if (fields.domain !== req.url.host) fail("DOMAIN_MISMATCH", `Sign-in domain must be ${req.url.host}`);
+  let uriOrigin: string | undefined;
+  try {
+    uriOrigin = new URL(fields.uri).origin;
+  } catch {
+    uriOrigin = undefined;
+  }
+  if (uriOrigin !== req.url.origin) fail("URI_MISMATCH", `Sign-in URI must be on ${req.url.origin}`);
+
+  const issuedAt = Date.parse(fields.issuedAt);
+  if (!Number.isFinite(issuedAt)) fail("MALFORMED", "Sign-in message has no valid Issued At");
+  if (issuedAt > now + FUTURE_SKEW_MS) fail("ISSUED_IN_FUTURE", "Sign-in message issued in the future");
+  if (now - issuedAt > SIWX_MAX_AGE_MS) fail("STALE", "Sign-in message is older than 5 minutes; sign a fresh one");
+  const expiresAt = fields.expirationTime ? Date.parse(fields.expirationTime) : issuedAt + SIWX_MAX_AGE_MS;
+  if (!Number.isFinite(expiresAt) || expiresAt <= now) fail("EXPIRED", "Sign-in message has expired");
+  if (fields.notBefore && Date.parse(fields.notBefore) > now) fail("NOT_YET_VALID", "Sign-in message is not valid yet");
+
+  let address: string;
+  if (solana) {
+    const publicKey = base58ToBytes(payload.address, 32);
+    const signature = decodeSolanaSignature(payload.signature);
+    if (!publicKey || !signature) fail("INVALID_SIGNATURE", "Malformed Solana address or signature");
+    let ok = false;
+    try {
+      ok = nodeVerify(null, Buffer.from(payload.message, "utf8"), ed25519PublicKeyObject(publicKey), signature);
+    } catch {
+      ok = false;
+    }
+    if (!ok) fail("INVALID_SIGNATURE", "Signature does not verify");
+    address = payload.address;
+  } else {
+    let recovered: string | undefined;
+    try {
+      recovered = verifyMessage(payload.message, payload.signature);
+    } catch {
+      recovered = undefined;
+    }
+    if (!recovered || recovered.toLowerCase() !== payload.address.toLowerCase()) {
+      fail("INVALID_SIGNATURE", "Signature does not verify");
+    }
+    address = getAddress(recovered);
+  }
+
+  // only a message that passed every check uses up its nonce
+  if (!nonces.use(`${address}:${fields.nonce}`, now, Math.max(expiresAt, issuedAt + SIWX_MAX_AGE_MS) + FUTURE_SKEW_MS)) {
+    fail("NONCE_REUSED", "Sign-in nonce already used; sign a fresh message for every request");
+  }
+  return { address, chain: solana ? "solana" : "evm" };
+}
