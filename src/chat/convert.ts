@@ -1,0 +1,182 @@
+/**
+ * Wire <-> LangChain conversions. The OpenAI converters of `@langchain/openai` do the common part; this file
+ * adds what they drop: `reasoning_content`/`reasoning_details` going back out on assistant messages
+ * (langchainjs #10883, #11699), `reasoning_details` coming in, cache/reasoning token details, and the
+ * service's search-documents tool call.
+ */
+import type { BaseMessage, UsageMetadata } from "@langchain/core/messages";
+import { Document } from "@langchain/core/documents";
+import { convertMessagesToCompletionsMessageParams } from "@langchain/openai";
+
+/** One item of `reasoning_details` (opaque: must go back exactly as received). */
+export interface ReasoningDetail {
+  type: string;
+  id?: string;
+  index?: number;
+  text?: string;
+  data?: string;
+  format?: string;
+  [key: string]: unknown;
+}
+
+export interface WireUsage {
+  prompt_tokens?: number;
+  completion_tokens?: number;
+  total_tokens?: number;
+  prompt_tokens_details?: { cached_tokens?: number | null; cache_creation_input_tokens?: number | null } | null;
+  completion_tokens_details?: { reasoning_tokens?: number | null } | null;
+  [key: string]: unknown;
+}
+
+export interface WireToolCall {
+  id?: string;
+  index?: number;
+  type?: string;
+  function?: { name?: string; arguments?: string };
+}
+
+export interface WireMessage {
+  role?: string;
+  content?: string | Array<{ type: string; text?: string }> | null;
+  reasoning_content?: string | null;
+  reasoning_details?: ReasoningDetail[] | null;
+  tool_calls?: WireToolCall[] | null;
+  name?: string | null;
+  [key: string]: unknown;
+}
+
+/** Request message param (OpenAI shape plus the reasoning fields). */
+export type WireMessageParam = Record<string, unknown> & { role: string };
+
+const REASONING_BLOCK_TYPES = new Set(["reasoning", "thinking", "reasoning_content"]);
+
+/** Reasoning carried by an assistant message: from `additional_kwargs`, else from v1 reasoning blocks. */
+function reasoningOf(message: BaseMessage): { content?: string; details?: unknown[] } {
+  const kw = message.additional_kwargs as { reasoning_content?: unknown; reasoning_details?: unknown };
+  let content = typeof kw.reasoning_content === "string" ? kw.reasoning_content : undefined;
+  let details = Array.isArray(kw.reasoning_details) ? kw.reasoning_details : undefined;
+  if ((content === undefined || details === undefined) && Array.isArray(message.content)) {
+    // v1 output (streamEvents path): reasoning lives in content blocks; we put reasoning_details on them.
+    let text = "";
+    let found = false;
+    for (const block of message.content as Array<Record<string, unknown>>) {
+      if (!block || typeof block !== "object" || !REASONING_BLOCK_TYPES.has(block.type as string)) continue;
+      found = true;
+      const t = block.reasoning ?? block.thinking ?? block.text;
+      if (typeof t === "string") text += t;
+      if (details === undefined && Array.isArray(block.reasoning_details)) details = block.reasoning_details;
+    }
+    if (content === undefined && found && text) content = text;
+  }
+  return { content, details };
+}
+
+/**
+ * LangChain messages -> request `messages`. Each message goes through the `@langchain/openai` converter;
+ * assistant messages then get their `reasoning_content` and `reasoning_details` back (the converter drops
+ * them; the service needs them unchanged on tool-call turns to verify thought signatures).
+ */
+export function toWireMessages(messages: readonly BaseMessage[], model?: string): WireMessageParam[] {
+  const out: WireMessageParam[] = [];
+  for (const message of messages) {
+    const params = convertMessagesToCompletionsMessageParams({ messages: [message], model }) as WireMessageParam[];
+    if (message.getType() === "ai") {
+      const first = params[0];
+      if (first) {
+        const { content, details } = reasoningOf(message);
+        if (content !== undefined) first.reasoning_content = content;
+        if (details !== undefined) first.reasoning_details = details;
+        if (Array.isArray(first.content) && first.content.length === 0) first.content = "";
+      }
+    }
+    for (const p of params) out.push(p);
+  }
+  return out;
+}
+
+/** Wire usage -> `usage_metadata` with cache and reasoning details. */
+export function toUsageMetadata(usage: WireUsage | undefined | null): UsageMetadata | undefined {
+  if (!usage || typeof usage !== "object") return undefined;
+  const input = usage.prompt_tokens ?? 0;
+  const output = usage.completion_tokens ?? 0;
+  const result: UsageMetadata = {
+    input_tokens: input,
+    output_tokens: output,
+    total_tokens: usage.total_tokens ?? input + output,
+  };
+  const cacheRead = usage.prompt_tokens_details?.cached_tokens;
+  const cacheCreation = usage.prompt_tokens_details?.cache_creation_input_tokens;
+  if (typeof cacheRead === "number" || typeof cacheCreation === "number") {
+    result.input_token_details = {
+      ...(typeof cacheRead === "number" ? { cache_read: cacheRead } : {}),
+      ...(typeof cacheCreation === "number" ? { cache_creation: cacheCreation } : {}),
+    };
+  }
+  const reasoning = usage.completion_tokens_details?.reasoning_tokens;
+  if (typeof reasoning === "number") result.output_token_details = { reasoning };
+  return result;
+}
+
+/**
+ * Merges streamed `reasoning_details` items into the whole list: items with the same `index` are one item
+ * whose `text`/`summary`/`data` arrive in pieces; other fields are kept as first received.
+ */
+export function mergeReasoningDetails(acc: ReasoningDetail[], delta: readonly ReasoningDetail[]): ReasoningDetail[] {
+  for (const item of delta) {
+    if (!item || typeof item !== "object") continue;
+    const at = typeof item.index === "number" ? acc.findIndex((x) => x.index === item.index) : -1;
+    if (at === -1) {
+      acc.push({ ...item });
+      continue;
+    }
+    const target = acc[at]!;
+    for (const [key, value] of Object.entries(item)) {
+      if (value === undefined || value === null) continue;
+      const prev = target[key];
+      if (prev === undefined || prev === null) target[key] = value;
+      else if ((key === "text" || key === "summary" || key === "data") && typeof prev === "string" && typeof value === "string") {
+        target[key] = prev + value;
+      }
+    }
+  }
+  return acc;
+}
+
+/** Search results carried by the `<brand>_web_search_documents` tool call, as LangChain documents. */
+export function searchDocumentsFromArguments(args: string | undefined): Document[] {
+  if (!args) return [];
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(args);
+  } catch {
+    return [];
+  }
+  let items: unknown[] | undefined;
+  if (Array.isArray(parsed)) items = parsed;
+  else if (parsed && typeof parsed === "object") {
+    const obj = parsed as Record<string, unknown>;
+    items = (["documents", "results", "search_results", "citations"] as const)
+      .map((k) => obj[k])
+      .find(Array.isArray) as unknown[] | undefined;
+    items ??= Object.values(obj).find(Array.isArray) as unknown[] | undefined;
+  }
+  return (items ?? []).flatMap((item) => {
+    if (!item || typeof item !== "object") return [];
+    const { content, text, snippet, pageContent, page_content, ...metadata } = item as Record<string, unknown>;
+    const body = [pageContent, page_content, content, text, snippet].find((v) => typeof v === "string") as
+      | string
+      | undefined;
+    return [new Document({ pageContent: body ?? "", metadata })];
+  });
+}
+
+/** Drops the search-documents tool call from a wire message and returns its arguments. */
+export function extractDocumentsToolCall(message: WireMessage, toolName: string): string | undefined {
+  const calls = message.tool_calls;
+  if (!Array.isArray(calls)) return undefined;
+  const hit = calls.find((c) => c.function?.name === toolName);
+  if (!hit) return undefined;
+  const rest = calls.filter((c) => c !== hit);
+  message.tool_calls = rest.length ? rest : undefined;
+  return hit.function?.arguments;
+}
