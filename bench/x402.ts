@@ -1,0 +1,153 @@
+/**
+ * x402 benchmarks against the emulator and its local chain:
+ * - round trips and time of a request that hits 402 and pays (goal 3; the service's own SDK needs 4: it asks
+ *   /x402/top-up for requirements before paying, the flow reproduced here as the anchor);
+ * - payments made by 50 concurrent 402s of one wallet (goal 1; the SDK pays once per 402, i.e. 50);
+ * - cost of a SIWX header per request (anchor: the SDK's own `siwe` + ethers signing).
+ */
+import { Wallet } from "ethers";
+import { SiweMessage } from "siwe";
+import { startEmulator, type Emulator } from "../src/emulator/index.js";
+import { createServiceFetch, type FetchLike } from "../src/http/fetch-stack.js";
+import { createSiwxHeader, createWalletAuth, EvmWallet, SolanaWallet, X402PaymentController, x402PaymentLayer } from "../src/x402/index.js";
+import { median, type BenchRow } from "./types.js";
+
+const CHAT = JSON.stringify({ model: "emu-xs", messages: [{ role: "user", content: "hello" }] });
+
+function policyFor(emu: Emulator) {
+  return { allowedAssets: [{ network: "eip155:8453", asset: emu.chain!.usdc.address }], allowedPayees: [emu.chain!.treasury] };
+}
+
+function counting(): { fetch: FetchLike; count: () => number } {
+  let n = 0;
+  return {
+    fetch: (input, init) => {
+      n++;
+      return globalThis.fetch(input, init);
+    },
+    count: () => n,
+  };
+}
+
+/** Ours: the 402's own requirements are used. */
+async function paidRequest(emu: Emulator, index: number): Promise<{ ms: number; trips: number }> {
+  const wallet = new EvmWallet(emu.chain!.accounts[index]!.privateKey);
+  const c = counting();
+  const f = createServiceFetch({
+    baseUrl: emu.url,
+    fetch: c.fetch,
+    auth: createWalletAuth(wallet),
+    paymentLayer: x402PaymentLayer({ wallet, policy: policyFor(emu) }),
+    abuseGuard: false,
+  });
+  const t = performance.now();
+  const res = await f(`${emu.url}/chat/completions`, { method: "POST", headers: { "content-type": "application/json" }, body: CHAT });
+  await res.arrayBuffer();
+  return { ms: performance.now() - t, trips: c.count() };
+}
+
+/** The anchor's flow: on 402, ask /x402/top-up for requirements, pay, retry. */
+async function anchorPaidRequest(emu: Emulator, index: number): Promise<{ ms: number; trips: number }> {
+  const wallet = new EvmWallet(emu.chain!.accounts[index]!.privateKey);
+  const c = counting();
+  const f = createServiceFetch({ baseUrl: emu.url, fetch: c.fetch, auth: createWalletAuth(wallet), abuseGuard: false });
+  const controller = new X402PaymentController({ wallet, policy: policyFor(emu) });
+  const init = { method: "POST", headers: { "content-type": "application/json" }, body: CHAT, service: { throwOnError: false } };
+  const t = performance.now();
+  const first = await f(`${emu.url}/chat/completions`, init);
+  await first.arrayBuffer();
+  await controller.topUp(f, `${emu.url}/x402/top-up`, {});
+  const res = await f(`${emu.url}/chat/completions`, init);
+  await res.arrayBuffer();
+  return { ms: performance.now() - t, trips: c.count() };
+}
+
+async function concurrent402s(emu: Emulator, index: number, n: number): Promise<{ ms: number; payments: number }> {
+  const wallet = new EvmWallet(emu.chain!.accounts[index]!.privateKey);
+  let payments = 0;
+  const f = createServiceFetch({
+    baseUrl: emu.url,
+    auth: createWalletAuth(wallet),
+    paymentLayer: x402PaymentLayer({ wallet, policy: policyFor(emu), onPayment: (e) => void (e.type === "payment.signed" && payments++) }),
+    abuseGuard: false,
+  });
+  const t = performance.now();
+  await Promise.all(
+    Array.from({ length: n }, () =>
+      f(`${emu.url}/chat/completions`, { method: "POST", headers: { "content-type": "application/json" }, body: CHAT }).then((r) => r.arrayBuffer()),
+    ),
+  );
+  return { ms: performance.now() - t, payments };
+}
+
+export async function benchX402(): Promise<BenchRow[]> {
+  const emu = await startEmulator({ chain: true, rateLimits: { abuseMaxFailures: 10_000 } });
+  const rows: BenchRow[] = [];
+  try {
+    await paidRequest(emu, 8); // warm-up: the payment modules load on first use
+    const ours = [await paidRequest(emu, 1), await paidRequest(emu, 2), await paidRequest(emu, 3)];
+    const anchor = [await anchorPaidRequest(emu, 4), await anchorPaidRequest(emu, 5), await anchorPaidRequest(emu, 6)];
+    const oursTrips = median(ours.map((r) => r.trips));
+    const anchorTrips = median(anchor.map((r) => r.trips));
+    rows.push({
+      name: "request that hits 402 and pays: round trips",
+      median_ms: median(ours.map((r) => r.ms)),
+      ratio: oursTrips / anchorTrips,
+      anchor: `service SDK flow: ${anchorTrips} round trips, ${median(anchor.map((r) => r.ms)).toFixed(0)} ms`,
+      note: `ours: ${oursTrips} round trips (goal 3)`,
+    });
+    const burst = await concurrent402s(emu, 7, 50);
+    rows.push({
+      name: "50 concurrent 402s, one wallet: payments",
+      median_ms: burst.ms,
+      ratio: burst.payments / 50,
+      anchor: "service SDK: one payment per 402 = 50",
+      note: `ours: ${burst.payments} payment(s) (goal 1)`,
+    });
+  } finally {
+    await emu.close();
+  }
+
+  const key = Wallet.createRandom().privateKey;
+  const evm = new EvmWallet(key);
+  const sol = SolanaWallet.random();
+  const url = "http://127.0.0.1:4000/api/v1/chat/completions";
+  const signer = new Wallet(key);
+  // the service SDK's way: siwe + ethers, as its docs show
+  const sdkHeader = async () => {
+    const msg = new SiweMessage({
+      domain: "127.0.0.1:4000",
+      address: signer.address,
+      statement: "Sign in",
+      uri: "http://127.0.0.1:4000",
+      version: "1",
+      chainId: 8453,
+      nonce: crypto.randomUUID().replace(/-/g, "").slice(0, 16),
+      issuedAt: new Date().toISOString(),
+      expirationTime: new Date(Date.now() + 600_000).toISOString(),
+    });
+    const text = msg.prepareMessage();
+    const signature = await signer.signMessage(text);
+    return btoa(JSON.stringify({ address: signer.address, message: text, signature, timestamp: Date.now(), chainId: 8453 }));
+  };
+  // interleaved, after a warm-up, so JIT and CPU noise fall on both sides alike
+  for (let i = 0; i < 50; i++) await Promise.all([createSiwxHeader(evm, url), sdkHeader(), createSiwxHeader(sol, url)]);
+  const evmT: number[] = [];
+  const sdkT: number[] = [];
+  const solT: number[] = [];
+  for (let i = 0; i < 200; i++) {
+    for (const [fn, out] of [[() => createSiwxHeader(evm, url), evmT], [sdkHeader, sdkT], [() => createSiwxHeader(sol, url), solT]] as const) {
+      const t = performance.now();
+      await fn();
+      out.push(performance.now() - t);
+    }
+  }
+  const [evmMs, sdkMs, solMs] = [median(evmT), median(sdkT), median(solT)];
+  rows.push({ name: "SIWX header per request (EVM)", median_ms: evmMs, ratio: evmMs / sdkMs, anchor: `siwe + ethers as the service SDK signs: ${sdkMs.toFixed(3)} ms` });
+  rows.push({ name: "SIWX header per request (Solana, Ed25519)", median_ms: solMs, ratio: solMs / sdkMs, anchor: "same EVM anchor" });
+  return rows;
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  console.table(await benchX402());
+}

@@ -1,0 +1,427 @@
+/**
+ * The x402 payment layer of the fetch stack: on a 402 it tops up the wallet's credit within the owner's
+ * policy and retries the original request once.
+ *
+ * Money safety, in code order:
+ * - variant 1 (`INSUFFICIENT_BALANCE`, an API-key account) is handed back: there is no wallet to pay with;
+ * - the 402's own `accepts` (body or `PAYMENT-REQUIRED` header) is used when present, so a paid request costs
+ *   3 round trips (request, top-up, retry); otherwise the requirements are fetched from `/x402/top-up`;
+ * - the policy decides and reserves budget before anything is signed;
+ * - single flight per wallet: while one top-up runs, every other 402 waits for it and retries; a request that
+ *   was sent before a top-up completed and comes back 402 retries without paying;
+ * - at most once: the signed payload is kept until the outcome is known; a timeout or 5xx resends the SAME
+ *   `PAYMENT-SIGNATURE` (its nonce makes it idempotent); a new one is never signed automatically while an
+ *   old one may still settle;
+ * - a 402 right after a successful top-up is an error, not another payment.
+ */
+import { ConfigurationError, PaymentFailedError, PaymentPolicyError, ServiceError } from "../http/errors.js";
+import { decodeBase64Json } from "../http/headers.js";
+import type { FetchLayer, FetchLike, ServiceRequestInit } from "../http/fetch-stack.js";
+import { emitPaymentEvent, type PaymentEvent } from "./events.js";
+import { PaymentPolicy, type PaymentDecision, type PaymentPolicyOptions } from "./policy.js";
+import { signPayment, type SignedPayment } from "./payment.js";
+import { isX402Wallet, walletNamespace, type X402Wallet } from "./wallets.js";
+
+export const PAYMENT_SIGNATURE_HEADER = "PAYMENT-SIGNATURE";
+export const PAYMENT_REQUIRED_HEADER = "PAYMENT-REQUIRED";
+export const PAYMENT_RESPONSE_HEADER = "PAYMENT-RESPONSE";
+export const BALANCE_REMAINING_HEADER = "X-Balance-Remaining";
+
+export interface X402PaymentOptions {
+  wallet: X402Wallet;
+  /** the owner's rules (share one PaymentPolicy instance to share its caps between clients) */
+  policy?: PaymentPolicy | PaymentPolicyOptions;
+  onPayment?: (event: PaymentEvent) => void;
+  /** deployment brand (for symmetry with the stack; x402 wire names carry no brand) */
+  brand?: string;
+  /** base URL including /api/v1; default: derived from each request URL */
+  baseUrl?: string;
+  /** Solana RPC for building Solana payments: the mint and a blockhash (default: @x402/svm's public mainnet RPC;
+   *  against the emulator: `${emulator.url}/x402/solana/rpc`) */
+  solanaRpcUrl?: string;
+  /** per-attempt timeout of a top-up POST in ms (default 60000) */
+  topUpTimeoutMs?: number;
+  /** re-sends of the same signed payment after a timeout or 5xx (default 3) */
+  maxResends?: number;
+  /** pause before a re-send in ms (default 500) */
+  resendDelayMs?: number;
+  /** report events to LangChain callbacks when inside a run (default true) */
+  langchainEvents?: boolean;
+}
+
+export interface TopUpResult {
+  /** USD credited (as the service reported, else what was paid) */
+  amountUsd: number;
+  /** the wallet's credit after the top-up, when reported */
+  newBalanceUsd?: number;
+  transaction?: string;
+  network: string;
+  payer?: string;
+  paymentId?: string;
+  /** re-sends of the same signature it took */
+  resends: number;
+}
+
+/** Where a 402 says the money should go. */
+export interface PaymentSource {
+  accepts?: unknown[];
+  suggestedUsd?: number;
+  resource?: { url: string; description?: string; mimeType?: string };
+  extensions?: Record<string, unknown>;
+}
+
+interface PendingPayment {
+  signed: SignedPayment;
+  decision: PaymentDecision;
+  topUpUrl: string;
+  /** ms after which it can no longer settle */
+  expiresAt: number;
+}
+
+/** Money-flow state of one wallet in this process: shared by every client and layer using that wallet. */
+interface WalletState {
+  inFlight?: Promise<TopUpResult>;
+  /** completed top-ups */
+  epoch: number;
+  pending?: PendingPayment;
+  lastBalanceUsd?: number;
+}
+
+const walletStates = new WeakMap<X402Wallet, WalletState>();
+function stateOf(wallet: X402Wallet): WalletState {
+  let s = walletStates.get(wallet);
+  if (!s) walletStates.set(wallet, (s = { epoch: 0 }));
+  return s;
+}
+
+function urlOf(input: string | URL | Request): string {
+  return typeof input === "string" ? input : input instanceof URL ? input.href : input.url;
+}
+
+/** The base URL (through `/api/vN`) of a request URL; the origin + `/api/v1` when the path has none. */
+export function baseUrlOf(url: string): string {
+  const u = new URL(url);
+  const m = /^(.*?\/api\/v\d+)(?:\/|$)/.exec(u.pathname);
+  return `${u.origin}${m ? m[1] : "/api/v1"}`;
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, ms));
+}
+
+async function readJson(response: Response): Promise<{ text: string; body: unknown }> {
+  let text = "";
+  try {
+    text = await response.text();
+  } catch {
+    text = "";
+  }
+  try {
+    return { text, body: text ? JSON.parse(text) : undefined };
+  } catch {
+    return { text, body: text };
+  }
+}
+
+function codeOf(body: unknown): string | undefined {
+  if (!body || typeof body !== "object") return undefined;
+  const b = body as Record<string, unknown>;
+  if (typeof b.code === "string") return b.code;
+  return typeof b.error === "string" && /^[A-Z0-9_]+$/.test(b.error) ? b.error : undefined;
+}
+
+/** Reads what a 402 offers: `accepts` from the body, else from the PAYMENT-REQUIRED header. */
+export function paymentSourceOf(body: unknown, headers: Headers): PaymentSource {
+  const b = (body && typeof body === "object" ? body : {}) as Record<string, unknown>;
+  const fromHeader = decodeBase64Json<Record<string, unknown>>(headers.get(PAYMENT_REQUIRED_HEADER));
+  const nonEmpty = (v: unknown) => (Array.isArray(v) && v.length > 0 ? (v as unknown[]) : undefined);
+  const accepts = nonEmpty(b.accepts) ?? nonEmpty(fromHeader?.accepts);
+  const resource = (b.resource ?? fromHeader?.resource) as PaymentSource["resource"];
+  const extensions = (fromHeader?.extensions ?? b.extensions) as Record<string, unknown> | undefined;
+  const suggested = typeof b.suggestedTopUpUsd === "number" ? b.suggestedTopUpUsd : undefined;
+  return { accepts, suggestedUsd: suggested, resource, extensions };
+}
+
+/** Makes a request re-sendable: a Request or stream body is read once into memory. */
+async function replayable(input: string | URL | Request, init: ServiceRequestInit): Promise<[string, ServiceRequestInit]> {
+  if (typeof input !== "string" && !(input instanceof URL)) {
+    const body = input.body ? await input.arrayBuffer() : undefined;
+    return [
+      input.url,
+      { method: input.method, headers: input.headers, body, signal: input.signal, ...init, ...(init.body === undefined ? { body } : {}) },
+    ];
+  }
+  if (init.body && typeof (init.body as ReadableStream).getReader === "function") {
+    return [urlOf(input), { ...init, body: await new Response(init.body as ReadableStream).arrayBuffer() }];
+  }
+  return [urlOf(input), init];
+}
+
+export class X402PaymentController {
+  readonly wallet: X402Wallet;
+  readonly policy: PaymentPolicy;
+  readonly options: X402PaymentOptions;
+  readonly #state: WalletState;
+
+  constructor(options: X402PaymentOptions) {
+    if (!options || !isX402Wallet(options.wallet)) {
+      throw new ConfigurationError("x402: `wallet` must be an EvmWallet or a SolanaWallet");
+    }
+    for (const k of ["topUpTimeoutMs", "maxResends", "resendDelayMs"] as const) {
+      const v = options[k];
+      if (v !== undefined && !(Number.isFinite(v) && v >= 0)) throw new ConfigurationError(`x402: ${k} must be a non-negative number`);
+    }
+    this.wallet = options.wallet;
+    this.policy = PaymentPolicy.from(options.policy);
+    this.options = options;
+    this.#state = stateOf(options.wallet);
+  }
+
+  /** The wallet's credit as last reported (X-Balance-Remaining or a top-up), in USD. */
+  get lastBalanceUsd(): number | undefined {
+    return this.#state.lastBalanceUsd;
+  }
+  /** Completed top-ups of this wallet in this process. */
+  get completedTopUps(): number {
+    return this.#state.epoch;
+  }
+  /** True while a signed payment's outcome is unknown (it will be re-sent, never re-signed). */
+  get hasPendingPayment(): boolean {
+    return this.#state.pending !== undefined;
+  }
+
+  /** Records `X-Balance-Remaining` of a response. */
+  observe(response: Response): void {
+    const v = response.headers.get(BALANCE_REMAINING_HEADER);
+    const n = v === null ? NaN : Number(v);
+    if (Number.isFinite(n)) this.#state.lastBalanceUsd = n;
+  }
+
+  /** Reports an event; awaited so that callbacks have it before the request that caused it returns. */
+  #emit(type: PaymentEvent["type"], decision: Partial<PaymentDecision> | undefined, extra: Partial<PaymentEvent> = {}): Promise<void> {
+    const event: PaymentEvent = {
+      type,
+      amountUsd: decision?.amountUsd,
+      network: decision?.network,
+      asset: decision?.asset,
+      payTo: decision?.payTo,
+      payer: this.wallet.address,
+      at: Date.now(),
+      ...extra,
+    };
+    return emitPaymentEvent(event, this.options.onPayment, this.options.langchainEvents !== false);
+  }
+
+  /**
+   * One top-up at a time per wallet: joins the one in flight, else starts one. `amountUsd` overrides the
+   * policy's amount (an explicit top-up); the policy's caps still apply.
+   */
+  topUp(send: FetchLike, topUpUrl: string, source: PaymentSource = {}, amountUsd?: number): Promise<TopUpResult> {
+    const s = this.#state;
+    if (s.inFlight) return s.inFlight;
+    const run = this.#topUp(send, topUpUrl, source, amountUsd).finally(() => {
+      if (s.inFlight === run) s.inFlight = undefined;
+    });
+    s.inFlight = run;
+    return run;
+  }
+
+  /** Like `topUp` but an explicit top-up waits for one in flight instead of joining it. */
+  async explicitTopUp(send: FetchLike, topUpUrl: string, amountUsd: number): Promise<TopUpResult> {
+    if (!(Number.isFinite(amountUsd) && amountUsd > 0)) throw new ConfigurationError("topUp: amountUsd must be a positive number");
+    while (this.#state.inFlight) await this.#state.inFlight.catch(() => undefined);
+    return this.topUp(send, topUpUrl, {}, amountUsd);
+  }
+
+  async #fetchRequirements(send: FetchLike, topUpUrl: string): Promise<PaymentSource> {
+    const res = await send(topUpUrl, {
+      method: "POST",
+      headers: { accept: "application/json", "content-type": "application/json" },
+      body: "{}",
+      service: { retry: false, throwOnError: false },
+    });
+    const { body } = await readJson(res);
+    const source = paymentSourceOf(body, res.headers);
+    if (res.status !== 402 || !source.accepts) {
+      throw new PaymentFailedError(`could not read payment requirements from the top-up endpoint (HTTP ${res.status})`, {
+        status: res.status,
+        body,
+      });
+    }
+    return source;
+  }
+
+  async #topUp(send: FetchLike, topUpUrl: string, source: PaymentSource, amountUsd?: number): Promise<TopUpResult> {
+    const s = this.#state;
+    // an earlier signed payment whose outcome is unknown goes first, unchanged
+    if (s.pending && s.pending.expiresAt <= Date.now()) s.pending = undefined;
+    if (!s.pending) {
+      if (!source.accepts) source = { ...(await this.#fetchRequirements(send, topUpUrl)), suggestedUsd: source.suggestedUsd };
+      let decision: PaymentDecision;
+      const policy = amountUsd === undefined ? this.policy : await this.#withAmount(amountUsd);
+      try {
+        decision = policy.decide(source.accepts ?? [], { namespace: walletNamespace(this.wallet), suggestedUsd: source.suggestedUsd });
+      } catch (err) {
+        if (err instanceof PaymentPolicyError) await this.#emit("payment.refused", undefined, { rule: err.rule, reason: err.message });
+        throw err;
+      }
+      await this.#emit("payment.requested", decision);
+      let reservation: { release(): void };
+      try {
+        // the budget is held by the policy this controller owns (an explicit amount uses it too)
+        reservation = this.policy.reserve(decision);
+      } catch (err) {
+        if (err instanceof PaymentPolicyError) await this.#emit("payment.refused", decision, { rule: err.rule, reason: err.message });
+        throw err;
+      }
+      let signed: SignedPayment;
+      try {
+        signed = await signPayment(this.wallet, decision, {
+          // default: @x402/svm's public mainnet RPC. The service's own `solana-mainnet` proxy needs credentials,
+          // and the kit RPC the scheme builds can send none; pass `solanaRpcUrl` to use another node.
+          solanaRpcUrl: this.options.solanaRpcUrl,
+          resource: source.resource ?? { url: topUpUrl },
+          extensions: undefined,
+        });
+      } catch (err) {
+        reservation.release(); // nothing was signed
+        await this.#emit("payment.failed", decision, { reason: (err as Error).message });
+        throw err;
+      }
+      const expiresAt = (signed.validBefore ?? Math.floor(Date.now() / 1000) + decision.requirement.maxTimeoutSeconds) * 1000;
+      s.pending = { signed, decision, topUpUrl, expiresAt };
+      await this.#emit("payment.signed", decision);
+    }
+    return this.#deliver(send, s.pending);
+  }
+
+  async #withAmount(amountUsd: number): Promise<PaymentPolicy> {
+    if (amountUsd > this.policy.maxPerTopUpUsd) {
+      const err = new PaymentPolicyError(`payment refused by policy (maxPerTopUp): $${amountUsd} is over the $${this.policy.maxPerTopUpUsd} cap per top-up`, {
+        rule: "maxPerTopUp",
+      });
+      await this.#emit("payment.refused", undefined, { rule: err.rule, reason: err.message, amountUsd });
+      throw err;
+    }
+    const o = this.policy.toJSON();
+    return new PaymentPolicy({ ...o, amountUsd, allowedAssets: o.allowedAssets, dryRun: o.dryRun });
+  }
+
+  /** Sends the signed payment; on an unclear outcome re-sends the same bytes. */
+  async #deliver(send: FetchLike, pending: PendingPayment): Promise<TopUpResult> {
+    const s = this.#state;
+    const maxResends = this.options.maxResends ?? 3;
+    const { decision } = pending;
+    let lastProblem = "";
+    for (let attempt = 0; attempt <= maxResends; attempt++) {
+      if (attempt > 0) await sleep(this.options.resendDelayMs ?? 500);
+      let res: Response;
+      try {
+        res = await send(pending.topUpUrl, {
+          method: "POST",
+          headers: { accept: "application/json", "content-type": "application/json", [PAYMENT_SIGNATURE_HEADER]: pending.signed.header },
+          body: "{}",
+          service: { retry: false, throwOnError: false, timeout: this.options.topUpTimeoutMs ?? 60_000 },
+        });
+      } catch (err) {
+        // timeout, reset, abuse guard: the payment may or may not have settled
+        lastProblem = err instanceof ServiceError ? err.message : String((err as Error)?.message ?? err);
+        continue;
+      }
+      const { body } = await readJson(res);
+      if (res.ok) return this.#settled(res, body, pending, attempt);
+      const code = codeOf(body);
+      if (res.status >= 500 || res.status === 429 || res.status === 408) {
+        lastProblem = `HTTP ${res.status}${code ? ` ${code}` : ""}`;
+        continue;
+      }
+      if (attempt > 0 && /ALREADY|REPLAY|DUPLICATE|USED/.test(code ?? "")) {
+        // a re-send of a payment that settled on an earlier attempt whose answer was lost
+        return this.#settled(res, body, pending, attempt);
+      }
+      // a definite refusal: this payload will not be settled by the service
+      s.pending = undefined;
+      const reason = `top-up refused: HTTP ${res.status}${code ? ` ${code}` : ""}`;
+      await this.#emit("payment.failed", decision, { reason });
+      throw new PaymentFailedError(reason, { status: res.status, code, body });
+    }
+    // keep `pending`: the next top-up re-sends these bytes instead of signing anew
+    const reason = `top-up outcome unknown after ${maxResends + 1} attempts (${lastProblem}); the same signed payment will be re-sent, never re-signed`;
+    await this.#emit("payment.failed", decision, { reason, resends: maxResends });
+    throw new PaymentFailedError(reason);
+  }
+
+  async #settled(res: Response, body: unknown, pending: PendingPayment, resends: number): Promise<TopUpResult> {
+    const s = this.#state;
+    s.pending = undefined;
+    s.epoch++;
+    const data = ((body as { data?: Record<string, unknown> } | undefined)?.data ?? {}) as Record<string, unknown>;
+    const receipt = decodeBase64Json<Record<string, unknown>>(res.headers.get(PAYMENT_RESPONSE_HEADER));
+    const credited = typeof data.amountCredited === "number" ? data.amountCredited : pending.decision.amountUsd;
+    const newBalance = typeof data.newBalance === "number" ? data.newBalance : undefined;
+    if (newBalance !== undefined) s.lastBalanceUsd = newBalance;
+    const result: TopUpResult = {
+      amountUsd: credited,
+      newBalanceUsd: newBalance,
+      transaction: typeof receipt?.transaction === "string" ? receipt.transaction : undefined,
+      network: typeof receipt?.network === "string" ? receipt.network : pending.decision.network,
+      payer: typeof receipt?.payer === "string" ? receipt.payer : this.wallet.address,
+      paymentId: typeof data.paymentId === "string" ? data.paymentId : undefined,
+      resends,
+    };
+    await this.#emit("payment.settled", pending.decision, {
+      amountUsd: credited,
+      transaction: result.transaction,
+      balanceUsd: newBalance,
+      resends,
+    });
+    return result;
+  }
+
+  /** The fetch layer. */
+  layer(): FetchLayer {
+    return (next) => async (input, init = {}) => {
+      const [url, replayInit] = await replayable(input, init);
+      const base = this.options.baseUrl ?? baseUrlOf(url);
+      const topUpUrl = `${base}/x402/top-up`;
+      if (url.split("?")[0] === topUpUrl) return next(url, replayInit);
+
+      // a top-up is running: this request would only draw another 402 (each one counts towards the
+      // service's abuse block), so it waits for the outcome first
+      if (this.#state.inFlight) await this.#state.inFlight.catch(() => undefined);
+      const epochAtSend = this.#state.epoch;
+      const first = await next(url, replayInit);
+      this.observe(first);
+      if (first.status !== 402) return first;
+
+      const { text, body } = await readJson(first);
+      const handBack = () => new Response(text, { status: first.status, statusText: first.statusText, headers: first.headers });
+      // variant 1: an API-key account without balance; the wallet cannot pay for that account
+      if (codeOf(body) === "INSUFFICIENT_BALANCE") return handBack();
+
+      // a top-up completed while this request was out: retry without paying
+      if (this.#state.epoch === epochAtSend) {
+        await this.topUp(next, topUpUrl, paymentSourceOf(body, first.headers));
+      }
+      const retried = await next(url, replayInit);
+      this.observe(retried);
+      if (retried.status === 402) {
+        const again = await readJson(retried);
+        throw new PaymentFailedError("402 again right after a successful top-up: not paying twice", {
+          status: 402,
+          code: codeOf(again.body),
+          body: again.body,
+        });
+      }
+      return retried;
+    };
+  }
+}
+
+/** The stack's payment layer (placed outside retries); `.controller` holds the wallet's money state. */
+export function x402PaymentLayer(options: X402PaymentOptions | X402PaymentController): FetchLayer & { controller: X402PaymentController } {
+  const controller = options instanceof X402PaymentController ? options : new X402PaymentController(options);
+  const layer = controller.layer() as FetchLayer & { controller: X402PaymentController };
+  layer.controller = controller;
+  return layer;
+}

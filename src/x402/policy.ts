@@ -1,0 +1,308 @@
+/**
+ * The owner's money rules for automatic top-ups. Everything here runs before anything is signed: a payment
+ * the policy does not allow is a `PaymentPolicyError` naming the rule, and nothing leaves the process.
+ *
+ * Rules, in the order they are checked for each offered requirement:
+ *   scheme -> network -> wallet -> asset -> payee -> amount -> maxPerTopUp, then maxPerPeriod, then dryRun.
+ */
+import { z } from "zod";
+import { ConfigurationError, PaymentPolicyError } from "../http/errors.js";
+import { atomicToUsd, usdToAtomic } from "./encoding.js";
+import { BASE_MAINNET, SOLANA_MAINNET } from "./wallets.js";
+
+/** Circle's USDC on Base and on Solana mainnet: the only assets allowed unless the owner lists others. */
+export const USDC_BASE = "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913";
+export const USDC_SOLANA = "EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v";
+export const MIN_TOP_UP_USD = 5;
+
+export type PolicyRule =
+  | "scheme"
+  | "network"
+  | "wallet"
+  | "asset"
+  | "payee"
+  | "amount"
+  | "maxPerTopUp"
+  | "maxPerPeriod"
+  | "dryRun"
+  | "noRequirements";
+
+export interface AllowedAsset {
+  /** CAIP-2 network (or `base` / `solana`); any allowed network when absent */
+  network?: string;
+  /** token contract (EVM) or mint (Solana) */
+  asset: string;
+  /** default 6 (USDC) */
+  decimals?: number;
+}
+
+export interface PaymentPolicyOptions {
+  /** USD per top-up (default: the service's suggested amount, else the minimum it asks for) */
+  amountUsd?: number;
+  /** ceiling of one top-up in USD (default 20, or the period cap when lower) */
+  maxPerTopUpUsd?: number;
+  /** ceiling of all top-ups within `periodMs` (default 100, or the per-top-up cap when higher) */
+  maxPerPeriodUsd?: number;
+  /** rolling period in ms (default 24 h) */
+  periodMs?: number;
+  /** CAIP-2 ids or `base` / `solana` (default Base and Solana mainnet) */
+  allowedNetworks?: string[];
+  /** assets allowed (default real USDC on Base and Solana); a local test token must be listed here */
+  allowedAssets?: (string | AllowedAsset)[];
+  /** payees allowed (optional; any payee when absent) */
+  allowedPayees?: string[];
+  /** rail to prefer when several are allowed */
+  preferredNetwork?: string;
+  /** decide and report, never sign */
+  dryRun?: boolean;
+  /** ms clock (tests) */
+  now?: () => number;
+}
+
+/** One entry of an x402 `accepts` array, v2 or v1 shape. */
+const RequirementSchema = z
+  .object({
+    scheme: z.string(),
+    network: z.string(),
+    amount: z.string().optional(),
+    maxAmountRequired: z.string().optional(),
+    asset: z.string(),
+    payTo: z.string(),
+    maxTimeoutSeconds: z.number().optional(),
+    extra: z.record(z.string(), z.unknown()).optional(),
+  })
+  .passthrough();
+
+export interface PaymentRequirement {
+  scheme: "exact";
+  network: string;
+  amount: string;
+  asset: string;
+  payTo: string;
+  maxTimeoutSeconds: number;
+  extra: Record<string, unknown>;
+}
+
+export interface PaymentDecision {
+  /** the requirement to sign, with `amount` raised to what will be paid */
+  requirement: PaymentRequirement;
+  amountUsd: number;
+  amountAtomic: bigint;
+  /** the minimum the service asked for */
+  minimumUsd: number;
+  decimals: number;
+  network: string;
+  asset: string;
+  payTo: string;
+}
+
+const NETWORK_ALIASES: Record<string, string> = {
+  base: BASE_MAINNET,
+  "base-mainnet": BASE_MAINNET,
+  solana: SOLANA_MAINNET,
+  "solana-mainnet": SOLANA_MAINNET,
+};
+
+export function normalizeNetwork(network: string): string {
+  return NETWORK_ALIASES[network.toLowerCase()] ?? network;
+}
+
+function sameAddress(network: string, a: string, b: string): boolean {
+  return network.startsWith("eip155:") ? a.toLowerCase() === b.toLowerCase() : a === b;
+}
+
+const RULE_ORDER: PolicyRule[] = ["noRequirements", "scheme", "network", "wallet", "asset", "payee", "amount", "maxPerTopUp"];
+
+interface SpendRecord {
+  id: number;
+  at: number;
+  amountUsd: number;
+}
+
+export class PaymentPolicy {
+  readonly amountUsd?: number;
+  readonly maxPerTopUpUsd: number;
+  readonly maxPerPeriodUsd: number;
+  readonly periodMs: number;
+  readonly allowedNetworks: string[];
+  readonly allowedAssets: Required<AllowedAsset>[] | { network?: string; asset: string; decimals: number }[];
+  readonly allowedPayees?: string[];
+  readonly preferredNetwork?: string;
+  readonly dryRun: boolean;
+  readonly #now: () => number;
+  #records: SpendRecord[] = [];
+  #nextId = 1;
+
+  constructor(options: PaymentPolicyOptions = {}) {
+    const positive = (name: string, v: number | undefined) => {
+      if (v !== undefined && !(Number.isFinite(v) && v > 0)) throw new ConfigurationError(`PaymentPolicy.${name} must be a positive number`);
+    };
+    positive("amountUsd", options.amountUsd);
+    positive("maxPerTopUpUsd", options.maxPerTopUpUsd);
+    positive("maxPerPeriodUsd", options.maxPerPeriodUsd);
+    positive("periodMs", options.periodMs);
+    this.maxPerPeriodUsd = options.maxPerPeriodUsd ?? Math.max(100, options.maxPerTopUpUsd ?? 0);
+    this.maxPerTopUpUsd = options.maxPerTopUpUsd ?? Math.min(20, this.maxPerPeriodUsd);
+    this.periodMs = options.periodMs ?? 24 * 60 * 60_000;
+    if (options.amountUsd !== undefined && options.amountUsd > this.maxPerTopUpUsd) {
+      throw new ConfigurationError(`PaymentPolicy.amountUsd (${options.amountUsd}) exceeds maxPerTopUpUsd (${this.maxPerTopUpUsd})`);
+    }
+    if (this.maxPerTopUpUsd > this.maxPerPeriodUsd) {
+      throw new ConfigurationError(`PaymentPolicy.maxPerTopUpUsd (${this.maxPerTopUpUsd}) exceeds maxPerPeriodUsd (${this.maxPerPeriodUsd})`);
+    }
+    this.amountUsd = options.amountUsd;
+    this.allowedNetworks = (options.allowedNetworks ?? [BASE_MAINNET, SOLANA_MAINNET]).map(normalizeNetwork);
+    if (this.allowedNetworks.length === 0) throw new ConfigurationError("PaymentPolicy.allowedNetworks is empty: nothing could be paid");
+    const assets = options.allowedAssets ?? [
+      { network: BASE_MAINNET, asset: USDC_BASE },
+      { network: SOLANA_MAINNET, asset: USDC_SOLANA },
+    ];
+    this.allowedAssets = assets.map((a) => {
+      const entry = typeof a === "string" ? { asset: a } : a;
+      if (!entry.asset) throw new ConfigurationError("PaymentPolicy.allowedAssets: every entry needs an asset address");
+      const decimals = entry.decimals ?? 6;
+      if (!Number.isInteger(decimals) || decimals < 0 || decimals > 36) throw new ConfigurationError("PaymentPolicy.allowedAssets: bad decimals");
+      return { network: entry.network ? normalizeNetwork(entry.network) : undefined, asset: entry.asset, decimals };
+    });
+    this.allowedPayees = options.allowedPayees;
+    this.preferredNetwork = options.preferredNetwork ? normalizeNetwork(options.preferredNetwork) : undefined;
+    this.dryRun = options.dryRun ?? false;
+    this.#now = options.now ?? Date.now;
+  }
+
+  static from(value: PaymentPolicy | PaymentPolicyOptions | undefined): PaymentPolicy {
+    return value instanceof PaymentPolicy ? value : new PaymentPolicy(value ?? {});
+  }
+
+  /** USD of top-ups counted in the current rolling period. */
+  spentInPeriod(): number {
+    const cutoff = this.#now() - this.periodMs;
+    this.#records = this.#records.filter((r) => r.at > cutoff);
+    return Math.round(this.#records.reduce((s, r) => s + r.amountUsd, 0) * 1e6) / 1e6;
+  }
+
+  /**
+   * Picks the requirement to pay and the amount, or throws `PaymentPolicyError` naming the rule that
+   * stopped the best candidate. Pure: nothing is recorded.
+   */
+  decide(accepts: readonly unknown[], context: { namespace: "eip155" | "solana"; suggestedUsd?: number }): PaymentDecision {
+    let worst: { rule: PolicyRule; detail: string } = { rule: "noRequirements", detail: "the service offered no payment requirements" };
+    const candidates: PaymentDecision[] = [];
+    const note = (rule: PolicyRule, detail: string) => {
+      if (RULE_ORDER.indexOf(rule) >= RULE_ORDER.indexOf(worst.rule)) worst = { rule, detail };
+    };
+    for (const raw of accepts) {
+      const parsed = RequirementSchema.safeParse(raw);
+      if (!parsed.success) {
+        note("scheme", "a payment requirement is malformed");
+        continue;
+      }
+      const r = parsed.data;
+      const network = normalizeNetwork(r.network);
+      if (r.scheme !== "exact") {
+        note("scheme", `scheme ${JSON.stringify(r.scheme)} is not supported (only "exact")`);
+        continue;
+      }
+      if (!this.allowedNetworks.includes(network)) {
+        note("network", `network ${network} is not allowed (allowed: ${this.allowedNetworks.join(", ")})`);
+        continue;
+      }
+      if (!network.startsWith(`${context.namespace}:`)) {
+        note("wallet", `this wallet cannot pay on ${network}`);
+        continue;
+      }
+      const asset = this.allowedAssets.find((a) => (!a.network || a.network === network) && sameAddress(network, a.asset, r.asset));
+      if (!asset) {
+        note("asset", `asset ${r.asset} on ${network} is not an allowed asset`);
+        continue;
+      }
+      if (this.allowedPayees && !this.allowedPayees.some((p) => sameAddress(network, p, r.payTo))) {
+        note("payee", `payee ${r.payTo} is not an allowed payee`);
+        continue;
+      }
+      const minimumText = r.amount ?? r.maxAmountRequired;
+      if (!minimumText || !/^[0-9]{1,40}$/.test(minimumText) || BigInt(minimumText) === 0n) {
+        note("amount", `amount ${JSON.stringify(minimumText)} is not a positive integer of atomic units`);
+        continue;
+      }
+      const minimumAtomic = BigInt(minimumText);
+      const minimumUsd = atomicToUsd(minimumAtomic, asset.decimals);
+      if (minimumUsd > this.maxPerTopUpUsd) {
+        note("maxPerTopUp", `the service asks for at least $${minimumUsd}, over the $${this.maxPerTopUpUsd} cap per top-up`);
+        continue;
+      }
+      // the owner's amount, else the service's suggestion capped by the owner's ceiling; never under the minimum
+      const wanted = this.amountUsd ?? Math.min(context.suggestedUsd ?? minimumUsd, this.maxPerTopUpUsd);
+      let amountAtomic = usdToAtomic(wanted, asset.decimals);
+      if (amountAtomic < minimumAtomic) amountAtomic = minimumAtomic;
+      const amountUsd = atomicToUsd(amountAtomic, asset.decimals);
+      if (amountUsd > this.maxPerTopUpUsd) {
+        note("maxPerTopUp", `$${amountUsd} is over the $${this.maxPerTopUpUsd} cap per top-up`);
+        continue;
+      }
+      candidates.push({
+        requirement: {
+          scheme: "exact",
+          network,
+          amount: amountAtomic.toString(),
+          asset: r.asset,
+          payTo: r.payTo,
+          maxTimeoutSeconds: r.maxTimeoutSeconds ?? 300,
+          extra: r.extra ?? {},
+        },
+        amountUsd,
+        amountAtomic,
+        minimumUsd,
+        decimals: asset.decimals,
+        network,
+        asset: r.asset,
+        payTo: r.payTo,
+      });
+    }
+    if (candidates.length === 0) throw new PaymentPolicyError(`payment refused by policy (${worst.rule}): ${worst.detail}`, { rule: worst.rule });
+    const preferred = this.preferredNetwork ? candidates.find((c) => c.network === this.preferredNetwork) : undefined;
+    return preferred ?? candidates[0]!;
+  }
+
+  /**
+   * Counts a payment against the rolling period before it is signed; throws `maxPerPeriod` when it would
+   * exceed the cap, `dryRun` when the policy only reports. Returns a handle to release the reservation
+   * when nothing was signed after all.
+   */
+  reserve(decision: PaymentDecision): { release(): void } {
+    const spent = this.spentInPeriod();
+    if (spent + decision.amountUsd > this.maxPerPeriodUsd + 1e-9) {
+      throw new PaymentPolicyError(
+        `payment refused by policy (maxPerPeriod): $${decision.amountUsd} would bring top-ups to $${Math.round((spent + decision.amountUsd) * 1e6) / 1e6} within the period, over the $${this.maxPerPeriodUsd} cap`,
+        { rule: "maxPerPeriod" },
+      );
+    }
+    if (this.dryRun) {
+      throw new PaymentPolicyError(
+        `dry run: would pay $${decision.amountUsd} on ${decision.network} (asset ${decision.asset}) to ${decision.payTo}`,
+        { rule: "dryRun" },
+      );
+    }
+    const record: SpendRecord = { id: this.#nextId++, at: this.#now(), amountUsd: decision.amountUsd };
+    this.#records.push(record);
+    return {
+      release: () => {
+        this.#records = this.#records.filter((r) => r.id !== record.id);
+      },
+    };
+  }
+
+  toJSON() {
+    return {
+      amountUsd: this.amountUsd,
+      maxPerTopUpUsd: this.maxPerTopUpUsd,
+      maxPerPeriodUsd: this.maxPerPeriodUsd,
+      periodMs: this.periodMs,
+      allowedNetworks: this.allowedNetworks,
+      allowedAssets: this.allowedAssets,
+      allowedPayees: this.allowedPayees,
+      preferredNetwork: this.preferredNetwork,
+      dryRun: this.dryRun,
+    };
+  }
+}

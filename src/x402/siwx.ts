@@ -1,0 +1,144 @@
+/**
+ * Sign-In-With-X as the service speaks it: header `SIGN-IN-WITH-X` = base64 of JSON
+ * `{address, message, signature, timestamp, chainId, type?}`. EVM signs an EIP-4361 message (built with
+ * `siwe`), Solana signs the Solana SIWX text with Ed25519. Domain (host with port) and URI (origin) come from
+ * the request URL; nonce and `issuedAt` are fresh for every call, because the service accepts each nonce
+ * once and wants `issuedAt` at most 5 minutes old: every attempt, retries included, signs anew.
+ */
+import { randomBytes } from "node:crypto";
+import type { AuthProvider } from "../http/fetch-stack.js";
+import { ConfigurationError } from "../http/errors.js";
+import { toBase64Json } from "./encoding.js";
+import { BASE_CHAIN_ID, SOLANA_MAINNET, isX402Wallet, type X402Wallet } from "./wallets.js";
+
+export const SIWX_HEADER = "SIGN-IN-WITH-X";
+export const SIWX_LEGACY_HEADER = "X-Sign-In-With-X";
+export const SIWX_STATEMENT = "Sign in with your wallet to use the API";
+/** lifetime of one signed header; the service also requires `issuedAt` within 5 minutes */
+export const SIWX_TTL_MS = 5 * 60_000;
+
+export interface SiwxFields {
+  domain: string;
+  uri: string;
+  address: string;
+  nonce: string;
+  issuedAt: string;
+  expirationTime: string;
+  statement?: string;
+  /** EVM chain id (8453) or the Solana CAIP-2 id */
+  chainId: number | string;
+}
+
+/** The decoded header. */
+export interface SiwxPayload {
+  address: string;
+  message: string;
+  signature: string;
+  timestamp: number;
+  chainId: number | string;
+  type?: "ed25519" | "eip191";
+}
+
+export interface SiwxOptions {
+  /** ms clock (tests) */
+  now?: number;
+  /** override the nonce (tests); otherwise 16 random hex digits */
+  nonce?: string;
+  statement?: string;
+  ttlMs?: number;
+}
+
+/** 16 hex digits: SIWE wants at least 8 alphanumerics, the service's docs show 16 hex. */
+export function siwxNonce(): string {
+  return randomBytes(8).toString("hex");
+}
+
+/** Solana SIWX text (CAIP-122 form, as `@x402/extensions` formats it). */
+export function formatSolanaSiwxMessage(f: SiwxFields): string {
+  const lines = [`${f.domain} wants you to sign in with your Solana account:`, f.address, ""];
+  if (f.statement) lines.push(f.statement, "");
+  const chainRef = String(f.chainId).replace(/^solana:/, "");
+  lines.push(
+    `URI: ${f.uri}`,
+    "Version: 1",
+    `Chain ID: ${chainRef}`,
+    `Nonce: ${f.nonce}`,
+    `Issued At: ${f.issuedAt}`,
+    `Expiration Time: ${f.expirationTime}`,
+  );
+  return lines.join("\n");
+}
+
+// a dynamic import is re-resolved on every call under some loaders: keep the module promise
+let siweModule: Promise<typeof import("siwe")> | undefined;
+function loadSiwe(): Promise<typeof import("siwe")> {
+  siweModule ??= import("siwe");
+  return siweModule;
+}
+
+/** EIP-4361 text via `siwe` (loaded on first use, it is not needed by API-key users). */
+export async function formatEvmSiwxMessage(f: SiwxFields): Promise<string> {
+  const { SiweMessage } = await loadSiwe();
+  return new SiweMessage({
+    domain: f.domain,
+    address: f.address,
+    statement: f.statement,
+    uri: f.uri,
+    version: "1",
+    chainId: Number(f.chainId),
+    nonce: f.nonce,
+    issuedAt: f.issuedAt,
+    expirationTime: f.expirationTime,
+  }).prepareMessage();
+}
+
+function requestOrigin(url: string | URL): URL {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    throw new ConfigurationError(`SIWX: not a URL: ${JSON.stringify(String(url))}`);
+  }
+  if (parsed.protocol !== "http:" && parsed.protocol !== "https:") {
+    throw new ConfigurationError(`SIWX: the URL must be http(s): ${parsed.origin}`);
+  }
+  return parsed;
+}
+
+/** Signs a fresh SIWX payload for a request to `url`. */
+export async function createSiwxPayload(wallet: X402Wallet, url: string | URL, options: SiwxOptions = {}): Promise<SiwxPayload> {
+  if (!isX402Wallet(wallet)) throw new ConfigurationError("SIWX: expected an EvmWallet or a SolanaWallet");
+  const target = requestOrigin(url);
+  const now = options.now ?? Date.now();
+  const fields: SiwxFields = {
+    domain: target.host,
+    uri: target.origin,
+    address: wallet.address,
+    nonce: options.nonce ?? siwxNonce(),
+    issuedAt: new Date(now).toISOString(),
+    expirationTime: new Date(now + (options.ttlMs ?? SIWX_TTL_MS)).toISOString(),
+    statement: options.statement ?? SIWX_STATEMENT,
+    chainId: wallet.kind === "evm" ? BASE_CHAIN_ID : SOLANA_MAINNET,
+  };
+  const message = wallet.kind === "evm" ? await formatEvmSiwxMessage(fields) : formatSolanaSiwxMessage(fields);
+  const signature = await wallet.signMessage(message);
+  return wallet.kind === "evm"
+    ? { address: wallet.address, message, signature, timestamp: now, chainId: BASE_CHAIN_ID }
+    : { address: wallet.address, message, signature, timestamp: now, chainId: SOLANA_MAINNET, type: "ed25519" };
+}
+
+/** The `SIGN-IN-WITH-X` header value for one request to `url`. Single use: sign one per request. */
+export async function createSiwxHeader(wallet: X402Wallet, url: string | URL, options: SiwxOptions = {}): Promise<string> {
+  return toBase64Json(await createSiwxPayload(wallet, url, options));
+}
+
+/** An `AuthProvider` for the fetch stack: a freshly signed SIWX header on every attempt. */
+export function createWalletAuth(wallet: X402Wallet, options: Omit<SiwxOptions, "now" | "nonce"> = {}): AuthProvider {
+  if (!isX402Wallet(wallet)) throw new ConfigurationError("wallet must be an EvmWallet or a SolanaWallet");
+  return {
+    identity: `wallet:${wallet.address}`,
+    async headers(url: string) {
+      return { [SIWX_HEADER]: await createSiwxHeader(wallet, url, options) };
+    },
+  };
+}

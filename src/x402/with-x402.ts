@@ -1,0 +1,42 @@
+/**
+ * `withX402(fetch, {wallet, policy, onPayment})`: wallet sign-in on every request plus automatic top-ups, around
+ * any fetch (the issue's name for it). Inside the package's own stack the same two parts are used as
+ * `createWalletAuth` (auth) and `x402PaymentLayer` (payment).
+ */
+import { TimeoutError } from "../http/errors.js";
+import type { FetchLike, ServiceRequestInit } from "../http/fetch-stack.js";
+import { X402PaymentController, type X402PaymentOptions } from "./layer.js";
+import { createWalletAuth } from "./siwx.js";
+
+export type X402Fetch = FetchLike & { controller: X402PaymentController };
+
+export function withX402(fetchImpl: FetchLike | typeof globalThis.fetch, options: X402PaymentOptions): X402Fetch {
+  const controller = new X402PaymentController(options);
+  const auth = createWalletAuth(options.wallet);
+  const base = fetchImpl as FetchLike;
+  const signed: FetchLike = async (input, init: ServiceRequestInit = {}) => {
+    const url = typeof input === "string" ? input : input instanceof URL ? input.href : input.url;
+    const { service: hints, ...rest } = init;
+    const headers = new Headers(rest.headers);
+    if (hints?.auth !== false) for (const [k, v] of Object.entries(await auth.headers(url, init))) headers.set(k, v);
+    // the stack's per-request timeout hint, honoured here for plain fetch
+    let signal = rest.signal ?? undefined;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const controllerAbort = new AbortController();
+    if (hints?.timeout) {
+      timer = setTimeout(() => controllerAbort.abort(new TimeoutError(`no response within ${hints.timeout} ms`)), hints.timeout);
+      signal = signal ? AbortSignal.any([signal, controllerAbort.signal]) : controllerAbort.signal;
+    }
+    try {
+      return await base(input, { ...rest, headers, signal });
+    } catch (err) {
+      if (controllerAbort.signal.aborted) throw controllerAbort.signal.reason as TimeoutError;
+      throw err;
+    } finally {
+      if (timer) clearTimeout(timer);
+    }
+  };
+  const wrapped = controller.layer()(signed) as X402Fetch;
+  wrapped.controller = controller;
+  return wrapped;
+}
