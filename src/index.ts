@@ -1,2 +1,11 @@
+/**
+ * langchain-service: the LangChain.js chat model, the plain API client, wallet sign-in and self-paying
+ * top-ups (x402), and crypto JSON-RPC tools, over one fetch stack. The local service emulator is its own
+ * entry point: `langchain-service/emulator`.
+ */
 export * from "./config.js";
 export * from "./http/index.js";
+export * from "./chat/index.js";
+export * from "./crypto-rpc/index.js";
+export * from "./x402/index.js";
+export type { Emulator, EmulatorOptions } from "./emulator/index.js";

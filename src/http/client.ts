@@ -6,7 +6,12 @@
 import { z } from "zod";
 import { createServiceFetch, responseHeaders, type FetchStackOptions, type ServiceFetch, type ServiceRequestHints } from "./fetch-stack.js";
 import type { ServiceResponseHeaders } from "./headers.js";
-import { ResponseFormatError, ValidationError } from "./errors.js";
+import { ConfigurationError, ResponseFormatError, ValidationError } from "./errors.js";
+import { networkCacheFor, type NetworkCache } from "../crypto-rpc/networks.js";
+import { cryptoRpc, type JsonRpcRequest, type CryptoRpcOptions, type CryptoRpcSingleResult, type CryptoRpcBatchResult } from "../crypto-rpc/rpc.js";
+import type { X402Wallet } from "../x402/wallets.js";
+import type { TopUpResult } from "../x402/layer.js";
+import type { TransactionsOptions, X402Transactions } from "../x402/client.js";
 
 export interface ServiceClientOptions extends FetchStackOptions {
   /** an existing stack to share (limiters, guards, payment state) instead of building one */
@@ -197,13 +202,59 @@ export class ServiceClient {
     return parseWith(NetworksSchema, res.data, "/crypto/rpc/networks", res.headers).networks;
   }
 
-  /** GET /x402/balance/{walletAddress}: the wallet's credit (needs that wallet's sign-in). */
-  async getX402Balance(address: string, options: { signal?: AbortSignal } = {}): Promise<X402Balance> {
+  /** GET /x402/balance/{walletAddress}: the wallet's credit (needs that wallet's sign-in; default: this client's wallet). */
+  async getX402Balance(address: string | undefined = this.wallet?.address, options: { signal?: AbortSignal } = {}): Promise<X402Balance> {
+    if (address === undefined) throw new ConfigurationError("getX402Balance needs an address or a client built with a `wallet`");
     if (!/^(0x[0-9a-fA-F]{40}|[1-9A-HJ-NP-Za-km-z]{32,44})$/.test(address)) {
       throw new ValidationError(`not an EVM or Solana address: ${JSON.stringify(address)}`);
     }
     const res = await this.request(`/x402/balance/${address}`, { signal: options.signal });
     return parseWith(X402BalanceSchema, res.data, "/x402/balance", res.headers).data;
+  }
+
+  /** The cached crypto RPC network list of this client (TTL, single flight). */
+  get networks(): NetworkCache {
+    return networkCacheFor(this);
+  }
+
+  /**
+   * JSON-RPC through the service's proxy: one request or a batch (≤ 100, ids correlated). JSON-RPC errors
+   * come back as data; an unknown slug is refused before the request once the network list is known.
+   */
+  cryptoRpc(network: string, request: JsonRpcRequest, options?: CryptoRpcOptions): Promise<CryptoRpcSingleResult>;
+  cryptoRpc(network: string, batch: JsonRpcRequest[], options?: CryptoRpcOptions): Promise<CryptoRpcBatchResult>;
+  cryptoRpc(
+    network: string,
+    requestOrBatch: JsonRpcRequest | JsonRpcRequest[],
+    options?: CryptoRpcOptions,
+  ): Promise<CryptoRpcSingleResult | CryptoRpcBatchResult> {
+    return Array.isArray(requestOrBatch)
+      ? cryptoRpc(this, network, requestOrBatch, options)
+      : cryptoRpc(this, network, requestOrBatch, options);
+  }
+
+  /** The wallet this client signs in and pays with, if any. */
+  get wallet(): X402Wallet | undefined {
+    return this.fetch.wallet;
+  }
+
+  /** Tops up the wallet's credit by `amountUsd` (≥ $5) within the payment policy; needs a wallet. */
+  async topUp(amountUsd: number): Promise<TopUpResult> {
+    const controller = await this.fetch.paymentController();
+    if (!controller) throw new ConfigurationError("topUp needs a client built with a `wallet`");
+    const { topUp } = await import("../x402/client.js");
+    return topUp(this, amountUsd, { controller });
+  }
+
+  /** The wallet's top-ups and charges, newest first; needs a wallet (or pass `address` of the signed-in wallet). */
+  async getX402Transactions(options: Omit<TransactionsOptions, "wallet"> = {}): Promise<X402Transactions> {
+    const { getX402Transactions } = await import("../x402/client.js");
+    return getX402Transactions(this, { wallet: this.wallet, ...options });
+  }
+
+  /** The last `X-Balance-Remaining` seen by this wallet's payment layer (USD), if any. */
+  async lastBalanceUsd(): Promise<number | undefined> {
+    return (await this.fetch.paymentController())?.lastBalanceUsd;
   }
 
   toJSON() {

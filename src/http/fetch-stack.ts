@@ -20,6 +20,11 @@ import { parseServiceHeaders, type ServiceResponseHeaders } from "./headers.js";
 import { AbuseGuard, abuseGuardLayer, type AbuseGuardOptions } from "./abuse-guard.js";
 import { retryLayer, type RetryOptions } from "./retry.js";
 import { pacingLayer, type PacingOptions } from "./pacing.js";
+// Types only: the x402 code (and ethers, @x402/*) loads on first use, so a chat-only user never pays for it.
+import type { X402Wallet } from "../x402/wallets.js";
+import type { PaymentPolicy, PaymentPolicyOptions } from "../x402/policy.js";
+import type { PaymentEvent } from "../x402/events.js";
+import type { X402PaymentController } from "../x402/layer.js";
 
 /** Per-request hints to the stack; plain `fetch` ignores them. */
 export interface ServiceRequestHints {
@@ -72,11 +77,13 @@ export interface FetchStackOptions {
    * A wallet (`EvmWallet` | `SolanaWallet`) to sign in with instead of an API key (SIWX on every attempt) and
    * to pay with (x402 top-up on 402, within `payment`).
    */
-  wallet?: unknown;
-  /** the owner's payment policy for automatic top-ups (with `wallet`) */
-  payment?: unknown;
-  /** called after each payment attempt (with `wallet`) */
-  onPayment?: (event: unknown) => void;
+  wallet?: X402Wallet;
+  /** the owner's payment policy for automatic top-ups (with `wallet`); share one instance to share its caps */
+  payment?: PaymentPolicy | PaymentPolicyOptions;
+  /** called on each payment event (with `wallet`) */
+  onPayment?: (event: PaymentEvent) => void;
+  /** Solana RPC used to build Solana payments (with a `SolanaWallet`) */
+  solanaRpcUrl?: string;
   /** a custom payment layer, placed outside retries (built from `wallet` + `payment` when absent) */
   paymentLayer?: FetchLayer;
   /**
@@ -96,8 +103,12 @@ export interface ServiceFetch extends FetchLike {
   /** who is calling (for limiters, logs); never the secret */
   readonly identity: string;
   readonly hasCredentials: boolean;
+  /** the wallet this stack signs and pays with, if any */
+  readonly wallet?: X402Wallet;
   /** resolves a path relative to the base URL */
   url(path: string): string;
+  /** the x402 payment controller (money state, caps) of a wallet stack; undefined without a wallet */
+  paymentController(): Promise<X402PaymentController | undefined>;
 }
 
 const headerCache = new WeakMap<Response, ServiceResponseHeaders>();
@@ -141,6 +152,16 @@ export class ApiKeyAuth implements AuthProvider {
 
 function mergeSignals(a: AbortSignal | null | undefined, b: AbortSignal): AbortSignal {
   return a ? AbortSignal.any([a, b]) : b;
+}
+
+/** Wallet sign-in whose signing code loads on the first request. */
+function lazyWalletAuth(wallet: X402Wallet, x402: Promise<typeof import("../x402/index.js")>): AuthProvider {
+  const provider = x402.then((m) => m.createWalletAuth(wallet));
+  provider.catch(() => {});
+  return {
+    identity: `wallet:${wallet.address}`,
+    headers: async (url, init) => (await provider).headers(url, init),
+  };
 }
 
 /** Auth + default headers + per-attempt timeout + mapping of transport failures to typed errors. */
@@ -221,8 +242,41 @@ export function createServiceFetch(options: FetchStackOptions = {}): ServiceFetc
   const brand = options.brand ?? DEFAULT_BRAND;
   brandNames(brand); // validates
   const base: FetchLike = options.fetch ?? ((input, init) => globalThis.fetch(input, init));
-  const apiKey = options.auth ? undefined : (options.apiKey ?? readEnv(ENV_API_KEY));
-  const auth = options.auth ?? (apiKey ? new ApiKeyAuth(apiKey) : undefined);
+  const wallet = options.auth ? undefined : options.wallet;
+  if (wallet !== undefined && typeof (wallet as { address?: unknown })?.address !== "string") {
+    throw new ConfigurationError("wallet must be an EvmWallet or a SolanaWallet");
+  }
+  // A wallet replaces the API key: it signs in with SIWX on every attempt and pays on 402.
+  const apiKey = options.auth || wallet ? undefined : (options.apiKey ?? readEnv(ENV_API_KEY));
+  const x402 = wallet ? import("../x402/index.js") : undefined;
+  const auth: AuthProvider | undefined =
+    options.auth ??
+    (wallet && x402
+      ? lazyWalletAuth(wallet, x402)
+      : apiKey
+        ? new ApiKeyAuth(apiKey)
+        : undefined);
+  let controller: Promise<X402PaymentController> | undefined;
+  let paymentLayer = options.paymentLayer;
+  if (!paymentLayer && wallet && x402) {
+    controller = x402.then(
+      (m) =>
+        new m.X402PaymentController({
+          wallet,
+          policy: options.payment,
+          onPayment: options.onPayment,
+          brand,
+          baseUrl,
+          solanaRpcUrl: options.solanaRpcUrl,
+        }),
+    );
+    controller.catch(() => {}); // surfaced on first use
+    const ready = controller;
+    paymentLayer = (next) => {
+      const layer = ready.then((c) => c.layer()(next));
+      return async (input, init) => (await layer)(input, init);
+    };
+  }
   const identity = auth?.identity ?? "anonymous";
   const timeout = options.timeout ?? 120_000;
   if (!(timeout > 0)) throw new ConfigurationError("timeout must be a positive number of milliseconds");
@@ -241,7 +295,7 @@ export function createServiceFetch(options: FetchStackOptions = {}): ServiceFetc
   if (options.pacingLayer) f = options.pacingLayer(f);
   else if (options.pacing !== false) f = pacingLayer(`${baseUrl}|${identity}`, options.pacing || {})(f);
   if (options.retry !== false) f = retryLayer(options.retry ?? {}, brand)(f);
-  if (options.paymentLayer) f = options.paymentLayer(f);
+  if (paymentLayer) f = paymentLayer(f);
   f = errorsLayer(f, brand);
 
   const stack = f as ServiceFetch;
@@ -250,6 +304,8 @@ export function createServiceFetch(options: FetchStackOptions = {}): ServiceFetc
     brand: { value: brand, enumerable: true },
     identity: { value: identity, enumerable: true },
     hasCredentials: { value: auth !== undefined, enumerable: true },
+    wallet: { value: wallet },
+    paymentController: { value: () => controller ?? Promise.resolve(undefined) },
     url: { value: (path: string) => (/^https?:\/\//.test(path) ? path : `${baseUrl}${path.startsWith("/") ? "" : "/"}${path}`) },
   });
   return stack;

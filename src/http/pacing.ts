@@ -126,7 +126,7 @@ const limiters = new Map<string, RateLimiter>();
 
 /** The pacing layer for one caller of one service. Requests carry the model in `init.service.model`. */
 export function pacingLayer(scope: string, options: Partial<PacingOptions> = {}): FetchLayer {
-  const o: PacingOptions = { resetMarginMs: 50, maxHoldMs: 120_000, ...options };
+  const o: PacingOptions = { resetMarginMs: 20, maxHoldMs: 120_000, ...options };
   return (next) => async (input, init) => {
     if (init?.service?.auth === false) return next(input, init); // public endpoints are not metered per caller
     const key = `${scope}|${init?.service?.model ?? "*"}`;
