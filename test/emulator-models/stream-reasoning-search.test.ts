@@ -113,7 +113,7 @@ describe("tool-calling agent loop", () => {
       }
     }
     expect(turns).toBe(3);
-    expect(final.content).toBe('Based on crypto_networks: {"networks":["base-mainnet","ethereum-mainnet"]} Based on crypto_rpc: "0x1a2b"');
+    expect(final.content).toBe('Based on crypto_networks: networks base-mainnet, ethereum-mainnet Based on crypto_rpc: "0x1a2b"');
   });
 
   it("[[emu:tool=...]] forces a call with exactly those arguments", async () => {

@@ -273,6 +273,32 @@ function toolIdFor(responseId: string, choice: number, i: number, name: string):
   return `call_${createHash("sha256").update(`${responseId}/${choice}/${i}/${name}`).digest("hex").slice(0, 24)}`;
 }
 
+/**
+ * A tool's JSON object result as a sentence-like line a person can read ("balance (raw 42250000, formatted
+ * 42.25), symbol USDC"); an `{error}` as "error: <message>"; anything else unchanged.
+ */
+export function readable(content: string): string {
+  let value: unknown;
+  try {
+    value = JSON.parse(content);
+  } catch {
+    return content;
+  }
+  if (!value || typeof value !== "object" || Array.isArray(value)) return content;
+  const render = (v: unknown, depth: number): string => {
+    if (v === null || typeof v !== "object") return String(v);
+    if (Array.isArray(v)) return v.map((x) => render(x, depth + 1)).join(", ");
+    const inner = Object.entries(v as Record<string, unknown>)
+      .filter(([, x]) => x !== undefined && x !== null && x !== "")
+      .map(([k, x]) => `${k} ${render(x, depth + 1)}`)
+      .join(", ");
+    return depth === 0 ? inner : `(${inner})`;
+  };
+  const err = (value as { error?: { message?: unknown } }).error;
+  if (err && typeof err === "object" && typeof err.message === "string") return `error: ${err.message}`;
+  return render(value, 0);
+}
+
 function compact(text: string, max = 200): string {
   const one = text.replace(/\s+/g, " ").trim();
   return one.length > max ? `${one.slice(0, max - 1)}…` : one;
@@ -450,7 +476,7 @@ export function planCompletion(input: EngineInput): CompletionPlan {
       let answer: string | undefined;
       let base: string;
       if (afterToolResults && toolResults.length > 0) {
-        base = toolResults.map((r) => `Based on ${r.name}: ${compact(r.content)}`).join(" ");
+        base = toolResults.map((r) => `Based on ${r.name}: ${compact(readable(r.content), 300)}`).join(" ");
       } else if (webSearched) {
         base = answerFromDocuments(question, citations, params.enable_web_citations);
       } else {

@@ -91,6 +91,81 @@ export function findMention(toolName: string, text: string): Mention | undefined
   return { position: Math.min(...positions.filter((p) => p >= 0), lower.length), exact: false };
 }
 
+const STOPWORDS = new Set(
+  ("what is the of on and did does do a an in for to how much many which who when where why with me my please tell show " +
+    "give get check use using this that there it be are was were has have at by from as or if can could would should " +
+    "any some all you your i we our its their than then also about into per one two").split(" "),
+);
+
+/** Loose root of a word, for matching a question to tool descriptions ("succeeded" ~ "succeed"). */
+function root(word: string): string {
+  for (const suffix of ["ing", "ed", "es", "s"]) {
+    if (word.length > suffix.length + 3 && word.endsWith(suffix)) return word.slice(0, -suffix.length);
+  }
+  return word;
+}
+
+/** The specific facts (addresses, hashes, slugs) a tool's arguments use. */
+function evidenceIn(values: unknown[], facts: PromptFacts): Set<string> {
+  const specific = new Set([...facts.addresses, ...facts.txHashes, ...facts.slugs]);
+  const out = new Set<string>();
+  const visit = (v: unknown): void => {
+    if (typeof v === "string") {
+      if (specific.has(v)) out.add(v);
+    } else if (Array.isArray(v)) v.forEach(visit);
+    else if (v && typeof v === "object") Object.values(v).forEach(visit);
+  };
+  values.forEach(visit);
+  return out;
+}
+
+function relevantWords(text: string): Set<string> {
+  const out = new Set<string>();
+  for (const w of text.toLowerCase().match(/[a-z][a-z0-9]*/g) ?? []) if (w.length > 2 && !STOPWORDS.has(w)) out.add(root(w));
+  return out;
+}
+
+/**
+ * Tools named in the question are always called. Of the others (called because their parameters can be
+ * filled), keep a greedy cover of the question's intent: the tool whose name and description share the
+ * most words with the question, then the next that adds words not covered yet, and so on. "USDC balance of
+ * X, and did transaction Y succeed?" -> erc20_balance + transaction_status, not every tool that takes an
+ * address. With no word in common, the first fillable tool stays (the old behaviour).
+ */
+function selectByIntent(ranked: { order: number; mentioned: boolean; words: Set<string>; nameHits: number; evidence: Set<string> }[]): void {
+  const others = ranked.filter((r) => !r.mentioned);
+  if (others.length === 0) return;
+  const covered = new Set(ranked.filter((r) => r.mentioned).flatMap((r) => [...r.words]));
+  const keep = new Set<object>();
+  const pool = [...others];
+  for (;;) {
+    let best: (typeof pool)[number] | undefined;
+    let bestGain = 0;
+    for (const r of pool) {
+      const gain = [...r.words].filter((w) => !covered.has(w)).length;
+      // ties go to the tool whose own name carries the question's words (native_balance over crypto_rpc)
+      const better =
+        gain > bestGain ||
+        (gain === bestGain && gain > 0 && best && (r.nameHits > best.nameHits || (r.nameHits === best.nameHits && r.order < best.order)));
+      if (better) (best = r), (bestGain = gain);
+    }
+    if (!best) break;
+    keep.add(best);
+    for (const w of best.words) covered.add(w);
+    pool.splice(pool.indexOf(best), 1);
+  }
+  // A tool that answers for a fact no kept tool looks at (an address, a hash, a network) stays too.
+  const seen = new Set(ranked.filter((r) => r.mentioned || keep.has(r)).flatMap((r) => [...r.evidence]));
+  for (const r of [...pool].sort((a, b) => a.order - b.order)) {
+    if ([...r.evidence].some((v) => !seen.has(v))) {
+      keep.add(r);
+      for (const v of r.evidence) seen.add(v);
+    }
+  }
+  if (keep.size === 0 && covered.size === 0) keep.add(others.sort((a, b) => a.order - b.order)[0]!);
+  for (let i = ranked.length - 1; i >= 0; i--) if (!ranked[i]!.mentioned && !keep.has(ranked[i]!)) ranked.splice(i, 1);
+}
+
 const EXPANDABLE = ["addresses", "txHashes", "slugs"] as const;
 
 /** One fill per value when the fill used a multi-valued fact (two addresses -> two calls). */
@@ -115,7 +190,9 @@ export function planToolCalls(input: PlannerInput): PlannedCall[] {
     return [{ name: tool.name, arguments: fill?.value ?? {} }];
   }
 
-  const ranked: { position: number; order: number; calls: PlannedCall[] }[] = [];
+  const ranked: { position: number; order: number; calls: PlannedCall[]; mentioned: boolean; words: Set<string>; nameHits: number; evidence: Set<string> }[] = [];
+  // the question's words, without slugs and hex values ("base-mainnet" is not about "raw base units")
+  const asked = relevantWords(userText.replace(/\b0x[0-9a-fA-F]+\b/g, " ").replace(/\b[a-z0-9]+(?:-[a-z0-9]+)+\b/g, " "));
   tools.forEach((tool, order) => {
     const schema = tool.parameters ?? { type: "object", properties: {} };
     const requiredCount = requiredProperties(schema).length;
@@ -133,12 +210,18 @@ export function planToolCalls(input: PlannerInput): PlannedCall[] {
     }
     if (!chosen) return;
     const values = expandFill(tool, facts, chosen.fill, question, chosen.fallback);
+    const offered = relevantWords(`${identifierWords(tool.name).join(" ")} ${tool.description ?? ""}`);
     ranked.push({
       position: mention?.position ?? userText.length + order,
       order,
       calls: values.map((v) => ({ name: tool.name, arguments: v })),
+      mentioned: mention?.exact === true, // a partial mention ("balance" of native_balance) competes on intent
+      words: new Set([...asked].filter((w) => offered.has(w))),
+      nameHits: identifierWords(tool.name).filter((w) => asked.has(root(w))).length,
+      evidence: evidenceIn(values, facts),
     });
   });
+  selectByIntent(ranked);
 
   if (ranked.length === 0) {
     for (const tool of tools) {
@@ -146,7 +229,7 @@ export function planToolCalls(input: PlannerInput): PlannedCall[] {
       if (requiredProperties(schema).length === 0) continue;
       const fill = fillSchema(schema, facts, { fallback: false, question });
       if (fill) {
-        ranked.push({ position: 0, order: 0, calls: [{ name: tool.name, arguments: fill.value }] });
+        ranked.push({ position: 0, order: 0, calls: [{ name: tool.name, arguments: fill.value }], mentioned: false, words: new Set(), nameHits: 0, evidence: new Set() });
         break;
       }
     }

@@ -36,6 +36,8 @@ interface Ctx extends FillOptions {
   numberIndex: number;
   strong: boolean;
   used: Set<"addresses" | "txHashes" | "slugs">;
+  /** addresses already given to a property of this fill (two address properties take two addresses) */
+  claimed: Set<string>;
   depth: number;
 }
 
@@ -89,7 +91,7 @@ function namedValue(name: string, ctx: Ctx): string | undefined {
     const head = new RegExp(`\\b${escapeRe(spelling)}\\b\\s*(?:is|was|:|=|equals|of)\\s*`, "i").exec(ctx.facts.text);
     if (!head) continue;
     const rest = ctx.facts.text.slice(head.index + head[0].length);
-    const m = /^(?:"([^"]+)"|'([^']+)'|(-?\d+(?:\.\d+)?)|([A-Za-z0-9_@.#/-]+(?:\s+[A-Z][a-z]+)*))/.exec(rest);
+    const m = /^(?:"([^"]+)"|'([^']+)'|(-?\d+(?:\.\d+)?)(?![\w])|([A-Za-z0-9_@.#/-]+(?:\s+[A-Z][a-z]+)*))/.exec(rest);
     const v = m?.[1] ?? m?.[2] ?? m?.[3] ?? m?.[4];
     if (v) return v.replace(/[.,;!?]+$/, "");
   }
@@ -119,10 +121,18 @@ function fillString(name: string, s: JsonSchema, ctx: Ctx): Value {
     ctx.strong = true;
     return f.txHashes[0];
   }
-  if (/address|wallet|account|owner|contract|recipient|sender|^to$|^from$/.test(lname) && f.addresses[0]) {
-    ctx.used.add("addresses");
+  if (/address|wallet|account|owner|holder|contract|token|asset|recipient|sender|^to$|^from$/.test(lname) && f.addresses[0]) {
     ctx.strong = true;
-    return f.addresses[0];
+    // "token 0x…", "owner: 0x…": the address right after the property's name is that property's
+    const words = identifierWords(name).map(escapeRe).join("[\\s_-]*");
+    const named = new RegExp(`\\b${words}\\b\\W{0,4}(0x[0-9a-fA-F]{40})\\b`, "i").exec(f.text)?.[1];
+    const unclaimed = f.addresses.find((a) => !ctx.claimed.has(a));
+    // two address properties (token, owner) never share one address unless the prompt says so
+    if (!named && !unclaimed && !ctx.fallback) return NO_VALUE;
+    const address = named ?? unclaimed ?? f.addresses[0]!;
+    if (!named) ctx.used.add("addresses");
+    ctx.claimed.add(address);
+    return address;
   }
   if (/network|chain|slug/.test(lname) && f.slugs[0]) {
     ctx.used.add("slugs");
@@ -260,9 +270,11 @@ function fillValue(name: string, raw: unknown, ctx: Ctx): Value {
 /** Fills `schema` from the prompt facts; undefined when a required value cannot be found (non-fallback mode). */
 export function fillSchema(schema: unknown, facts: PromptFacts, options: FillOptions): FillResult | undefined {
   const root = isObject(schema) ? schema : {};
-  const ctx: Ctx = { ...options, facts, root, numberIndex: 0, strong: false, used: new Set(), depth: 0 };
+  const ctx: Ctx = { ...options, facts, root, numberIndex: 0, strong: false, used: new Set(), claimed: new Set(), depth: 0 };
   const value = fillValue("value", root, ctx);
   if (value === NO_VALUE) return undefined;
+  // a call that took two distinct addresses (token and owner) is one call, not one per address
+  if (ctx.claimed.size > 1) ctx.used.delete("addresses");
   return { value, strong: ctx.strong, used: ctx.used };
 }
 

@@ -1,0 +1,34 @@
+/**
+ * The one-command demo, run in-process: an agent with only a wallet hits 402, tops up once within its
+ * policy, reads the chain through the tools and answers; the service's ledger and the chain agree.
+ */
+import { describe, expect, it } from "vitest";
+import { main } from "../../examples/demo.js";
+
+describe("npm run demo", () => {
+  it("pays once, reads the chain, answers, and the money adds up", async () => {
+    const lines: string[] = [];
+    let streamed = "";
+    const result = await main({ log: (l) => lines.push(l), write: (t) => (streamed += t) });
+    const out = lines.join("\n");
+
+    // the answer streamed and carries what the chain says
+    expect(streamed.trim()).toBe(result.answer.trim());
+    expect(result.answer).toContain("42.25");
+    expect(result.answer).toContain("status success");
+    expect(result.toolCalls).toEqual(expect.arrayContaining(["erc20_balance", "transaction_status"]));
+
+    // exactly one payment, within the policy's $5 per top-up
+    expect(result.payments).toHaveLength(1);
+    expect(result.payments[0]!.amountUsd).toBe(5);
+    expect(out).toContain("402 Payment Required");
+
+    // ledger: paid == credited; on chain: the wallet paid exactly that to the treasury
+    expect(result.ledger!.toppedUp).toBe(5);
+    expect(result.onChain).toEqual({ walletBefore: "25.0", walletAfter: "20.0", treasuryGain: "5.0" });
+    expect(result.creditLeftUsd).toBeCloseTo(5 - result.ledger!.charged, 6);
+    expect(result.modelCalls).toBeGreaterThanOrEqual(2);
+    expect(result.tokens.input).toBeGreaterThan(0);
+    expect(out).toMatch(/Summary[\s\S]*payments 1 \(\$5\.00\)/);
+  });
+});
