@@ -1,0 +1,111 @@
+/**
+ * A self-paying agent with a Solana wallet: it signs in with Ed25519 (SIWX), and on 402 it builds a partially
+ * signed SPL `TransferChecked` of USDC (x402 `exact` scheme on Solana; the service's fee payer co-signs),
+ * tops up its credit within the owner's `PaymentPolicy`, and retries.
+ *
+ * Against the embedded emulator: a fresh random wallet; the emulator's Solana test rail gives every wallet
+ * test USDC of its own mint. That mint is not real USDC, so the policy lists it explicitly (read here from
+ * the emulator's public top-up offer).
+ *
+ *   npm run example:wallet-solana
+ *   SERVICE_BASE_URL=https://.../api/v1 SOLANA_SECRET_KEY=<base58 or JSON array> SERVICE_MODEL=... \
+ *     [SOLANA_RPC_URL=https://api.mainnet-beta.solana.com] npm run example:wallet-solana
+ */
+import { pathToFileURL } from "node:url";
+import {
+  ChatService,
+  ServiceClient,
+  SolanaWallet,
+  createServiceFetch,
+  type PaymentEvent,
+  type PaymentPolicyOptions,
+  type X402Transaction,
+} from "../src/index.js";
+import { startEmulator, type LedgerEntry } from "../src/emulator/index.js";
+
+export interface Options {
+  baseUrl?: string;
+  apiKey?: string;
+  log?: (line: string) => void;
+}
+
+export interface Result {
+  wallet: string;
+  answer: string;
+  payments: PaymentEvent[];
+  balanceUsd: number;
+  transactions: X402Transaction[];
+  /** embedded run: the emulator's own ledger entries for the wallet */
+  ledger?: LedgerEntry[];
+}
+
+/** The Solana entry of the service's public top-up offer (a 402 listing what it accepts). */
+async function solanaOffer(baseUrl: string): Promise<{ network: string; asset: string; payTo: string }> {
+  const res = await fetch(`${baseUrl}/x402/top-up`, { method: "POST" });
+  const { accepts } = (await res.json()) as { accepts: { network: string; asset: string; payTo: string }[] };
+  const offer = accepts.find((a) => a.network.startsWith("solana"));
+  if (!offer) throw new Error("the service offers no Solana payment");
+  return offer;
+}
+
+export async function main(options: Options = {}): Promise<Result> {
+  const log = options.log ?? console.log;
+  let baseUrl = options.baseUrl ?? process.env.SERVICE_BASE_URL;
+  const emulator = baseUrl ? undefined : await startEmulator();
+  try {
+    let wallet: SolanaWallet;
+    let solanaRpcUrl: string;
+    const policy: PaymentPolicyOptions = { amountUsd: 5, maxPerTopUpUsd: 5, maxPerPeriodUsd: 10 };
+    if (emulator) {
+      baseUrl = emulator.url;
+      wallet = SolanaWallet.random();
+      solanaRpcUrl = `${emulator.url}/x402/solana/rpc`; // the emulator's Solana JSON-RPC (mint, blockhash)
+      const offer = await solanaOffer(emulator.url);
+      policy.allowedAssets = [{ network: "solana", asset: offer.asset }];
+      policy.allowedPayees = [offer.payTo];
+    } else {
+      const key = process.env.SOLANA_SECRET_KEY;
+      if (!key) throw new Error("set SOLANA_SECRET_KEY (a Solana wallet holding USDC) to run against SERVICE_BASE_URL");
+      wallet = new SolanaWallet(key); // default policy: real USDC on Solana only
+      solanaRpcUrl = process.env.SOLANA_RPC_URL ?? "https://api.mainnet-beta.solana.com";
+    }
+    log(`wallet ${wallet.address}`);
+
+    const payments: PaymentEvent[] = [];
+    const serviceFetch = createServiceFetch({
+      baseUrl,
+      wallet,
+      payment: policy,
+      solanaRpcUrl,
+      onPayment: (event) => {
+        payments.push(event);
+        log(`  payment ${event.type}${event.amountUsd !== undefined ? ` $${event.amountUsd}` : ""}${event.transaction ? ` tx ${event.transaction}` : ""}`);
+      },
+    });
+    const model = new ChatService({ model: process.env.SERVICE_MODEL ?? "emu-s", serviceFetch });
+    const client = new ServiceClient({ serviceFetch });
+
+    const question = "gm! Who pays for this answer?";
+    const answer = (await model.invoke(question)).text;
+    log(`> ${question}\n< ${answer}`);
+
+    const { balanceUsd } = await client.getX402Balance();
+    log(`credit left: $${balanceUsd.toFixed(6)}`);
+    const { transactions } = await client.getX402Transactions();
+    log("ledger (service's view):");
+    for (const t of transactions) log(`  ${t.type.padEnd(7)} ${t.amount.toFixed(6).padStart(11)}  balance ${t.balanceAfter.toFixed(6)}`);
+
+    const result: Result = { wallet: wallet.address, answer, payments, balanceUsd, transactions };
+    if (emulator) result.ledger = emulator.account(wallet.address)?.entries ?? [];
+    return result;
+  } finally {
+    await emulator?.close();
+  }
+}
+
+if (import.meta.url === pathToFileURL(process.argv[1]!).href) {
+  main().catch((err) => {
+    console.error(err);
+    process.exitCode = 1;
+  });
+}
