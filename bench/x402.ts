@@ -3,7 +3,9 @@
  * - round trips and time of a request that hits 402 and pays (goal 3; the service's own SDK needs 4: it asks
  *   /x402/top-up for requirements before paying, the flow reproduced here as the anchor);
  * - payments made by 50 concurrent 402s of one wallet (goal 1; the SDK pays once per 402, i.e. 50);
- * - cost of a SIWX header per request (anchor: the SDK's own `siwe` + ethers signing).
+ * - cost of a SIWX header per request (anchor: the SDK's own `siwe` + ethers signing);
+ * - the service's own SDK, `venice-x402-client`, against the emulator with `brand: "venice"` (a paid chat
+ *   request as its docs show it: `new VeniceClient(key)`, `topUp(10)`, `chat(...)`), when it is installed.
  */
 import { Wallet } from "ethers";
 import { SiweMessage } from "siwe";
@@ -80,6 +82,33 @@ async function concurrent402s(emu: Emulator, index: number, n: number): Promise<
   return { ms: performance.now() - t, payments };
 }
 
+const SDK = "venice-x402-client";
+
+/** The service's own SDK against the emulator (brand venice): one top-up and one chat call. */
+async function serviceSdkRow(): Promise<BenchRow> {
+  const name = `service SDK ${SDK}: top-up + chat (emulator, brand venice)`;
+  let sdk: { VeniceClient?: new (key: string, options?: Record<string, unknown>) => Record<string, (...a: unknown[]) => Promise<unknown>> };
+  try {
+    sdk = (await import(/* @vite-ignore */ SDK)) as typeof sdk; // a variable: it is not a dependency
+  } catch {
+    return { name, median_ms: NaN, ratio: NaN, anchor: SDK, note: "not installed (network-restricted CI)" };
+  }
+  if (!sdk.VeniceClient) return { name, median_ms: NaN, ratio: NaN, anchor: SDK, note: "installed, but exports no VeniceClient" };
+  const emu = await startEmulator({ chain: true, brand: "venice", rateLimits: { abuseMaxFailures: 10_000 } });
+  try {
+    const venice = new sdk.VeniceClient(emu.chain!.accounts[9]!.privateKey, { baseUrl: emu.url, baseURL: emu.url });
+    const t = performance.now();
+    await venice.topUp!(10);
+    await venice.chat!({ model: "emu-xs", messages: [{ role: "user", content: "hello" }] });
+    const ms = performance.now() - t;
+    return { name, median_ms: ms, ratio: 1, anchor: SDK, note: "one run; the SDK's own flow" };
+  } catch (err) {
+    return { name, median_ms: NaN, ratio: NaN, anchor: SDK, note: `installed, run failed: ${String((err as Error)?.message ?? err).slice(0, 120)}` };
+  } finally {
+    await emu.close();
+  }
+}
+
 export async function benchX402(): Promise<BenchRow[]> {
   const emu = await startEmulator({ chain: true, rateLimits: { abuseMaxFailures: 10_000 } });
   const rows: BenchRow[] = [];
@@ -145,6 +174,7 @@ export async function benchX402(): Promise<BenchRow[]> {
   const [evmMs, sdkMs, solMs] = [median(evmT), median(sdkT), median(solT)];
   rows.push({ name: "SIWX header per request (EVM)", median_ms: evmMs, ratio: evmMs / sdkMs, anchor: `siwe + ethers as the service SDK signs: ${sdkMs.toFixed(3)} ms` });
   rows.push({ name: "SIWX header per request (Solana, Ed25519)", median_ms: solMs, ratio: solMs / sdkMs, anchor: "same EVM anchor" });
+  rows.push(await serviceSdkRow());
   return rows;
 }
 

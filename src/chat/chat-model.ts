@@ -346,6 +346,9 @@ export class ChatService extends BaseChatModel<ChatServiceCallOptions, AIMessage
         wallet: fields.wallet,
         payment: fields.payment,
         onPayment: fields.onPayment,
+        solanaRpcUrl: fields.solanaRpcUrl,
+        topUp: fields.topUp,
+        pacing: fields.pacing,
         defaultHeaders: fields.defaultHeaders,
       });
     this.#url = this.#fetch.url("/chat/completions");

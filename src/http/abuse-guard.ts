@@ -2,8 +2,8 @@
  * Client-side guard against the service's abuse block: more than `maxFailures` (20) non-success answers
  * within `windowMs` (30 s) block the caller for 30 s. The guard counts failures in a sliding window and,
  * before each send, makes sure that one more failure (counting attempts already in flight) could not trip
- * the block: it waits for the window to free up when that wait is short enough, else it refuses to send
- * with an `AbuseBlockError` (source "client").
+ * the block: it waits while sends in flight may still fail, and for the window to free up when that wait is
+ * short enough (`maxWaitMs`), else it refuses to send with an `AbuseBlockError` (source "client").
  */
 import { AbuseBlockError } from "./errors.js";
 import type { FetchLayer } from "./fetch-stack.js";
@@ -46,14 +46,14 @@ export class AbuseGuard {
   }
 
   /**
-   * ms to wait before one more send is safe, or 0. With no failure in the window, sends go freely. Once
-   * failures appear, the sends in flight count too (each may fail): a send is safe while failures plus
-   * sends in flight stay within `maxFailures`, so even if all of them fail the service does not block.
+   * ms to wait before one more send is safe, or 0. A send is safe while the failures in the window plus the
+   * sends in flight (each may still fail: a sudden outage fails them all) stay below `maxFailures` + 1, so
+   * even if every one of them fails the service does not block. Sends in flight free their place when their
+   * answer's headers arrive, so this caps a caller at `maxFailures` requests awaiting an answer.
    */
   waitNeeded(now = Date.now()): number {
     this.#prune(now);
     const failures = this.#failures.length;
-    if (failures === 0) return 0;
     if (failures + this.#inFlight < this.options.maxFailures) return 0;
     if (failures < this.options.maxFailures) return 25; // room frees when a send in flight ends
     // the failure that must age out for one more send to be safe

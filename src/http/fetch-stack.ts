@@ -24,7 +24,7 @@ import { pacingLayer, type PacingOptions } from "./pacing.js";
 import type { X402Wallet } from "../x402/wallets.js";
 import type { PaymentPolicy, PaymentPolicyOptions } from "../x402/policy.js";
 import type { PaymentEvent } from "../x402/events.js";
-import type { X402PaymentController } from "../x402/layer.js";
+import type { X402PaymentController, X402PaymentOptions } from "../x402/layer.js";
 
 /** Per-request hints to the stack; plain `fetch` ignores them. */
 export interface ServiceRequestHints {
@@ -84,6 +84,8 @@ export interface FetchStackOptions {
   onPayment?: (event: PaymentEvent) => void;
   /** Solana RPC used to build Solana payments (with a `SolanaWallet`) */
   solanaRpcUrl?: string;
+  /** how top-ups are sent (with `wallet`): per-attempt timeout, re-sends of the same signed payment, pause between */
+  topUp?: Partial<Pick<X402PaymentOptions, "topUpTimeoutMs" | "maxResends" | "resendDelayMs">>;
   /** a custom payment layer, placed outside retries (built from `wallet` + `payment` when absent) */
   paymentLayer?: FetchLayer;
   /**
@@ -262,6 +264,7 @@ export function createServiceFetch(options: FetchStackOptions = {}): ServiceFetc
     controller = x402.then(
       (m) =>
         new m.X402PaymentController({
+          ...options.topUp,
           wallet,
           policy: options.payment,
           onPayment: options.onPayment,

@@ -1,0 +1,239 @@
+/**
+ * Money under faults, over loopback HTTP against the emulator and its real local chain: a wallet agent
+ * (`ChatService` with an `EvmWallet`, no API key) runs out of credit while `/x402/top-up` misbehaves (injected
+ * 500/503 before it runs, a 503 after it settled, an answer that comes after the client gave up) and while
+ * chat itself fails a share of requests. Whatever happens, the chain shows exactly one USDC transfer to the
+ * treasury per wallet, the ledger credits exactly what was paid on chain, and charges add up to the balance.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { Interface, JsonRpcProvider, Network, zeroPadValue } from "ethers";
+import { startEmulator, type Emulator } from "../../src/emulator/index.js";
+import type { X402EmulatorOptions } from "../../src/emulator/x402/index.js";
+import { ChatService } from "../../src/chat/index.js";
+import { PaymentFailedError } from "../../src/http/errors.js";
+import { createServiceFetch, type FetchLike } from "../../src/http/fetch-stack.js";
+import { EvmWallet, createWalletAuth, x402PaymentLayer, type PaymentEvent, type PaymentPolicyOptions } from "../../src/x402/index.js";
+import { USDC_ABI } from "../../src/emulator/chain/index.js";
+
+let emu: Emulator;
+let provider: JsonRpcProvider;
+/** read by the emulator on every top-up, so each test sets its own misbehaviour */
+const x402Options: X402EmulatorOptions = {};
+const usdcEvents = new Interface(USDC_ABI);
+/**
+ * The emulator counts `topUpFailures` over its life; each test that wants one more 503-after-settlement asks
+ * for the count seen so far + 1 (exact whichever tests run).
+ */
+let postSettlement503s = 0;
+
+beforeAll(async () => {
+  emu = await startEmulator({
+    chain: true,
+    x402: x402Options as Record<string, unknown>,
+    // every 402 is a non-success answer: short abuse windows keep the block a real constraint without
+    // making the test wait 30 s for one to age out
+    rateLimits: { abuseMaxFailures: 20, abuseWindowMs: 1_000, abuseBlockMs: 2_000 },
+  });
+  provider = new JsonRpcProvider(emu.chain!.rpcUrl, Network.from(emu.chain!.chainId), { staticNetwork: true, cacheTimeout: -1 });
+});
+afterAll(async () => {
+  provider?.destroy();
+  await emu?.close();
+});
+
+function payer(index: number): EvmWallet {
+  return new EvmWallet(emu.chain!.accounts[index]!.privateKey);
+}
+
+function policy(): PaymentPolicyOptions {
+  return { allowedAssets: [{ network: "eip155:8453", asset: emu.chain!.usdc.address }], allowedPayees: [emu.chain!.treasury] };
+}
+
+interface Send {
+  path: string;
+  status: number;
+  error?: string;
+}
+
+function countingFetch(): { fetch: FetchLike; sends: Send[] } {
+  const sends: Send[] = [];
+  const fetch: FetchLike = async (input, init) => {
+    const path = new URL(String(input)).pathname.replace(/^\/api\/v1/, "");
+    const send: Send = { path, status: 0 };
+    sends.push(send);
+    const response = await globalThis.fetch(input, init);
+    send.status = response.status;
+    if (!response.ok && path === "/x402/top-up") send.error = ((await response.clone().json()) as { error?: string }).error;
+    if (send.error === "Service temporarily unavailable") postSettlement503s++;
+    return response;
+  };
+  return { fetch, sends };
+}
+
+/** USDC Transfer events from `from` to the treasury, read from the chain itself. */
+async function transfersToTreasury(from: string): Promise<bigint[]> {
+  const logs = await provider.getLogs({
+    address: emu.chain!.usdc.address,
+    topics: [usdcEvents.getEvent("Transfer")!.topicHash, zeroPadValue(from, 32), zeroPadValue(emu.chain!.treasury, 32)],
+    fromBlock: 0,
+    toBlock: "latest",
+  });
+  return logs.map((log) => usdcEvents.parseLog(log)!.args.getValue("value") as bigint);
+}
+
+/** The money invariants of one wallet: one transfer, credited exactly, charges add up. */
+async function expectBooksBalance(wallet: EvmWallet, successes: number) {
+  const paid = await transfersToTreasury(wallet.address);
+  expect(paid).toHaveLength(1);
+  const account = emu.account(wallet.address)!;
+  const topUps = account.entries.filter((e) => e.type === "TOP_UP");
+  expect(topUps).toHaveLength(1);
+  // credited == paid on chain, to the atomic unit
+  expect(BigInt(topUps[0]!.paidAtomic!)).toBe(paid[0]);
+  expect(Math.round(topUps[0]!.amount * 1e6)).toBe(Number(paid[0]));
+  // the receipt the ledger keeps is the transfer on chain
+  const receipt = await provider.getTransactionReceipt(topUps[0]!.transaction!);
+  expect(receipt?.status).toBe(1);
+  // each served request charged once; faults and 402s charged nothing; the balance is the sum of the entries
+  const charges = account.entries.filter((e) => e.type === "CHARGE");
+  expect(charges).toHaveLength(successes);
+  expect(charges.every((e) => e.amount < 0)).toBe(true);
+  expect(new Set(charges.map((e) => e.requestId)).size).toBe(successes);
+  const sum = account.entries.reduce((a, e) => a + e.amount, 0);
+  expect(account.usd).toBeCloseTo(sum, 9);
+  expect(account.entries.at(-1)!.balanceAfter).toBeCloseTo(account.usd, 9);
+}
+
+describe("money under faults on /x402/top-up", () => {
+  it("injected 5xx before the top-up runs and a 503 after it settled: the same signature is re-sent, paid once", async () => {
+    // seeded: top-ups of one wallet are sequential (single flight), so this sequence repeats: an injected
+    // 500, then the send that settles (answered 503), then the replayed success
+    emu.setFaults({ errorRate: 0.5, statuses: [500, 503], seed: 7, paths: ["/x402/top-up"] });
+    Object.assign(x402Options, { topUpFailures: postSettlement503s + 1 });
+    try {
+      const wallet = payer(1);
+      const { fetch, sends } = countingFetch();
+      const events: PaymentEvent[] = [];
+      const model = new ChatService({
+        model: "emu-xs",
+        wallet,
+        payment: policy(),
+        onPayment: (e) => events.push(e),
+        baseUrl: emu.url,
+        fetch,
+        abuseGuard: { windowMs: 1_000, maxFailures: 20, maxWaitMs: 10_000 },
+      });
+      const answers = await Promise.all(Array.from({ length: 8 }, (_, i) => model.invoke(`paid ${i}`)));
+      expect(answers.map((a) => a.content)).toEqual(Array.from({ length: 8 }, (_, i) => `Echo: paid ${i}`));
+      // a second wave on the credit already bought: no payment
+      for (let i = 0; i < 4; i++) await model.invoke(`more ${i}`);
+
+      const topUpSends = sends.filter((s) => s.path === "/x402/top-up");
+      // the misbehaviour happened: injected faults, the post-settlement 503, then the replayed success
+      expect(topUpSends.filter((s) => s.error === "Service unavailable" || s.error === "Internal server error").length).toBeGreaterThan(0);
+      expect(topUpSends.filter((s) => s.error === "Service temporarily unavailable")).toHaveLength(1);
+      expect(topUpSends.at(-1)!.status).toBe(200);
+      expect(topUpSends.filter((s) => s.status === 200)).toHaveLength(1);
+      expect(events.filter((e) => e.type === "payment.signed")).toHaveLength(1);
+      expect(events.filter((e) => e.type === "payment.settled")).toHaveLength(1);
+      expect(events.find((e) => e.type === "payment.settled")!.resends).toBe(topUpSends.length - 1);
+      await expectBooksBalance(wallet, 12);
+    } finally {
+      emu.setFaults({});
+      delete x402Options.topUpFailures;
+    }
+  });
+
+  it("a top-up answered after the client gave up is re-sent unchanged and credited once", async () => {
+    Object.assign(x402Options, { topUpResponseDelayMs: 2_000, delayedTopUps: 1 });
+    try {
+      const wallet = payer(2);
+      const { fetch, sends } = countingFetch();
+      const events: PaymentEvent[] = [];
+      // the stack a ChatService builds from `wallet`, with a short top-up timeout (not a ChatService option)
+      const serviceFetch = createServiceFetch({
+        baseUrl: emu.url,
+        fetch,
+        auth: createWalletAuth(wallet),
+        paymentLayer: x402PaymentLayer({ wallet, policy: policy(), onPayment: (e) => events.push(e), topUpTimeoutMs: 500, resendDelayMs: 50 }),
+        abuseGuard: { windowMs: 1_000, maxFailures: 20, maxWaitMs: 10_000 },
+      });
+      const model = new ChatService({ model: "emu-xs", serviceFetch });
+      const answers = await Promise.all(Array.from({ length: 5 }, (_, i) => model.invoke(`late ${i}`)));
+      expect(answers.map((a) => a.content)).toEqual(Array.from({ length: 5 }, (_, i) => `Echo: late ${i}`));
+
+      const topUpSends = sends.filter((s) => s.path === "/x402/top-up");
+      // the first send timed out on the client (its late answer never counted), the re-send was replayed
+      expect(topUpSends.length).toBe(2);
+      expect(events.filter((e) => e.type === "payment.signed")).toHaveLength(1);
+      expect(events.find((e) => e.type === "payment.settled")!.resends).toBe(1);
+      await expectBooksBalance(wallet, 5);
+    } finally {
+      delete x402Options.topUpResponseDelayMs;
+      delete x402Options.delayedTopUps;
+    }
+  });
+
+  it("a top-up whose outcome stays unknown fails the call typed, never re-signs; the credit that did arrive serves the next call", async () => {
+    // seed 3: the send that settles is answered 503, then three injected 5xx use up the re-sends
+    emu.setFaults({ errorRate: 0.5, statuses: [500, 503], seed: 3, paths: ["/x402/top-up"] });
+    Object.assign(x402Options, { topUpFailures: postSettlement503s + 1 });
+    const wallet = payer(4);
+    const { fetch, sends } = countingFetch();
+    const events: PaymentEvent[] = [];
+    const model = new ChatService({
+      model: "emu-xs",
+      wallet,
+      payment: policy(),
+      onPayment: (e) => events.push(e),
+      baseUrl: emu.url,
+      fetch,
+      abuseGuard: { windowMs: 1_000, maxFailures: 20, maxWaitMs: 10_000 },
+    });
+    try {
+      await expect(model.invoke("first")).rejects.toBeInstanceOf(PaymentFailedError);
+      // the money moved although the client could not learn it: one transfer, already credited
+      expect(await transfersToTreasury(wallet.address)).toHaveLength(1);
+      expect(events.map((e) => e.type)).toEqual(["payment.requested", "payment.signed", "payment.failed"]);
+    } finally {
+      emu.setFaults({});
+      delete x402Options.topUpFailures;
+    }
+    expect(sends.filter((s) => s.path === "/x402/top-up")).toHaveLength(4);
+    expect((await model.invoke("second")).content).toBe("Echo: second");
+    // served from the credit: no new top-up, nothing new signed; the kept signature is only ever re-sent
+    expect(events.filter((e) => e.type === "payment.signed")).toHaveLength(1);
+    expect(sends.filter((s) => s.path === "/x402/top-up")).toHaveLength(4);
+    await expectBooksBalance(wallet, 1);
+  });
+
+  it("faults on chat and top-up at once, 30 concurrent calls: every call answered, one payment, no abuse block", async () => {
+    emu.setFaults({ errorRate: 0.2, latencyMs: [0, 5], paths: ["/x402/top-up", "/chat/completions"] });
+    try {
+      const wallet = payer(3);
+      const { fetch, sends } = countingFetch();
+      const events: PaymentEvent[] = [];
+      const model = new ChatService({
+        model: "emu-xs",
+        wallet,
+        payment: policy(),
+        onPayment: (e) => events.push(e),
+        baseUrl: emu.url,
+        fetch,
+        retry: { maxRetries: 8, baseDelayMs: 10, maxDelayMs: 100 },
+        abuseGuard: { windowMs: 1_000, maxFailures: 20, maxWaitMs: 10_000 },
+      });
+      const answers = await Promise.all(Array.from({ length: 30 }, (_, i) => model.invoke(`both ${i}`)));
+      expect(answers.map((a) => a.content)).toEqual(Array.from({ length: 30 }, (_, i) => `Echo: both ${i}`));
+      expect(sends.filter((s) => s.path === "/chat/completions" && s.status >= 500).length).toBeGreaterThan(0);
+      expect(events.filter((e) => e.type === "payment.signed")).toHaveLength(1);
+      // the client never drew the abuse block while paying through the 402s and the faults
+      expect(sends.filter((s) => s.status === 402).length).toBeGreaterThan(0);
+      expect(sends.some((s) => s.status === 429)).toBe(false);
+      expect(emu.rateLimiter.blockedFor(`wallet:${wallet.address.toLowerCase()}`)).toBe(0);
+      await expectBooksBalance(wallet, 30);
+    } finally {
+      emu.setFaults({});
+    }
+  });
+});
