@@ -265,3 +265,27 @@ describe("ServiceClient", () => {
     expect(JSON.stringify(client)).not.toContain(SECRET);
   });
 });
+
+describe("getRateLimitLogs", () => {
+  it("falls back to the published path /api_keys/rate_limits/log when the spec's path answers 404", async () => {
+    const seen: string[] = [];
+    const server: Server = createServer((req, res) => {
+      seen.push(req.url ?? "");
+      if (req.url === "/api/v1/api_keys/rate_limits/log") {
+        res.writeHead(200, { "content-type": "application/json" });
+        res.end(JSON.stringify({ data: [{ modelId: "emu-s", rateLimitType: "RPM" }] }));
+      } else {
+        res.writeHead(404, { "content-type": "application/json" });
+        res.end(JSON.stringify({ error: "Not found" }));
+      }
+    });
+    await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+    try {
+      const client = new ServiceClient({ baseUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}/api/v1`, apiKey: SECRET });
+      expect(await client.getRateLimitLogs()).toEqual([{ modelId: "emu-s", rateLimitType: "RPM" }]);
+      expect(seen).toEqual(["/api/v1/api_keys/rate_limit_logs", "/api/v1/api_keys/rate_limits/log"]);
+    } finally {
+      server.close();
+    }
+  });
+});
