@@ -34,9 +34,9 @@ async function burst(opts: { tier: "S" | "M"; requests?: number; tokens?: number
   );
   const elapsed = performance.now() - started;
   await emu.close();
-  // The emulator's windows are aligned to the clock: an ideal client sends each window's quota the instant
-  // it opens, so 3 windows' worth finishes once the third window (2 boundaries after the start) opens.
-  const ideal = (Math.floor(startedWall / opts.windowMs) + 2) * opts.windowMs - startedWall;
+  // The emulator's window starts at the first request's whole second and lasts windowMs. An ideal client
+  // sends each window's quota the instant it opens: the 3rd batch goes out when the 2nd window ends.
+  const ideal = Math.floor(startedWall / 1000) * 1000 + 2 * opts.windowMs - startedWall;
   return { elapsed, ideal, n429: statuses.filter((s) => s === 429).length };
 }
 
@@ -57,10 +57,11 @@ export async function benchPacing(): Promise<BenchRow[]> {
   const tokenRuns = [];
   for (let i = 0; i < 3; i++) tokenRuns.push(await burst({ tier: "M", requests: 10_000, tokens: 1200, count: 60, windowMs, estimatedTokens: 60 }));
   rows.push({
-    name: "burst over a 1200 tokens/window limit",
+    name: "burst of 60 requests (~56 tokens each) over a 1200 tokens/window limit",
     median_ms: median(tokenRuns.map((r) => r.elapsed)),
-    ratio: tokenRuns.reduce((a, r) => a + r.n429, 0),
-    anchor: "429s drawn (goal 0)",
+    ratio: median(tokenRuns.map((r) => Math.min(1, r.ideal / r.elapsed))),
+    anchor: "share of the token limit used (goal ≥ 0.95)",
+    note: `429s: ${tokenRuns.map((r) => r.n429).join("/")} (goal 0); the client reserves 60 tokens a request`,
   });
   return rows;
 }

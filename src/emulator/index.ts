@@ -118,6 +118,11 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
     };
     x402 = await loadX402Hooks(context);
     context.x402 = x402;
+    if ((x402 as { solana?: unknown }).solana) {
+      // the crypto RPC's Solana slugs read the same LiteSVM the x402 rail settles on (unless set explicitly)
+      const solanaRpc = `${url}/x402/solana/rpc`;
+      ctxOptions.upstreams = { "solana-mainnet": solanaRpc, "solana-devnet": solanaRpc, ...options.upstreams };
+    }
     resolveState({ ctx: context, routes: [...collectRoutes(x402), ...(options.routes ?? [])], limiter: rateLimiter, faults });
   } catch (err) {
     rejectState(err);

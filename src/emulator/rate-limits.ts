@@ -3,8 +3,8 @@
  * (caller, tier) in fixed windows, the `x-ratelimit-*` headers they produce, the abuse block after too many
  * failures, and the log of exceeded limits that `/api_keys/rate_limit_logs` returns.
  *
- * Written by hand: the counters are a few maps, and the service's semantics (fixed windows aligned to the
- * clock, reset times in Unix seconds) are what the tests check, not a library's.
+ * Written by hand: the counters are a few maps, and the service's semantics (a window from the caller's first
+ * request, on whole seconds; reset times in Unix seconds) are what the tests check, not a library's.
  */
 import type { RateLimitOptions } from "./types.js";
 
@@ -62,7 +62,8 @@ export interface AdmitResult {
 }
 
 interface Window {
-  start: number;
+  /** ms since epoch at which the window ends */
+  resetAt: number;
   requests: number;
   tokens: number;
 }
@@ -125,7 +126,7 @@ export class RateLimiter {
     if (!this.enabled) return {};
     const limits = this.limitsFor(bucket, partner);
     const window = this.window(identity, bucket);
-    const resetAt = window.start + this.windowMs;
+    const resetAt = window.resetAt;
     return {
       "x-ratelimit-limit-requests": String(limits.requests),
       "x-ratelimit-remaining-requests": String(Math.max(0, limits.requests - window.requests)),
@@ -141,11 +142,11 @@ export class RateLimiter {
     const key = `${identity}|${bucket}`;
     const now = this.now();
     let window = this.windows.get(key);
-    // Fixed windows aligned to the clock (like the service's per-minute windows): the reset instant is a
-    // whole second whenever `windowMs` is, so the Unix-seconds reset header is exact and a client that
-    // waits until it loses no time.
-    if (!window || now >= window.start + this.windowMs) {
-      window = { start: Math.floor(now / this.windowMs) * this.windowMs, requests: 0, tokens: 0 };
+    // A window starts at the caller's first request, taken down to its whole second, and lasts `windowMs`:
+    // the reset header is in whole Unix seconds, so this way it is exact, and a client that sends again at
+    // that instant opens the next window right there and loses no time.
+    if (!window || now >= window.resetAt) {
+      window = { resetAt: Math.floor(now / 1000) * 1000 + this.windowMs, requests: 0, tokens: 0 };
       this.windows.set(key, window);
     }
     return window;

@@ -110,7 +110,13 @@ export class RateLimiter {
       const tRemaining = toNumber(headers.get("x-ratelimit-remaining-tokens"));
       const tReset = toNumber(headers.get("x-ratelimit-reset-tokens"));
       if (tLimit !== undefined && tRemaining !== undefined && tReset !== undefined) {
-        const resetAt = now + tReset * 1000;
+        // `reset-tokens` is whole seconds from now (up to 1 s late); when the request window's exact Unix
+        // reset falls within that second, it is the same window: take the exact instant.
+        let resetAt = now + tReset * 1000;
+        const requestsReset = this.#requests?.resetAt;
+        if (requestsReset !== undefined && Number.isFinite(requestsReset) && resetAt - requestsReset >= 0 && resetAt - requestsReset <= 1000) {
+          resetAt = requestsReset;
+        }
         const t = this.#tokens;
         if (!t || !Number.isFinite(t.resetAt) || resetAt > t.resetAt + 1000) this.#tokens = { limit: tLimit, remaining: tRemaining, resetAt };
         else t.remaining = Math.min(t.remaining, tRemaining);

@@ -9,6 +9,10 @@
  * - the policy decides and reserves budget before anything is signed;
  * - single flight per wallet: while one top-up runs, every other 402 waits for it and retries; a request that
  *   was sent before a top-up completed and comes back 402 retries without paying;
+ * - no 402 bursts: while a wallet's credit is unknown (its first request, or after any 402) one request goes
+ *   alone and the others wait until it, and the top-up it leads to, are done (a refused top-up fails them
+ *   with the same error, unsent); once the service has served the wallet, requests flow freely. The service
+ *   blocks a caller after 20 failures in 30 s, and 50 simultaneous 402s would be 50 failures;
  * - at most once: the signed payload is kept until the outcome is known; a timeout or 5xx resends the SAME
  *   `PAYMENT-SIGNATURE` (its nonce makes it idempotent); a new one is never signed automatically while an
  *   old one may still settle;
@@ -85,13 +89,36 @@ interface WalletState {
   epoch: number;
   pending?: PendingPayment;
   lastBalanceUsd?: number;
+  /** the service served this wallet and no 402 came since: requests flow freely */
+  creditOk: boolean;
+  /**
+   * While the credit is unknown (first use, or after a 402) one request goes alone and every other one waits
+   * here; it resolves when that request (and the top-up it led to) is done: with undefined to go on, or with
+   * the top-up's error for the waiters to throw (they would only draw 402s, and the service counts every
+   * failure towards its abuse block).
+   */
+  gate?: Promise<Error | undefined>;
 }
 
 const walletStates = new WeakMap<X402Wallet, WalletState>();
 function stateOf(wallet: X402Wallet): WalletState {
   let s = walletStates.get(wallet);
-  if (!s) walletStates.set(wallet, (s = { epoch: 0 }));
+  if (!s) walletStates.set(wallet, (s = { epoch: 0, creditOk: false }));
   return s;
+}
+
+/** Opens the wallet's gate; the returned function closes it (once) with the outcome for the waiters. */
+function openGate(s: WalletState): (outcome?: Error) => void {
+  let resolve!: (outcome: Error | undefined) => void;
+  const gate = new Promise<Error | undefined>((r) => (resolve = r));
+  s.gate = gate;
+  let closed = false;
+  return (outcome) => {
+    if (closed) return;
+    closed = true;
+    if (s.gate === gate) s.gate = undefined;
+    resolve(outcome);
+  };
 }
 
 function urlOf(input: string | URL | Request): string {
@@ -184,6 +211,10 @@ export class X402PaymentController {
   /** Completed top-ups of this wallet in this process. */
   get completedTopUps(): number {
     return this.#state.epoch;
+  }
+  /** True once the service served this wallet with no 402 since (requests are no longer held back). */
+  get creditKnownOk(): boolean {
+    return this.#state.creditOk;
   }
   /** True while a signed payment's outcome is unknown (it will be re-sent, never re-signed). */
   get hasPendingPayment(): boolean {
@@ -355,6 +386,7 @@ export class X402PaymentController {
     const s = this.#state;
     s.pending = undefined;
     s.epoch++;
+    s.creditOk = true;
     const data = ((body as { data?: Record<string, unknown> } | undefined)?.data ?? {}) as Record<string, unknown>;
     const receipt = decodeBase64Json<Record<string, unknown>>(res.headers.get(PAYMENT_RESPONSE_HEADER));
     const credited = typeof data.amountCredited === "number" ? data.amountCredited : pending.decision.amountUsd;
@@ -386,35 +418,84 @@ export class X402PaymentController {
       const topUpUrl = `${base}/x402/top-up`;
       if (url.split("?")[0] === topUpUrl) return next(url, replayInit);
 
-      // a top-up is running: this request would only draw another 402 (each one counts towards the
-      // service's abuse block), so it waits for the outcome first
-      if (this.#state.inFlight) await this.#state.inFlight.catch(() => undefined);
-      const epochAtSend = this.#state.epoch;
-      const first = await next(url, replayInit);
-      this.observe(first);
-      if (first.status !== 402) return first;
-
-      const { text, body } = await readJson(first);
-      const handBack = () => new Response(text, { status: first.status, statusText: first.statusText, headers: first.headers });
-      // variant 1: an API-key account without balance; the wallet cannot pay for that account
-      if (codeOf(body) === "INSUFFICIENT_BALANCE") return handBack();
-
-      // a top-up completed while this request was out: retry without paying
-      if (this.#state.epoch === epochAtSend) {
-        await this.topUp(next, topUpUrl, paymentSourceOf(body, first.headers));
+      const s = this.#state;
+      // Hold back while the wallet's credit is unknown: 50 simultaneous first requests of an empty wallet
+      // would be 50 402s, and the service blocks a caller after 20 failures in 30 s. The first goes alone;
+      // the rest wait for it (and for the top-up it leads to). A running top-up is waited for as before.
+      let release: ((outcome?: Error) => void) | undefined;
+      // reads (GET /models, balances) are never refused for credit: they neither wait nor prove credit
+      const method = (replayInit.method ?? "GET").toUpperCase();
+      const creditBearing = method !== "GET" && method !== "HEAD";
+      for (;;) {
+        if (s.inFlight) await s.inFlight.catch(() => undefined);
+        if (s.creditOk || !creditBearing) break;
+        if (s.gate) {
+          const outcome = await s.gate;
+          if (outcome) throw outcome;
+          continue;
+        }
+        release = openGate(s);
+        break;
       }
-      const retried = await next(url, replayInit);
-      this.observe(retried);
-      if (retried.status === 402) {
-        const again = await readJson(retried);
-        throw new PaymentFailedError("402 again right after a successful top-up: not paying twice", {
-          status: 402,
-          code: codeOf(again.body),
-          body: again.body,
-        });
+      try {
+        return await this.#send(next, url, replayInit, topUpUrl, release, creditBearing);
+      } finally {
+        release?.(); // whatever happened (a throw, a 5xx), the next request may try
       }
-      return retried;
     };
+  }
+
+  /** One request through the payment logic; `release` is set when this request holds the wallet's gate. */
+  async #send(
+    next: FetchLike,
+    url: string,
+    replayInit: ServiceRequestInit,
+    topUpUrl: string,
+    release: ((outcome?: Error) => void) | undefined,
+    creditBearing: boolean,
+  ): Promise<Response> {
+    const s = this.#state;
+    const epochAtSend = s.epoch;
+    const first = await next(url, replayInit);
+    this.observe(first);
+    if (first.status !== 402) {
+      // served, or the balance was reported: credit is fine
+      if ((first.ok && creditBearing) || first.headers.has(BALANCE_REMAINING_HEADER)) s.creditOk = true;
+      return first;
+    }
+    // out of credit: requests sent from now on wait for the top-up instead of drawing 402s too
+    s.creditOk = false;
+    release ??= s.gate ? undefined : openGate(s);
+
+    const { text, body } = await readJson(first);
+    const handBack = () => new Response(text, { status: first.status, statusText: first.statusText, headers: first.headers });
+    // variant 1: an API-key account without balance; the wallet cannot pay for that account
+    if (codeOf(body) === "INSUFFICIENT_BALANCE") return handBack();
+
+    // a top-up completed while this request was out: retry without paying
+    if (s.epoch === epochAtSend) {
+      try {
+        await this.topUp(next, topUpUrl, paymentSourceOf(body, first.headers));
+      } catch (err) {
+        // the held requests fail the same way instead of each drawing a 402
+        release?.(err instanceof Error ? err : new PaymentFailedError(String(err)));
+        throw err;
+      }
+    }
+    // credit was added: the held requests go now, alongside this retry
+    release?.();
+    const retried = await next(url, replayInit);
+    this.observe(retried);
+    if (retried.status === 402) {
+      s.creditOk = false;
+      const again = await readJson(retried);
+      throw new PaymentFailedError("402 again right after a successful top-up: not paying twice", {
+        status: 402,
+        code: codeOf(again.body),
+        body: again.body,
+      });
+    }
+    return retried;
   }
 }
 

@@ -1,4 +1,4 @@
-/** Shared setup for the crypto RPC tests: an emulator with the local chain, clients that count requests. */
+/** Shared setup for the crypto RPC tests: an emulator with the local chain, clients that count requests, a Solana node. */
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { Contract, JsonRpcProvider, Network, Wallet } from "ethers";
@@ -6,6 +6,7 @@ import { USDC_ABI } from "../../src/emulator/chain/index.js";
 import type { Emulator } from "../../src/emulator/index.js";
 import type { LocalChain } from "../../src/emulator/types.js";
 import { ServiceClient } from "../../src/http/client.js";
+import { createSolanaLedger, type SolanaLedger } from "../../src/emulator/x402/solana.js";
 
 export interface CountingClient {
   client: ServiceClient;
@@ -52,41 +53,35 @@ export async function transferUsdc(chain: LocalChain, fromIndex: number, to: str
 }
 
 /**
- * A minimal Solana-shaped JSON-RPC node on loopback (no npm package runs a Solana validator; LiteSVM is
- * an optional dependency not installed here). It keeps real state: lamport balances and a slot that moves.
+ * A Solana JSON-RPC node on loopback backed by LiteSVM (the real SVM in-process; no npm package runs a Solana
+ * validator): `balances` seeds lamports, and every answer reads LiteSVM's state. In front of it sits one quirk
+ * some real nodes have, for the client's error handling: a batch holding `getHealth` is answered with a single
+ * error object instead of an array.
  */
-export async function startSolanaStandIn(balances: Record<string, number>): Promise<{ url: string; close(): Promise<void> }> {
-  let slot = 1000;
+export async function startSolanaStandIn(balances: Record<string, number>): Promise<{ url: string; ledger: SolanaLedger; close(): Promise<void> }> {
+  const ledger = await createSolanaLedger();
+  for (const [address, lamports] of Object.entries(balances)) ledger.setLamports(address, BigInt(lamports));
   const server: Server = createServer((req, res) => {
-    let raw = "";
-    req.on("data", (c: Buffer) => (raw += c.toString("utf8")));
+    const chunks: Buffer[] = [];
+    req.on("data", (c: Buffer) => chunks.push(c));
     req.on("end", () => {
-      const answer = (r: { id: unknown; method: string; params?: unknown[] }) => {
-        slot++;
-        switch (r.method) {
-          case "getBalance":
-            return { jsonrpc: "2.0", id: r.id, result: { context: { slot }, value: balances[String(r.params?.[0])] ?? 0 } };
-          case "getSlot":
-            return { jsonrpc: "2.0", id: r.id, result: slot };
-          case "getBlockHeight":
-            return { jsonrpc: "2.0", id: r.id, result: slot - 10 };
-          case "getVersion":
-            return { jsonrpc: "2.0", id: r.id, result: { "solana-core": "2.1.0", "feature-set": 1 } };
-          default:
-            return { jsonrpc: "2.0", id: r.id, error: { code: -32601, message: "Method not found" } };
-        }
+      const reply = (answer: unknown) => {
+        res.writeHead(200, { "content-type": "application/json" });
+        res.end(JSON.stringify(answer));
       };
-      const body = JSON.parse(raw);
-      res.writeHead(200, { "content-type": "application/json" });
-      if (Array.isArray(body) && body.some((r: { method: string }) => r.method === "getHealth")) {
-        // some nodes answer a whole batch with one error object
-        res.end(JSON.stringify({ jsonrpc: "2.0", id: null, error: { code: -32600, message: "batch requests are not supported" } }));
-        return;
+      let body: unknown;
+      try {
+        body = JSON.parse(Buffer.concat(chunks).toString("utf8"));
+      } catch {
+        return reply({ jsonrpc: "2.0", id: null, error: { code: -32700, message: "Parse error" } });
       }
-      res.end(JSON.stringify(Array.isArray(body) ? body.map(answer) : answer(body)));
+      if (Array.isArray(body) && body.some((r: { method?: string }) => r?.method === "getHealth")) {
+        return reply({ jsonrpc: "2.0", id: null, error: { code: -32600, message: "batch requests are not supported" } });
+      }
+      void ledger.rpc(body).then(reply);
     });
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  return { url, close: () => new Promise<void>((resolve) => server.close(() => resolve())) };
+  return { url, ledger, close: () => new Promise<void>((resolve) => server.close(() => resolve())) };
 }

@@ -191,9 +191,9 @@ describe("POST /crypto/rpc/{network}", () => {
   });
 
   it("answers 500 when a slug has no upstream, the upstream is down, or it answers non-JSON", async () => {
-    const none = await rpc("solana-mainnet", { jsonrpc: "2.0", id: 1, method: "getSlot" });
+    const none = await rpc("starknet-mainnet", { jsonrpc: "2.0", id: 1, method: "starknet_blockNumber" });
     expect(none.status).toBe(500);
-    expect(none.json.error).toMatch(/no upstream node for solana-mainnet/);
+    expect(none.json.error).toMatch(/no upstream node for starknet-mainnet/);
     const down = await rpc("bsc-testnet", { jsonrpc: "2.0", id: 1, method: "eth_chainId" });
     expect(down.status).toBe(500);
     expect(down.json.error).toMatch(/Upstream RPC request failed/);

@@ -17,7 +17,8 @@ const infer = (e: Emulator, key: string, model: string, extra: Record<string, un
 
 describe("request limits per (caller, tier)", () => {
   it("counts down, answers 429 with the reset time in Unix seconds, and logs it", async () => {
-    emu = await startEmulator({ apiKeys: ["a", "b"], routes: [probeRoute], rateLimits: { windowMs: 1_000, tiers: { L: { requests: 2 } } } });
+    // 2 s windows: the window starts at the first request's whole second, so at least 1 s of it is left
+    emu = await startEmulator({ apiKeys: ["a", "b"], routes: [probeRoute], rateLimits: { windowMs: 2_000, tiers: { L: { requests: 2 } } } });
     const before = Math.floor(Date.now() / 1000);
     const r1 = await infer(emu, "a", "emu-l");
     const r2 = await infer(emu, "a", "emu-l");
@@ -139,7 +140,7 @@ describe("abuse block", () => {
 });
 
 describe("RateLimiter (unit)", () => {
-  it("fixed windows start at the first request and reset after windowMs", () => {
+  it("a window starts at the first request's whole second and resets windowMs later, so the reset header is exact", () => {
     let t = 1_000_000;
     const limiter = new RateLimiter({ windowMs: 1_000, tiers: { S: { requests: 1 } } }, () => t);
     expect(limiter.admit("x", "S").allowed).toBe(true);
@@ -149,6 +150,15 @@ describe("RateLimiter (unit)", () => {
     expect(limiter.admit("x", "S").allowed).toBe(false);
     t += 1;
     expect(limiter.admit("x", "S").allowed).toBe(true);
+    // a first request mid-second: the window is taken down to its second
+    t = 2_000_400;
+    const fresh = new RateLimiter({ windowMs: 2_000, tiers: { S: { requests: 1 } } }, () => t);
+    expect(fresh.admit("y", "S").allowed).toBe(true);
+    expect(fresh.headers("y", "S")["x-ratelimit-reset-requests"]).toBe("2002");
+    t = 2_001_999;
+    expect(fresh.admit("y", "S").allowed).toBe(false);
+    t = 2_002_000;
+    expect(fresh.admit("y", "S").allowed).toBe(true);
   });
 
   it("the default bucket uses the XS numbers", () => {

@@ -50,7 +50,7 @@ let emu: Emulator;
 beforeAll(async () => {
   emu = await startEmulator({
     apiKeys: [SECRET, { key: "broke", usd: 0, diem: 0 }, "k-limited", "k-abuse", "k-faults"],
-    rateLimits: { windowMs: 1500, tiers: { S: { requests: 2 } } },
+    rateLimits: { windowMs: 2000, tiers: { S: { requests: 2 } } },
   });
 });
 afterAll(async () => {

@@ -21,9 +21,16 @@ describe("backoff", () => {
 });
 
 describe("AbuseGuard", () => {
-  it("lets sends through freely while no failure is in the window", () => {
+  it("lets sends through while failures plus sends in flight stay within the limit", async () => {
     const g = new AbuseGuard({ maxFailures: 3, windowMs: 1000 });
-    expect(g.waitNeeded(0)).toBe(0);
+    expect(g.waitNeeded()).toBe(0);
+    await g.acquire();
+    await g.acquire();
+    expect(g.waitNeeded()).toBe(0);
+    await g.acquire(); // 3 in flight: an outage now would fail all 3, the 4th must wait for one to answer
+    expect(g.waitNeeded()).toBeGreaterThan(0);
+    g.release(false);
+    expect(g.waitNeeded()).toBe(0);
   });
   it("refuses the send that could be failure number max+1, and frees up as failures age out", async () => {
     const g = new AbuseGuard({ maxFailures: 3, windowMs: 10_000 });

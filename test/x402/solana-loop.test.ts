@@ -1,7 +1,8 @@
 /**
  * The whole loop on the Solana rail: a Solana wallet signs in with Ed25519 SIWX, hits 402, builds a real
- * partially signed SPL TransferChecked with `@x402/svm` (mint and blockhash from the emulator's RPC), the
- * reference facilitator verifies and co-signs it, and the token balances move by exactly what was credited.
+ * partially signed SPL TransferChecked with `@x402/svm` (mint and blockhash from the emulator's RPC, served
+ * from LiteSVM), the reference facilitator verifies it, co-signs it and sends it into LiteSVM, and the on-chain
+ * (LiteSVM) token balances move by exactly what was credited.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { findAssociatedTokenPda, TOKEN_PROGRAM_ADDRESS } from "@solana-program/token";
@@ -24,13 +25,27 @@ afterAll(async () => {
   await emu?.close();
 });
 
+async function solanaRpc(method: string, params: unknown[]): Promise<{ result?: any; error?: { code: number; message: string } }> {
+  const res = await fetch(`${emu.url}/x402/solana/rpc`, { method: "POST", body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }) });
+  return (await res.json()) as { result?: any; error?: { code: number; message: string } };
+}
+
+async function ataOf(owner: string): Promise<string> {
+  return (await findAssociatedTokenPda({ mint: address(offer.asset), owner: address(owner), tokenProgram: TOKEN_PROGRAM_ADDRESS }))[0];
+}
+
+/** The owner's token balance as LiteSVM holds it (getTokenAccountBalance over the emulator's Solana RPC). */
 async function tokenBalance(owner: string): Promise<bigint> {
-  const [ata] = await findAssociatedTokenPda({ mint: address(offer.asset), owner: address(owner), tokenProgram: TOKEN_PROGRAM_ADDRESS });
-  const res = await fetch(`${emu.url}/x402/solana/rpc`, {
-    method: "POST",
-    body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "getTokenAccountBalance", params: [ata] }),
-  });
-  return BigInt(((await res.json()) as { result: { value: { amount: string } } }).result.value.amount);
+  const answer = await solanaRpc("getTokenAccountBalance", [await ataOf(owner)]);
+  if (!answer.result) throw new Error(`getTokenAccountBalance: ${answer.error?.message}`);
+  return BigInt((answer.result as { value: { amount: string } }).value.amount);
+}
+
+/** Gives a wallet its starting test USDC explicitly (the emulator also does it on first sight). */
+async function fund(owner: string): Promise<bigint> {
+  const res = await fetch(`${emu.url}/x402/solana/faucet`, { method: "POST", body: JSON.stringify({ owner }) });
+  expect(res.status).toBe(200);
+  return BigInt(((await res.json()) as { amount: string }).amount);
 }
 
 function solanaFetch(wallet: SolanaWallet, events: PaymentEvent[]) {
@@ -50,6 +65,7 @@ describe("x402 on Solana against the emulator", () => {
   it("pays, retries and succeeds; the token balances moved by exactly what was credited", async () => {
     const wallet = SolanaWallet.random();
     const events: PaymentEvent[] = [];
+    expect(await fund(wallet.address)).toBe(1_000_000_000_000n);
     const payerBefore = await tokenBalance(wallet.address);
     const treasuryBefore = await tokenBalance(offer.payTo);
     const f = solanaFetch(wallet, events);
@@ -68,7 +84,7 @@ describe("x402 on Solana against the emulator", () => {
   it("20 concurrent 402s from one Solana wallet make one payment", async () => {
     const wallet = SolanaWallet.random();
     const events: PaymentEvent[] = [];
-    const before = await tokenBalance(wallet.address);
+    const before = await fund(wallet.address);
     const f = solanaFetch(wallet, events);
     const results = await Promise.all(
       Array.from({ length: 20 }, () => f(`${emu.url}/chat/completions`, { method: "POST", headers: { "content-type": "application/json" }, body: chatBody() })),

@@ -26,6 +26,7 @@ import {
 } from "../types.js";
 import { createEvmRail, type EvmRail } from "./evm.js";
 import { NonceStore, verifySiwxHeader } from "./siwx.js";
+import type { SolanaRail } from "./solana.js";
 
 export interface X402EmulatorOptions {
   minimumBalanceUsd?: number;
@@ -36,6 +37,16 @@ export interface X402EmulatorOptions {
   topUpResponseDelayMs?: number;
   delayedTopUps?: number;
   topUpFailures?: number;
+  /** tests only: replaces `import("litesvm")` (to exercise the missing-package path) */
+  solanaImporter?: () => Promise<unknown>;
+}
+
+let warned = false;
+/** The missing-litesvm notice, once per process (every emulator start would repeat it). */
+function warnOnce(message: string): void {
+  if (warned) return;
+  warned = true;
+  console.warn(message);
 }
 
 /** A payment rail the emulator can settle on. */
@@ -92,7 +103,7 @@ interface Settled {
   receipt: { success: true; network: string; payer: string; transaction: string };
 }
 
-export async function createX402Hooks(ctx: EmulatorContext): Promise<X402Hooks> {
+export async function createX402Hooks(ctx: EmulatorContext): Promise<X402Hooks & { solana?: SolanaRail }> {
   const o = (ctx.options.x402 ?? {}) as X402EmulatorOptions;
   const minimumBalance = () => o.minimumBalanceUsd ?? 0.1;
   const suggestedTopUpUsd = o.suggestedTopUpUsd ?? 10;
@@ -104,14 +115,16 @@ export async function createX402Hooks(ctx: EmulatorContext): Promise<X402Hooks> 
     const evm = evmRail(await createEvmRail(ctx.chain));
     rails.set(evm.network, evm);
   }
+  let solana: SolanaRail | undefined;
   if (o.solana !== false) {
+    const { createSolanaRail, SolanaRailUnavailableError } = await import("./solana.js");
     try {
-      const { createSolanaRail } = await import("./solana.js");
-      const sol = await createSolanaRail(ctx);
-      if (sol) rails.set(sol.network, sol);
+      solana = await createSolanaRail(ctx, o.solanaImporter ? { importer: o.solanaImporter } : {});
+      rails.set(solana.network, solana);
     } catch (err) {
-      // litesvm is optional: without it the emulator offers Base only
-      if (!/Cannot find (module|package)|ERR_MODULE_NOT_FOUND/.test(String((err as Error)?.message ?? err))) throw err;
+      // litesvm is optional: without it the emulator offers Base only, and says so once, in one line
+      if (!(err instanceof SolanaRailUnavailableError)) throw err;
+      warnOnce(err.message);
     }
   }
   let delayed = 0;
@@ -315,7 +328,14 @@ export async function createX402Hooks(ctx: EmulatorContext): Promise<X402Hooks> 
       return minimumBalance();
     },
     routes,
-    verifySiwx: (header, req) => verifySiwxHeader(header, req, nonces, ctx.now()),
+    async verifySiwx(header, req) {
+      const who = await verifySiwxHeader(header, req, nonces, ctx.now());
+      // first sight of a Solana wallet: its token account gets test USDC on LiteSVM, so it can pay
+      if (who.chain === "solana" && solana) await solana.welcome(who.address);
+      return who;
+    },
+    /** the Solana rail (LiteSVM), when it runs */
+    solana,
     discovery402(req) {
       const resource = resourceOf(req);
       const extensions = { "sign-in-with-x": { info: siwxInfo(req), supportedChains } };
