@@ -86,10 +86,11 @@ class StepPrinter extends BaseCallbackHandler {
     const message = (output.generations[0]?.[0] as { message?: AIMessageChunk } | undefined)?.message;
     const usage = message?.usage_metadata;
     const meta = message?.response_metadata as { cost?: { usd?: number; diem?: number }; headers?: ServiceResponseHeaders } | undefined;
-    const cost = meta?.cost?.usd ?? 0;
+    // the service bills staking-token (DIEM) credit first, then USD; both count as USD here
+    const cost = (meta?.cost?.usd ?? 0) + (meta?.cost?.diem ?? 0);
     this.input += usage?.input_tokens ?? 0;
     this.output += usage?.output_tokens ?? 0;
-    this.costUsd += cost + (meta?.cost?.diem ?? 0);
+    this.costUsd += cost;
     for (const c of message?.tool_calls ?? []) if (c.id) this.#toolNames.set(c.id, c.name);
     const calls = message?.tool_calls?.map((c) => c.name).join(", ");
     const remaining = meta?.headers?.balance?.remainingUsd;
@@ -169,6 +170,13 @@ async function localWorld(log: (line: string) => void) {
   };
 }
 
+async function toolCallingModel(baseUrl: string, wallet: EvmWallet | undefined): Promise<string> {
+  const models = await new ServiceClient({ baseUrl, ...(wallet ? { wallet } : {}) }).listModels({ type: "text" });
+  const pick = models.find((m) => m.model_spec?.capabilities?.supportsFunctionCalling === true) ?? models[0];
+  if (!pick) throw new Error("the service lists no text model; set SERVICE_MODEL");
+  return pick.id;
+}
+
 export async function main(options: DemoOptions = {}): Promise<DemoResult> {
   const log = options.log ?? ((line: string) => console.log(line));
   const write = options.write ?? ((text: string) => process.stdout.write(text));
@@ -191,7 +199,9 @@ export async function main(options: DemoOptions = {}): Promise<DemoResult> {
     world = await localWorld(log);
     ({ baseUrl, wallet, policy, question } = world);
   }
-  const model = process.env.SERVICE_MODEL ?? (remote ? "emu-m" : "emu-m");
+  // On the emulator, emu-m plans tool calls from the prompt; elsewhere SERVICE_MODEL, else the first model
+  // the service lists as able to call functions.
+  const model = process.env.SERVICE_MODEL ?? (remote ? await toolCallingModel(baseUrl, wallet) : "emu-m");
 
   const payments: PaymentEvent[] = [];
   const onPayment = (e: PaymentEvent) => {
