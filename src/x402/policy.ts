@@ -49,8 +49,13 @@ export interface PaymentPolicyOptions {
   allowedNetworks?: string[];
   /** assets allowed (default real USDC on Base and Solana); a local test token must be listed here */
   allowedAssets?: (string | AllowedAsset)[];
-  /** payees allowed (optional; any payee when absent) */
+  /**
+   * payees allowed. When absent, the first payee this policy pays on a network is pinned (trust on first
+   * use): a later 402 naming another payee on that network is refused (rule `payee`) instead of paid.
+   */
   allowedPayees?: string[];
+  /** with no `allowedPayees`: pin the first payee per network (default true); false allows any payee */
+  pinPayees?: boolean;
   /** rail to prefer when several are allowed */
   preferredNetwork?: string;
   /** decide and report, never sign */
@@ -129,6 +134,9 @@ export class PaymentPolicy {
   readonly allowedPayees?: string[];
   readonly preferredNetwork?: string;
   readonly dryRun: boolean;
+  readonly pinPayees: boolean;
+  /** network -> the payee first paid there (when no allowedPayees) */
+  readonly #pinned = new Map<string, string>();
   readonly #now: () => number;
   #records: SpendRecord[] = [];
   #nextId = 1;
@@ -167,6 +175,7 @@ export class PaymentPolicy {
     this.allowedPayees = options.allowedPayees;
     this.preferredNetwork = options.preferredNetwork ? normalizeNetwork(options.preferredNetwork) : undefined;
     this.dryRun = options.dryRun ?? false;
+    this.pinPayees = options.pinPayees ?? true;
     this.#now = options.now ?? Date.now;
   }
 
@@ -218,6 +227,11 @@ export class PaymentPolicy {
       }
       if (this.allowedPayees && !this.allowedPayees.some((p) => sameAddress(network, p, r.payTo))) {
         note("payee", `payee ${r.payTo} is not an allowed payee`);
+        continue;
+      }
+      const pinned = this.allowedPayees || !this.pinPayees ? undefined : this.#pinned.get(network);
+      if (pinned && !sameAddress(network, pinned, r.payTo)) {
+        note("payee", `payee ${r.payTo} differs from ${pinned}, the payee this policy paid before on ${network}; list it in allowedPayees if the service really changed it`);
         continue;
       }
       const minimumText = r.amount ?? r.maxAmountRequired;
@@ -285,9 +299,12 @@ export class PaymentPolicy {
     }
     const record: SpendRecord = { id: this.#nextId++, at: this.#now(), amountUsd: decision.amountUsd };
     this.#records.push(record);
+    const pins = !this.allowedPayees && this.pinPayees && !this.#pinned.has(decision.network);
+    if (pins) this.#pinned.set(decision.network, decision.payTo);
     return {
       release: () => {
         this.#records = this.#records.filter((r) => r.id !== record.id);
+        if (pins) this.#pinned.delete(decision.network); // nothing was signed: nothing to trust yet
       },
     };
   }
@@ -301,6 +318,7 @@ export class PaymentPolicy {
       allowedNetworks: this.allowedNetworks,
       allowedAssets: this.allowedAssets,
       allowedPayees: this.allowedPayees,
+      pinnedPayees: Object.fromEntries(this.#pinned),
       preferredNetwork: this.preferredNetwork,
       dryRun: this.dryRun,
     };

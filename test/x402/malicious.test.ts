@@ -78,3 +78,32 @@ describe("malicious 402s: nothing is signed", () => {
     expect(signaturesReceived).toBe(0);
   });
 });
+
+describe("payee pinning (no allowedPayees)", () => {
+  it("pays the first payee, then refuses a 402 that names another one on the same network", async () => {
+    const { PaymentPolicy } = await import("../../src/x402/policy.js");
+    const policy = new PaymentPolicy();
+    const first = policy.decide([entry({})], { namespace: "eip155" });
+    policy.reserve(first);
+    expect(policy.toJSON().pinnedPayees).toEqual({ "eip155:8453": GOOD_PAYEE });
+    // the same payee again: fine
+    expect(policy.decide([entry({})], { namespace: "eip155" }).payTo).toBe(GOOD_PAYEE);
+    // another payee: refused, naming the rule
+    let err: unknown;
+    try {
+      policy.decide([entry({ payTo: "0x9999999999999999999999999999999999999999" })], { namespace: "eip155" });
+    } catch (e) {
+      err = e;
+    }
+    expect(err).toBeInstanceOf(PaymentPolicyError);
+    expect((err as PaymentPolicyError).rule).toBe("payee");
+    // a reservation released before signing pins nothing
+    const fresh = new PaymentPolicy();
+    fresh.reserve(fresh.decide([entry({ payTo: "0x9999999999999999999999999999999999999999" })], { namespace: "eip155" })).release();
+    expect(fresh.decide([entry({})], { namespace: "eip155" }).payTo).toBe(GOOD_PAYEE);
+    // opting out allows any payee
+    const open = new PaymentPolicy({ pinPayees: false });
+    open.reserve(open.decide([entry({})], { namespace: "eip155" }));
+    expect(open.decide([entry({ payTo: "0x9999999999999999999999999999999999999999" })], { namespace: "eip155" }).payTo).toBe("0x9999999999999999999999999999999999999999");
+  });
+});
