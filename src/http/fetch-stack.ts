@@ -210,10 +210,8 @@ function transportLayer(
   };
 }
 
-/** Reads a non-success body (JSON if it parses, else text) and throws the typed error. */
-export async function throwForStatus(response: Response, brand?: string): Promise<never> {
-  const headers = responseHeaders(response, brand);
-  let body: unknown;
+/** Reads a body once: the parsed JSON when it parses, else the text (an empty body is undefined). */
+export async function readBody(response: Response): Promise<{ text: string; body: unknown }> {
   let text = "";
   try {
     text = await response.text();
@@ -221,10 +219,16 @@ export async function throwForStatus(response: Response, brand?: string): Promis
     text = "";
   }
   try {
-    body = text ? JSON.parse(text) : undefined;
+    return { text, body: text ? JSON.parse(text) : undefined };
   } catch {
-    body = text;
+    return { text, body: text };
   }
+}
+
+/** Reads a non-success body (JSON if it parses, else text) and throws the typed error. */
+export async function throwForStatus(response: Response, brand?: string): Promise<never> {
+  const headers = responseHeaders(response, brand);
+  const { body } = await readBody(response);
   throw errorFromResponse(response.status, body, headers);
 }
 

@@ -20,7 +20,7 @@
  */
 import { ConfigurationError, PaymentFailedError, PaymentPolicyError, ServiceError } from "../http/errors.js";
 import { decodeBase64Json } from "../http/headers.js";
-import type { FetchLayer, FetchLike, ServiceRequestInit } from "../http/fetch-stack.js";
+import { readBody, type FetchLayer, type FetchLike, type ServiceRequestInit } from "../http/fetch-stack.js";
 import { emitPaymentEvent, type PaymentEvent } from "./events.js";
 import { PaymentPolicy, type PaymentDecision, type PaymentPolicyOptions } from "./policy.js";
 import { signPayment, type SignedPayment } from "./payment.js";
@@ -134,20 +134,6 @@ export function baseUrlOf(url: string): string {
 
 function sleep(ms: number): Promise<void> {
   return new Promise((r) => setTimeout(r, ms));
-}
-
-async function readJson(response: Response): Promise<{ text: string; body: unknown }> {
-  let text = "";
-  try {
-    text = await response.text();
-  } catch {
-    text = "";
-  }
-  try {
-    return { text, body: text ? JSON.parse(text) : undefined };
-  } catch {
-    return { text, body: text };
-  }
 }
 
 function codeOf(body: unknown): string | undefined {
@@ -271,7 +257,7 @@ export class X402PaymentController {
       body: "{}",
       service: { retry: false, throwOnError: false },
     });
-    const { body } = await readJson(res);
+    const { body } = await readBody(res);
     const source = paymentSourceOf(body, res.headers);
     if (res.status !== 402 || !source.accepts) {
       throw new PaymentFailedError(`could not read payment requirements from the top-up endpoint (HTTP ${res.status})`, {
@@ -359,7 +345,7 @@ export class X402PaymentController {
         lastProblem = err instanceof ServiceError ? err.message : String((err as Error)?.message ?? err);
         continue;
       }
-      const { body } = await readJson(res);
+      const { body } = await readBody(res);
       if (res.ok) return this.#settled(res, body, pending, attempt);
       const code = codeOf(body);
       if (res.status >= 500 || res.status === 429 || res.status === 408) {
@@ -467,7 +453,7 @@ export class X402PaymentController {
     s.creditOk = false;
     release ??= s.gate ? undefined : openGate(s);
 
-    const { text, body } = await readJson(first);
+    const { text, body } = await readBody(first);
     const handBack = () => new Response(text, { status: first.status, statusText: first.statusText, headers: first.headers });
     // variant 1: an API-key account without balance; the wallet cannot pay for that account
     if (codeOf(body) === "INSUFFICIENT_BALANCE") return handBack();
@@ -488,7 +474,7 @@ export class X402PaymentController {
     this.observe(retried);
     if (retried.status === 402) {
       s.creditOk = false;
-      const again = await readJson(retried);
+      const again = await readBody(retried);
       throw new PaymentFailedError("402 again right after a successful top-up: not paying twice", {
         status: 402,
         code: codeOf(again.body),
