@@ -354,6 +354,11 @@ export class ChatService extends BaseChatModel<ChatServiceCallOptions, AIMessage
     this.#url = this.#fetch.url("/chat/completions");
   }
 
+  /** `console.log(model)` shows the serializable view, where the key is a secret reference, never the key. */
+  [Symbol.for("nodejs.util.inspect.custom")](): unknown {
+    return this.toJSON();
+  }
+
   _llmType(): string {
     // Called by the base constructor before `brand` is set.
     return this.brand ?? DEFAULT_BRAND;

@@ -1,3 +1,4 @@
+import { inspect } from "node:util";
 /**
  * The unit checks of LangChain's standard chat-model tests (init variants, bindTools, withStructuredOutput
  * with and without raw, getLsParams keys, abort signals, serialization), plus request building.
@@ -77,6 +78,8 @@ describe("LangChain conventions", () => {
     expect(JSON.stringify(m)).not.toContain("sk-secret-123");
     expect(String(m.invocationParams())).not.toContain("sk-secret");
     expect(m.lc_secrets).toEqual({ apiKey: "SERVICE_API_KEY" });
+    // console.log(model) neither (util.inspect would otherwise print the constructor's kwargs)
+    expect(inspect(m, { depth: 10, showHidden: true })).not.toContain("sk-secret-123");
   });
   it("bindTools converts LangChain tools, zod schemas and OpenAI tools", () => {
     const bound = model().bindTools([weather, { type: "function", function: { name: "f", parameters: {} } }], {
