@@ -12,8 +12,11 @@
  *     [SOLANA_RPC_URL=https://api.mainnet-beta.solana.com] npm run example:wallet-solana
  */
 import { pathToFileURL } from "node:url";
+import { createAgent } from "langchain";
+import { HumanMessage, ToolMessage } from "@langchain/core/messages";
 import {
   ChatService,
+  CryptoRpcToolkit,
   ServiceClient,
   SolanaWallet,
   createServiceFetch,
@@ -32,6 +35,8 @@ export interface Options {
 export interface Result {
   wallet: string;
   answer: string;
+  /** the tools the agent called, with what they answered */
+  toolCalls: { name: string; content: string }[];
   payments: PaymentEvent[];
   balanceUsd: number;
   transactions: X402Transaction[];
@@ -63,6 +68,12 @@ export async function main(options: Options = {}): Promise<Result> {
       const offer = await solanaOffer(emulator.url);
       policy.allowedAssets = [{ network: "solana", asset: offer.asset }];
       policy.allowedPayees = [offer.payTo];
+      // something to ask about: 1.5 SOL airdropped to the wallet on the emulator's local SVM
+      await fetch(solanaRpcUrl, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "requestAirdrop", params: [wallet.address, 1_500_000_000] }),
+      });
     } else {
       const key = process.env.SOLANA_SECRET_KEY;
       if (!key) throw new Error("set SOLANA_SECRET_KEY (a Solana wallet holding USDC) to run against SERVICE_BASE_URL");
@@ -82,11 +93,18 @@ export async function main(options: Options = {}): Promise<Result> {
         log(`  payment ${event.type}${event.amountUsd !== undefined ? ` $${event.amountUsd}` : ""}${event.transaction ? ` tx ${event.transaction}` : ""}`);
       },
     });
-    const model = new ChatService({ model: process.env.SERVICE_MODEL ?? "emu-s", serviceFetch });
+    const model = new ChatService({ model: process.env.SERVICE_MODEL ?? "emu-m", serviceFetch });
     const client = new ServiceClient({ serviceFetch });
 
-    const question = "gm! Who pays for this answer?";
-    const answer = (await model.invoke(question)).text;
+    // An agent with the crypto tools: its inference and its chain reads are paid from the same wallet credit.
+    const agent = createAgent({ model, tools: new CryptoRpcToolkit({ client }).getTools() });
+    const question = `What is the SOL balance of my wallet ${wallet.address} on solana-mainnet?`;
+    const { messages } = await agent.invoke({ messages: [new HumanMessage(question)] });
+    const toolCalls = messages
+      .filter((m): m is ToolMessage => m instanceof ToolMessage)
+      .map((m) => ({ name: m.name ?? "tool", content: String(m.content) }));
+    for (const t of toolCalls) log(`  tool ${t.name} -> ${t.content.slice(0, 160)}`);
+    const answer = messages.at(-1)!.text;
     log(`> ${question}\n< ${answer}`);
 
     const { balanceUsd } = await client.getX402Balance();
@@ -95,7 +113,7 @@ export async function main(options: Options = {}): Promise<Result> {
     log("ledger (service's view):");
     for (const t of transactions) log(`  ${t.type.padEnd(7)} ${t.amount.toFixed(6).padStart(11)}  balance ${t.balanceAfter.toFixed(6)}`);
 
-    const result: Result = { wallet: wallet.address, answer, payments, balanceUsd, transactions };
+    const result: Result = { wallet: wallet.address, answer, toolCalls, payments, balanceUsd, transactions };
     if (emulator) result.ledger = emulator.account(wallet.address)?.entries ?? [];
     return result;
   } finally {

@@ -163,7 +163,12 @@ describe("examples", () => {
     expect(topUps).toHaveLength(1);
     expect(topUps[0]!.network).toMatch(/^solana:/);
     expect(topUps[0]).toMatchObject({ amount: 5, transaction: r.payments[2]!.transaction, paidAtomic: "5000000" });
-    expect(r.answer).toContain("Echo:");
+    // the agent read its own SOL balance on solana-mainnet (the emulator's local SVM) through the proxy
+    expect(r.toolCalls.map((t) => t.name)).toContain("native_balance");
+    expect(JSON.parse(r.toolCalls.find((t) => t.name === "native_balance")!.content).balance).toMatchObject({ sol: "1.5", symbol: "SOL" });
+    expect(r.answer).toContain("sol 1.5");
+    // inference and chain reads were paid from the same credit
+    expect(r.transactions.filter((t) => t.type === "CHARGE").length).toBeGreaterThanOrEqual(3);
     expect(r.balanceUsd).toBeGreaterThan(4.99);
     expect(r.balanceUsd).toBeLessThan(5);
     expect(lines.some((l) => l.startsWith("  TOP_UP"))).toBe(true);

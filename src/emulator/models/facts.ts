@@ -30,7 +30,9 @@ function unique<T>(values: T[]): T[] {
 
 export function extractFacts(text: string): PromptFacts {
   const txHashes = unique(text.match(/\b0x[0-9a-fA-F]{64}\b/g) ?? []);
-  const addresses = unique(text.match(/\b0x[0-9a-fA-F]{40}\b/g) ?? []);
+  // EVM addresses, then Solana ones (base58, 32–44 characters, with a digit: not a long word)
+  const solanaAddresses = (text.match(/\b[1-9A-HJ-NP-Za-km-z]{32,44}\b/g) ?? []).filter((a) => /\d/.test(a) && /[A-Za-z]/.test(a));
+  const addresses = unique([...(text.match(/\b0x[0-9a-fA-F]{40}\b/g) ?? []), ...solanaAddresses]);
   const slugs = unique(text.match(SLUG_RE) ?? []);
   const rpcMethods = unique(text.match(RPC_METHOD_RE) ?? []);
   const quoted: string[] = [];
