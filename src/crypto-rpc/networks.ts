@@ -55,6 +55,8 @@ export interface NetworkCacheOptions {
 }
 
 export const DEFAULT_NETWORKS_TTL_MS = 5 * 60_000;
+/** the shortest time between two refreshes caused by an unknown slug */
+export const MISS_REFRESH_MS = 30_000;
 
 export class NetworkCache {
   readonly #client: Pick<ServiceClient, "listCryptoNetworks">;
@@ -104,7 +106,12 @@ export class NetworkCache {
    * Fetches the list when it is not fresh. Returns the slug's description.
    */
   async assertSupported(slug: string, options: { signal?: AbortSignal } = {}): Promise<NetworkInfo> {
-    const networks = await this.get(options);
+    let networks = await this.get(options);
+    // A slug the cached list lacks may be one the service added since: ask again before refusing, at most
+    // once per MISS_REFRESH_MS, so a model repeating a typo does not turn into a request per call.
+    if (!this.#value?.set.has(slug) && this.#now() - (this.#value?.fetchedAt ?? 0) >= MISS_REFRESH_MS) {
+      networks = await this.get({ ...options, refresh: true });
+    }
     if (!this.#value?.set.has(slug)) throw unsupportedNetwork(slug, networks);
     return describeNetwork(slug);
   }

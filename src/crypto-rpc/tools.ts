@@ -11,7 +11,7 @@
  * the arguments fixes those, and the caller's error handling must see them.
  */
 import { StructuredTool, type ToolParams } from "@langchain/core/tools";
-import { Interface, decodeBase58, formatUnits, isAddress, isHexString, getAddress, toBeHex, decodeBytes32String } from "ethers";
+import { Interface, decodeBase58, formatUnits, isAddress, isHexString, getAddress, decodeBytes32String } from "ethers";
 import { z } from "zod";
 import { BadRequestError, UnsupportedNetworkError, ValidationError } from "../http/errors.js";
 import type { ServiceClient } from "../http/client.js";
@@ -76,9 +76,11 @@ const networkField = z
   .string()
   .describe('network slug from crypto_networks, e.g. "base-mainnet" or "ethereum-sepolia"');
 const evmAddressField = (what: string) => z.string().describe(`${what}: a 0x-prefixed 20-byte hex address`);
+// Optional fields are `.nullish()`: OpenAI strict mode sends null for every optional field it leaves out,
+// and models send block numbers as numbers.
 const blockTagField = z
-  .string()
-  .optional()
+  .union([z.string(), z.number()])
+  .nullish()
   .describe('block to read at: "latest" (default), "safe", "finalized", "earliest", a block number, or 0x-hex');
 
 function errorContent(code: string, message: string, extra: Record<string, unknown> = {}): ToolResult {
@@ -130,13 +132,25 @@ function solanaAddress(value: string, what: string): string {
   return value;
 }
 
-/** "latest" | "safe" | 123 | "123" | "0x7b" -> a JSON-RPC block parameter. */
-function blockTag(value: string | undefined): string {
-  if (value === undefined || value === "") return "latest";
-  const v = value.trim();
-  if (["latest", "safe", "finalized", "earliest", "pending"].includes(v)) return v;
-  if (/^\d+$/.test(v)) return toBeHex(BigInt(v));
-  if (isHexQuantity(v)) return v;
+/**
+ * A JSON-RPC QUANTITY: 0x + hex without leading zeros. (ethers' `toBeHex` pads to whole bytes, "0x01", which
+ * geth and most providers reject as "hex number with leading zero digits"; ganache lets it pass.)
+ */
+function quantity(n: bigint): string {
+  return `0x${n.toString(16)}`;
+}
+
+/** "latest" | "safe" | 123 | "123" | "0x7b" | "0x007b" -> a JSON-RPC block parameter. */
+function blockTag(value: string | number | null | undefined): string {
+  if (value === undefined || value === null || value === "") return "latest";
+  if (typeof value === "number") {
+    if (Number.isSafeInteger(value) && value >= 0) return quantity(BigInt(value));
+  } else {
+    const v = value.trim().toLowerCase();
+    if (["latest", "safe", "finalized", "earliest", "pending"].includes(v)) return v;
+    if (/^\d+$/.test(v)) return quantity(BigInt(v));
+    if (/^0x[0-9a-f]{1,64}$/.test(v)) return quantity(BigInt(v));
+  }
   throw new ToolInputError("INVALID_PARAMS", `blockTag ${JSON.stringify(value)} must be "latest", "safe", "finalized", "earliest", a block number or 0x-hex`);
 }
 
@@ -189,8 +203,8 @@ abstract class CryptoTool<S extends z.ZodObject> extends StructuredTool<S> {
 // --- crypto_networks ----------------------------------------------------------------------------------
 
 const networksSchema = z.object({
-  family: z.enum(["evm", "solana", "starknet"]).optional().describe("only this family (default: all)"),
-  includeTestnets: z.boolean().optional().describe("include testnets and devnets (default true)"),
+  family: z.enum(["evm", "solana", "starknet"]).nullish().describe("only this family (default: all)"),
+  includeTestnets: z.union([z.boolean(), z.enum(["true", "false"])]).nullish().describe("include testnets and devnets (default true)"),
 });
 
 export class CryptoNetworksTool extends CryptoTool<typeof networksSchema> {
@@ -210,7 +224,7 @@ export class CryptoNetworksTool extends CryptoTool<typeof networksSchema> {
       for (const family of ["evm", "solana", "starknet"] as const) {
         if (input.family && input.family !== family) continue;
         const g = grouped[family];
-        const entry = input.includeTestnets === false ? { mainnet: g.mainnet } : g;
+        const entry = input.includeTestnets === false || input.includeTestnets === "false" ? { mainnet: g.mainnet } : g;
         if (g.mainnet.length + g.testnet.length > 0) out[family] = entry;
       }
       return this.content({ networks: out, total: slugs.length }, { networks: slugs });
@@ -225,7 +239,7 @@ const rpcSchema = z.object({
   method: z.string().describe("JSON-RPC method, e.g. eth_getBalance, eth_call, eth_getLogs (EVM); getBalance, getAccountInfo (Solana); starknet_call (Starknet)"),
   params: z
     .union([z.array(z.any()), z.record(z.string(), z.any()), z.string()])
-    .optional()
+    .nullish()
     .describe('JSON-RPC params: usually an array, e.g. ["0xabc...", "latest"] (a JSON string of it is accepted too)'),
 });
 
@@ -286,10 +300,10 @@ export class CryptoRpcTool extends CryptoTool<typeof rpcSchema> {
     const tags = ["latest", "safe", "finalized", "pending"];
     const norm = (v: unknown, name: string): string => {
       if (v === undefined) return "latest";
-      if (typeof v === "number" && Number.isSafeInteger(v) && v >= 0) return toBeHex(BigInt(v));
+      if (typeof v === "number" && Number.isSafeInteger(v) && v >= 0) return quantity(BigInt(v));
       if (typeof v === "string") {
         if (v === "earliest" || tags.includes(v) || isHexQuantity(v)) return v;
-        if (/^\d+$/.test(v)) return toBeHex(BigInt(v));
+        if (/^\d+$/.test(v)) return quantity(BigInt(v));
       }
       throw new ToolInputError("INVALID_PARAMS", `eth_getLogs ${name} ${JSON.stringify(v)} must be a block number (0x-hex) or a tag like "latest"`);
     };
@@ -325,6 +339,7 @@ function logsHint(method: string): string | undefined {
 }
 
 function parseParams(params: unknown): unknown {
+  if (params === null) return undefined;
   if (typeof params !== "string") return params;
   const text = params.trim();
   if (text === "") return undefined;
@@ -453,6 +468,22 @@ export class Erc20BalanceTool extends CryptoTool<typeof erc20BalanceSchema> {
       );
     });
   }
+}
+
+/** contract_read's `args`: an array, or the JSON text of one (models sometimes send that). */
+function contractArgs(args: unknown[] | string | null | undefined): unknown[] {
+  if (args === undefined || args === null) return [];
+  if (Array.isArray(args)) return args;
+  const text = args.trim();
+  if (text === "") return [];
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    throw new ToolInputError("INVALID_ARGS", `args must be an array of arguments in order, e.g. ["0xabc...", "1000"]; got text that is not a JSON array: ${text.slice(0, 80)}`);
+  }
+  if (!Array.isArray(parsed)) throw new ToolInputError("INVALID_ARGS", 'args must be an array of arguments in order, e.g. ["0xabc...", "1000"]');
+  return parsed;
 }
 
 function optional<T>(f: () => T): T | undefined {
@@ -619,7 +650,10 @@ const contractReadSchema = z.object({
   function: z
     .string()
     .describe('human-readable ABI fragment of a view function, e.g. "function balanceOf(address owner) view returns (uint256)"'),
-  args: z.array(z.any()).optional().describe("arguments in order (big numbers as decimal strings)"),
+  args: z
+    .union([z.array(z.any()), z.string()])
+    .nullish()
+    .describe("arguments in order (big numbers as decimal strings)"),
   blockTag: blockTagField,
 });
 
@@ -650,7 +684,7 @@ export class ContractReadTool extends CryptoTool<typeof contractReadSchema> {
       }
       let data: string;
       try {
-        data = iface.encodeFunctionData(fn, input.args ?? []);
+        data = iface.encodeFunctionData(fn, contractArgs(input.args));
       } catch (err) {
         throw new ToolInputError("INVALID_ARGS", `arguments do not fit ${fn.format("sighash")}: ${(err as Error).message.split(" (")[0]}`);
       }

@@ -32,11 +32,20 @@ export function fromBase64Json<T = unknown>(value: string): T | undefined {
   }
 }
 
-/** USD (number) to atomic units of a token with `decimals`, rounded down to the unit. */
+/**
+ * USD (number) to atomic units of a token with `decimals`, rounded down to the unit (never more than asked).
+ * Works on the number's shortest decimal text, so neither float products (5.1 * 1e6 = 5099999.999...) nor
+ * `toFixed`'s binary expansion (7.123456789 -> 7.123456788999999567 at 18 decimals) leak into the amount.
+ */
 export function usdToAtomic(usd: number, decimals = 6): bigint {
-  // via a fixed-decimal string: avoids float products such as 5.1 * 1e6 = 5099999.999...
-  const [whole, frac = ""] = usd.toFixed(decimals).split(".");
-  return BigInt(whole!) * 10n ** BigInt(decimals) + BigInt((frac + "0".repeat(decimals)).slice(0, decimals) || "0");
+  if (!Number.isFinite(usd)) throw new RangeError(`not a finite amount: ${usd}`);
+  const m = /^(-?)(\d+)(?:\.(\d+))?(?:e([+-]\d+))?$/.exec(String(usd));
+  if (!m) throw new RangeError(`not a decimal amount: ${usd}`);
+  const [, sign, whole, frac = "", exp = "0"] = m;
+  const digits = BigInt(whole! + frac);
+  const shift = Number(exp) - frac.length + decimals;
+  const atomic = shift >= 0 ? digits * 10n ** BigInt(shift) : digits / 10n ** BigInt(-shift);
+  return sign ? -atomic : atomic;
 }
 
 export function atomicToUsd(atomic: bigint | string, decimals = 6): number {

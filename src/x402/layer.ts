@@ -80,11 +80,15 @@ interface PendingPayment {
   topUpUrl: string;
   /** ms after which it can no longer settle */
   expiresAt: number;
+  /** these bytes went out at least once (an answer may have been lost) */
+  sent?: boolean;
 }
 
 /** Money-flow state of one wallet in this process: shared by every client and layer using that wallet. */
 interface WalletState {
   inFlight?: Promise<TopUpResult>;
+  /** the top-up in flight was asked for explicitly (`client.topUp(amount)`) */
+  inFlightExplicit?: boolean;
   /** completed top-ups */
   epoch: number;
   pending?: PendingPayment;
@@ -235,11 +239,26 @@ export class X402PaymentController {
    */
   topUp(send: FetchLike, topUpUrl: string, source: PaymentSource = {}, amountUsd?: number): Promise<TopUpResult> {
     const s = this.#state;
-    if (s.inFlight) return s.inFlight;
+    if (s.inFlight) {
+      // an automatic top-up that finds an explicit one in flight takes its credit when it lands; when the
+      // policy refused the explicit amount (over a cap), that refusal is not this request's: it tries its own
+      if (amountUsd === undefined && s.inFlightExplicit) {
+        const joined = s.inFlight;
+        return joined.catch((err: unknown) => {
+          if (err instanceof PaymentPolicyError && err.rule !== "dryRun") return this.topUp(send, topUpUrl, source);
+          throw err;
+        });
+      }
+      return s.inFlight;
+    }
     const run = this.#topUp(send, topUpUrl, source, amountUsd).finally(() => {
-      if (s.inFlight === run) s.inFlight = undefined;
+      if (s.inFlight === run) {
+        s.inFlight = undefined;
+        s.inFlightExplicit = false;
+      }
     });
     s.inFlight = run;
+    s.inFlightExplicit = amountUsd !== undefined;
     return run;
   }
 
@@ -275,9 +294,10 @@ export class X402PaymentController {
     if (!s.pending) {
       if (!source.accepts) source = { ...(await this.#fetchRequirements(send, topUpUrl)), suggestedUsd: source.suggestedUsd };
       let decision: PaymentDecision;
-      const policy = amountUsd === undefined ? this.policy : await this.#withAmount(amountUsd);
+      if (amountUsd !== undefined) await this.#checkExplicitAmount(amountUsd);
       try {
-        decision = policy.decide(source.accepts ?? [], { namespace: walletNamespace(this.wallet), suggestedUsd: source.suggestedUsd });
+        // an explicit amount is decided by this very policy (its payee pins, assets and caps), never by a copy
+        decision = this.policy.decide(source.accepts ?? [], { namespace: walletNamespace(this.wallet), suggestedUsd: source.suggestedUsd, amountUsd });
       } catch (err) {
         if (err instanceof PaymentPolicyError) await this.#emit("payment.refused", undefined, { rule: err.rule, reason: err.message });
         throw err;
@@ -285,7 +305,7 @@ export class X402PaymentController {
       await this.#emit("payment.requested", decision);
       let reservation: { release(): void };
       try {
-        // the budget is held by the policy this controller owns (an explicit amount uses it too)
+        // the budget is held by the policy this controller owns (an explicit amount too)
         reservation = this.policy.reserve(decision);
       } catch (err) {
         if (err instanceof PaymentPolicyError) await this.#emit("payment.refused", decision, { rule: err.rule, reason: err.message });
@@ -312,7 +332,7 @@ export class X402PaymentController {
     return this.#deliver(send, s.pending);
   }
 
-  async #withAmount(amountUsd: number): Promise<PaymentPolicy> {
+  async #checkExplicitAmount(amountUsd: number): Promise<void> {
     if (amountUsd > this.policy.maxPerTopUpUsd) {
       const err = new PaymentPolicyError(`payment refused by policy (maxPerTopUp): $${amountUsd} is over the $${this.policy.maxPerTopUpUsd} cap per top-up`, {
         rule: "maxPerTopUp",
@@ -320,8 +340,6 @@ export class X402PaymentController {
       await this.#emit("payment.refused", undefined, { rule: err.rule, reason: err.message, amountUsd });
       throw err;
     }
-    const o = this.policy.toJSON();
-    return new PaymentPolicy({ ...o, amountUsd, allowedAssets: o.allowedAssets, dryRun: o.dryRun });
   }
 
   /** Sends the signed payment; on an unclear outcome re-sends the same bytes. */
@@ -333,6 +351,8 @@ export class X402PaymentController {
     for (let attempt = 0; attempt <= maxResends; attempt++) {
       if (attempt > 0) await sleep(this.options.resendDelayMs ?? 500);
       let res: Response;
+      const sentBefore = pending.sent === true;
+      pending.sent = true;
       try {
         res = await send(pending.topUpUrl, {
           method: "POST",
@@ -352,8 +372,8 @@ export class X402PaymentController {
         lastProblem = `HTTP ${res.status}${code ? ` ${code}` : ""}`;
         continue;
       }
-      if (attempt > 0 && /ALREADY|REPLAY|DUPLICATE|USED/.test(code ?? "")) {
-        // a re-send of a payment that settled on an earlier attempt whose answer was lost
+      if (sentBefore && /ALREADY|REPLAY|DUPLICATE|USED/.test(code ?? "")) {
+        // a re-send of a payment that settled on an earlier attempt (of this top-up or an earlier one) whose answer was lost
         return this.#settled(res, body, pending, attempt);
       }
       // a definite refusal: this payload will not be settled by the service

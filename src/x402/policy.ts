@@ -194,7 +194,10 @@ export class PaymentPolicy {
    * Picks the requirement to pay and the amount, or throws `PaymentPolicyError` naming the rule that
    * stopped the best candidate. Pure: nothing is recorded.
    */
-  decide(accepts: readonly unknown[], context: { namespace: "eip155" | "solana"; suggestedUsd?: number }): PaymentDecision {
+  decide(
+    accepts: readonly unknown[],
+    context: { namespace: "eip155" | "solana"; suggestedUsd?: number; /** an explicit top-up's amount, instead of the policy's */ amountUsd?: number },
+  ): PaymentDecision {
     let worst: { rule: PolicyRule; detail: string } = { rule: "noRequirements", detail: "the service offered no payment requirements" };
     const candidates: PaymentDecision[] = [];
     const note = (rule: PolicyRule, detail: string) => {
@@ -246,7 +249,7 @@ export class PaymentPolicy {
         continue;
       }
       // the owner's amount, else the service's suggestion capped by the owner's ceiling; never under the minimum
-      const wanted = this.amountUsd ?? Math.min(context.suggestedUsd ?? minimumUsd, this.maxPerTopUpUsd);
+      const wanted = context.amountUsd ?? this.amountUsd ?? Math.min(context.suggestedUsd ?? minimumUsd, this.maxPerTopUpUsd);
       let amountAtomic = usdToAtomic(wanted, asset.decimals);
       if (amountAtomic < minimumAtomic) amountAtomic = minimumAtomic;
       const amountUsd = atomicToUsd(amountAtomic, asset.decimals);

@@ -44,7 +44,9 @@ export class EvmWallet implements X402Wallet {
    */
   constructor(key: string | (Signer & { address: string }), address?: string) {
     if (typeof key === "string") {
-      const hex = key.startsWith("0x") ? key : `0x${key}`;
+      // keys read from files and env lines often carry a newline or an uppercase 0X
+      const trimmed = key.trim();
+      const hex = /^0x/i.test(trimmed) ? `0x${trimmed.slice(2)}` : `0x${trimmed}`;
       if (!isHexString(hex, 32)) {
         throw new ConfigurationError("EvmWallet: the private key must be 32 bytes of hex (0x + 64 hex digits)");
       }

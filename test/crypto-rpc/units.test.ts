@@ -110,3 +110,24 @@ describe("request checks", () => {
     expect(() => normalizeRequest(null, 1)).toThrow(ValidationError);
   });
 });
+
+describe("NetworkCache refresh on an unknown slug", () => {
+  it("asks the service again before refusing a slug it may have added, at most once per 30 s", async () => {
+    const { NetworkCache, MISS_REFRESH_MS } = await import("../../src/crypto-rpc/networks.js");
+    const { UnsupportedNetworkError } = await import("../../src/http/errors.js");
+    let now = 1_000_000;
+    let calls = 0;
+    let list = ["base-mainnet"];
+    const cache = new NetworkCache({ listCryptoNetworks: async () => (calls++, list) }, { now: () => now });
+    await cache.assertSupported("base-mainnet");
+    expect(calls).toBe(1);
+    // the service adds a network; a fresh list that lacks it is asked again (once the 30 s have passed)
+    list = ["base-mainnet", "monad-mainnet"];
+    now += MISS_REFRESH_MS;
+    await expect(cache.assertSupported("monad-mainnet")).resolves.toMatchObject({ slug: "monad-mainnet" });
+    expect(calls).toBe(2);
+    // a typo right after: refused from the cache, no new request
+    await expect(cache.assertSupported("bsae-mainnet")).rejects.toBeInstanceOf(UnsupportedNetworkError);
+    expect(calls).toBe(2);
+  });
+});
