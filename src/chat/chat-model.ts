@@ -35,7 +35,7 @@ import { CallbackManager, type CallbackManagerForLLMRun } from "@langchain/core/
 import { convertToOpenAITool } from "@langchain/core/utils/function_calling";
 import { makeInvalidToolCall, parseToolCall } from "@langchain/core/output_parsers/openai_tools";
 import { JsonOutputParser } from "@langchain/core/output_parsers";
-import type { Runnable, RunnableConfig } from "@langchain/core/runnables";
+import { mergeConfigs, RunnableBinding, type Runnable, type RunnableConfig } from "@langchain/core/runnables";
 import { toJsonSchema } from "@langchain/core/utils/json_schema";
 import { getSchemaDescription, isInteropZodSchema, type InteropZodType } from "@langchain/core/utils/types";
 import { isSerializableSchema, type SerializableSchema } from "@langchain/core/utils/standard_schema";
@@ -397,15 +397,34 @@ export class ChatService extends BaseChatModel<ChatServiceCallOptions, AIMessage
     };
   }
 
-  override bindTools(
-    tools: BindToolsInput[],
-    kwargs?: Partial<ChatServiceCallOptions>,
-  ): Runnable<BaseLanguageModelInput, AIMessageChunk, ChatServiceCallOptions> {
+  override bindTools(tools: BindToolsInput[], kwargs?: Partial<ChatServiceCallOptions>): ChatServiceBinding {
     const strict = kwargs?.strict;
     return this.withConfig({
       tools: tools.map((tool) => this.#toWireTool(tool, strict)),
       ...kwargs,
     } as Partial<ChatServiceCallOptions>);
+  }
+
+  /**
+   * A `RunnableBinding` (as core's) that still acts like the model, as a configured `ChatOpenAI` does:
+   * `streamEvents()` keeps the content-block protocol, `bindTools`/`withStructuredOutput` keep the bound options.
+   */
+  override withConfig(config: Partial<ChatServiceCallOptions>): ChatServiceBinding {
+    return new ChatServiceBinding({ bound: this, config, kwargs: {} });
+  }
+
+  /** Sums `tokenUsage` over the prompts of one `generate()` call (as `ChatOpenAI`), else `llmOutput` is empty. */
+  override _combineLLMOutput(...llmOutputs: Array<Record<string, any> | undefined>): Record<string, any> | undefined {
+    let tokenUsage: { promptTokens: number; completionTokens: number; totalTokens: number } | undefined;
+    for (const output of llmOutputs) {
+      const usage = output?.tokenUsage;
+      if (!usage) continue;
+      tokenUsage ??= { promptTokens: 0, completionTokens: 0, totalTokens: 0 };
+      tokenUsage.promptTokens += usage.promptTokens ?? 0;
+      tokenUsage.completionTokens += usage.completionTokens ?? 0;
+      tokenUsage.totalTokens += usage.totalTokens ?? 0;
+    }
+    return tokenUsage ? { tokenUsage } : undefined;
   }
 
   #toWireTool(tool: BindToolsInput, strict?: boolean): Record<string, unknown> {
@@ -686,7 +705,23 @@ export class ChatService extends BaseChatModel<ChatServiceCallOptions, AIMessage
     options?: Partial<ChatServiceCallOptions>,
   ): AsyncGenerator<AIMessageChunk> {
     const [config, callOptions] = this._separateRunnableConfigFromCallOptionsCompat(options);
-    if (this.disableStreaming || (callOptions.outputVersion ?? this.outputVersion) === "v1" || (await this.#hasCallbacks(config))) {
+    if (!this.disableStreaming && (callOptions.outputVersion ?? this.outputVersion) === "v1") {
+      // Core translates each chunk to v1 blocks. The closing chunk carries the whole `reasoning_details`,
+      // which the translator turns into the whole reasoning again: drop it when reasoning was streamed
+      // already (it stays in `additional_kwargs` for the next turn), or the merged message repeats it.
+      let streamedReasoning = false;
+      for await (const chunk of super._streamIterator(input, options)) {
+        if (Array.isArray(chunk.content)) {
+          const blocks = chunk.content as Array<{ type?: string }>;
+          if (chunk.additional_kwargs.reasoning_details !== undefined) {
+            if (streamedReasoning) chunk.content = blocks.filter((b) => b?.type !== "reasoning") as typeof chunk.content;
+          } else if (blocks.some((b) => b?.type === "reasoning")) streamedReasoning = true;
+        }
+        yield chunk;
+      }
+      return;
+    }
+    if (this.disableStreaming || (await this.#hasCallbacks(config))) {
       yield* super._streamIterator(input, options);
       return;
     }
@@ -990,49 +1025,105 @@ export class ChatService extends BaseChatModel<ChatServiceCallOptions, AIMessage
     outputSchema: InteropZodType<RunOutput> | SerializableSchema<RunOutput> | Record<string, any>,
     config?: StructuredOutputMethodOptions<boolean>,
   ): Runnable<BaseLanguageModelInput, RunOutput> | Runnable<BaseLanguageModelInput, { raw: BaseMessage; parsed: RunOutput }> {
-    const schema = outputSchema as Record<string, any>;
-    const includeRaw = config?.includeRaw ?? false;
-    const method = config?.method ?? "jsonSchema";
-    const isTyped = isInteropZodSchema(schema) || isSerializableSchema(schema);
-    const asJsonSchema = (isTyped ? toJsonSchema(schema as never) : schema) as Record<string, any>;
-    let llm: Runnable<BaseLanguageModelInput, AIMessageChunk>;
-    let parser: Runnable<any, RunOutput>;
-    if (method === "jsonMode") {
-      llm = this.withConfig({ outputVersion: "v0", response_format: { type: "json_object" } } as Partial<ChatServiceCallOptions>);
-      parser = createContentParser(schema) as Runnable<any, RunOutput>;
-    } else if (method === "jsonSchema") {
-      const name: string = config?.name ?? (asJsonSchema.title as string | undefined) ?? "extract";
-      const description = getSchemaDescription(schema as never) ?? (asJsonSchema.description as string | undefined);
-      llm = this.withConfig({
-        outputVersion: "v0",
-        response_format: {
-          type: "json_schema",
-          json_schema: { name, ...(description ? { description } : {}), schema: asJsonSchema, ...(config?.strict !== undefined ? { strict: config.strict } : {}) },
-        },
-      } as Partial<ChatServiceCallOptions>);
-      parser = (isTyped ? createContentParser(schema) : new JsonOutputParser()) as Runnable<any, RunOutput>;
-    } else if (method === "functionCalling") {
-      let name: string = config?.name ?? "extract";
-      let fn: Record<string, unknown>;
-      if (!isTyped && typeof schema.name === "string" && schema.parameters && typeof schema.parameters === "object") {
-        fn = schema;
-        name = schema.name;
-      } else {
-        if (!isTyped && typeof schema.title === "string" && !config?.name) name = schema.title;
-        fn = { name, description: asJsonSchema.description ?? "", parameters: asJsonSchema };
-      }
-      llm = this.withConfig({
-        outputVersion: "v0",
-        tools: [{ type: "function", function: fn }],
-        tool_choice: { type: "function", function: { name } },
-        ...(config?.strict !== undefined ? { strict: config.strict } : {}),
-      } as Partial<ChatServiceCallOptions>);
-      parser = createFunctionCallingParser(schema, name) as unknown as Runnable<any, RunOutput>;
-    } else {
-      throw new ValidationError(`withStructuredOutput: unknown method ${JSON.stringify(method)} (jsonSchema | functionCalling | jsonMode)`);
-    }
-    return assembleStructuredOutputPipeline(llm, parser, includeRaw) as never;
+    return structuredOutput(this, outputSchema, config) as never;
   }
+}
+
+/**
+ * What `ChatService.withConfig` and `bindTools` return. A core `RunnableBinding` (same `config`, same
+ * serialization) that keeps acting like the chat model, as a configured `ChatOpenAI` does (its `withConfig`
+ * returns a `ChatOpenAI`): `streamEvents()` without a version gives the content-block stream (`.text`,
+ * awaitable message), and `bindTools` / `withStructuredOutput` keep the options bound so far.
+ */
+export class ChatServiceBinding extends RunnableBinding<BaseLanguageModelInput, AIMessageChunk, ChatServiceCallOptions> {
+  declare bound: ChatService;
+
+  /** `streamEvents(input)` / `(input, options)` without `version`: the model's content-block stream. */
+  override streamEvents(input: BaseLanguageModelInput, options?: any, streamOptions?: any): any {
+    if (options?.version !== undefined) return super.streamEvents(input, options, streamOptions);
+    if (this.configFactories?.length) {
+      throw new ValidationError("streamEvents() without a version is not supported on a binding with config factories");
+    }
+    return this.bound.streamEvents(input, mergeConfigs<ChatServiceCallOptions>(this.config, options, this.kwargs));
+  }
+
+  /** Binds other tools (they replace the bound ones); the other bound options stay. */
+  bindTools(tools: BindToolsInput[], kwargs?: Partial<ChatServiceCallOptions>): ChatServiceBinding {
+    return this.withConfig(this.bound.bindTools(tools, kwargs).config) as ChatServiceBinding;
+  }
+
+  withStructuredOutput<RunOutput extends Record<string, any> = Record<string, any>>(
+    outputSchema: InteropZodType<RunOutput> | SerializableSchema<RunOutput> | Record<string, any>,
+    config?: StructuredOutputMethodOptions<false>,
+  ): Runnable<BaseLanguageModelInput, RunOutput>;
+  withStructuredOutput<RunOutput extends Record<string, any> = Record<string, any>>(
+    outputSchema: InteropZodType<RunOutput> | SerializableSchema<RunOutput> | Record<string, any>,
+    config?: StructuredOutputMethodOptions<true>,
+  ): Runnable<BaseLanguageModelInput, { raw: BaseMessage; parsed: RunOutput }>;
+  withStructuredOutput<RunOutput extends Record<string, any> = Record<string, any>>(
+    outputSchema: InteropZodType<RunOutput> | SerializableSchema<RunOutput> | Record<string, any>,
+    config?: StructuredOutputMethodOptions<boolean>,
+  ): Runnable<BaseLanguageModelInput, RunOutput> | Runnable<BaseLanguageModelInput, { raw: BaseMessage; parsed: RunOutput }>;
+  /** Structured output from the configured model: the bound call options reach the request. */
+  withStructuredOutput<RunOutput extends Record<string, any> = Record<string, any>>(
+    outputSchema: InteropZodType<RunOutput> | SerializableSchema<RunOutput> | Record<string, any>,
+    config?: StructuredOutputMethodOptions<boolean>,
+  ): Runnable<BaseLanguageModelInput, RunOutput> | Runnable<BaseLanguageModelInput, { raw: BaseMessage; parsed: RunOutput }> {
+    return structuredOutput(this, outputSchema, config) as never;
+  }
+}
+
+/**
+ * Structured output by `json_schema` response format (default; the service validates it) or by a forced
+ * function call (`method: "functionCalling"`), or `jsonMode`, on a model or a configured model.
+ */
+function structuredOutput<RunOutput extends Record<string, any>>(
+  base: ChatService | ChatServiceBinding,
+  outputSchema: InteropZodType<RunOutput> | SerializableSchema<RunOutput> | Record<string, any>,
+  config?: StructuredOutputMethodOptions<boolean>,
+): Runnable<BaseLanguageModelInput, unknown> {
+  const schema = outputSchema as Record<string, any>;
+  const includeRaw = config?.includeRaw ?? false;
+  const method = config?.method ?? "jsonSchema";
+  const isTyped = isInteropZodSchema(schema) || isSerializableSchema(schema);
+  const asJsonSchema = (isTyped ? toJsonSchema(schema as never) : schema) as Record<string, any>;
+  let llm: Runnable<BaseLanguageModelInput, AIMessageChunk>;
+  let parser: Runnable<any, RunOutput>;
+  if (method === "jsonMode") {
+    llm = base.withConfig({ outputVersion: "v0", response_format: { type: "json_object" } } as Partial<ChatServiceCallOptions>);
+    parser = createContentParser(schema) as Runnable<any, RunOutput>;
+  } else if (method === "jsonSchema") {
+    const name: string = config?.name ?? (asJsonSchema.title as string | undefined) ?? "extract";
+    const description = getSchemaDescription(schema as never) ?? (asJsonSchema.description as string | undefined);
+    llm = base.withConfig({
+      outputVersion: "v0",
+      response_format: {
+        type: "json_schema",
+        json_schema: { name, ...(description ? { description } : {}), schema: asJsonSchema, ...(config?.strict !== undefined ? { strict: config.strict } : {}) },
+      },
+    } as Partial<ChatServiceCallOptions>);
+    parser = (isTyped ? createContentParser(schema) : new JsonOutputParser()) as Runnable<any, RunOutput>;
+  } else if (method === "functionCalling") {
+    let name: string = config?.name ?? "extract";
+    let fn: Record<string, unknown>;
+    if (!isTyped && typeof schema.name === "string" && schema.parameters && typeof schema.parameters === "object") {
+      fn = schema;
+      name = schema.name;
+    } else {
+      if (!isTyped && typeof schema.title === "string" && !config?.name) name = schema.title;
+      fn = { name, description: asJsonSchema.description ?? "", parameters: asJsonSchema };
+    }
+    llm = base.withConfig({
+      outputVersion: "v0",
+      tools: [{ type: "function", function: fn }],
+      tool_choice: { type: "function", function: { name } },
+      ...(config?.strict !== undefined ? { strict: config.strict } : {}),
+    } as Partial<ChatServiceCallOptions>);
+    parser = createFunctionCallingParser(schema, name) as unknown as Runnable<any, RunOutput>;
+  } else {
+    throw new ValidationError(`withStructuredOutput: unknown method ${JSON.stringify(method)} (jsonSchema | functionCalling | jsonMode)`);
+  }
+  return assembleStructuredOutputPipeline(llm, parser, includeRaw) as never;
 }
 
 /** For tests: forget which deprecations were already reported. */

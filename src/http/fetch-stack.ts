@@ -197,6 +197,10 @@ function transportLayer(
       });
     } catch (err) {
       if (userSignal?.aborted) {
+        // a caller's deadline (LangChain turns `timeout` into AbortSignal.timeout) is a timeout, not an abort
+        if ((userSignal.reason as { name?: string } | undefined)?.name === "TimeoutError") {
+          throw new TimeoutError("no response within the caller's timeout", { cause: userSignal.reason });
+        }
         throw new AbortError("request aborted", { cause: userSignal.reason });
       }
       if (controller.signal.aborted) throw controller.signal.reason as TimeoutError;

@@ -289,3 +289,19 @@ describe("getRateLimitLogs", () => {
     }
   });
 });
+
+describe("caller deadlines", () => {
+  it("a caller's AbortSignal.timeout is a TimeoutError, a plain abort an AbortError", async () => {
+    emu.setFaults({ latencyMs: 400, paths: ["/models"] });
+    try {
+      const f = createServiceFetch({ baseUrl: emu.url, apiKey: SECRET, retry: false });
+      await expect(f(f.url("/models"), { signal: AbortSignal.timeout(50) })).rejects.toBeInstanceOf(TimeoutError);
+      const controller = new AbortController();
+      setTimeout(() => controller.abort(), 50);
+      const err = await f(f.url("/models"), { signal: controller.signal }).catch((e) => e);
+      expect(err.name).toBe("AbortError");
+    } finally {
+      emu.setFaults({});
+    }
+  });
+});
