@@ -77,7 +77,9 @@ export function matchRoute(routes: Route[], method: string, path: string): Route
   for (const route of routes) {
     const params = matchPattern(route.pattern, path);
     if (!params) continue;
-    if (route.method.toUpperCase() === method) return { route, params };
+    const routeMethod = route.method.toUpperCase();
+    // HEAD is GET without the body (the writer leaves the body out)
+    if (routeMethod === method || (method === "HEAD" && routeMethod === "GET")) return { route, params };
     allowed.push(route.method.toUpperCase());
   }
   return allowed.length ? { allowed } : undefined;
@@ -153,7 +155,12 @@ async function runPipeline(state: PipelineState, req: EmulatorRequest): Promise<
   }
 
   // 2. abuse block
-  if (limiter.blockedFor(identity) > 0) return done(errorResponse(429, ABUSE_BLOCK_MESSAGE), { countFailure: false });
+  const blockedMs = limiter.blockedFor(identity);
+  if (blockedMs > 0) {
+    // a 429 says when to retry (spec part 7): the end of the block
+    const retry = { "x-ratelimit-reset-requests": String(Math.ceil((limiter.now() + blockedMs) / 1000)), "retry-after": String(Math.ceil(blockedMs / 1000)) };
+    return done({ ...errorResponse(429, ABUSE_BLOCK_MESSAGE), headers: retry }, { countFailure: false });
+  }
 
   // 3. route
   if (req.path !== TOP_UP_PATH && PAYMENT_HEADERS.some((h) => req.headers[h])) {
@@ -469,7 +476,9 @@ export function createListener(getState: () => Promise<PipelineState>) {
       process.stderr.write(`[emulator] ${req.method} ${req.url}: ${(err as Error)?.stack ?? String(err)}\n`);
       if (!res.headersSent) {
         const body = JSON.stringify({ error: "Internal server error" });
-        res.writeHead(500, { "content-type": "application/json; charset=utf-8", "content-length": String(Buffer.byteLength(body)) });
+        // the always-present headers (spec 2.5) on this answer too: a client logs CF-RAY for support
+        const common = state ? { ...commonHeaders(state.ctx), [`${state.ctx.names.headerPrefix}host-name`]: "emulator" } : {};
+        res.writeHead(500, { ...common, "content-type": "application/json; charset=utf-8", "content-length": String(Buffer.byteLength(body)) });
         res.end(body);
       } else res.destroy();
     } finally {

@@ -96,13 +96,15 @@ function sweep(cache: Map<string, IdempotentEntry>, now: number): void {
 
 interface RouteState {
   idempotency: Map<string, IdempotentEntry>;
+  /** requests under an Idempotency-Key still being served: a concurrent twin waits for the first answer */
+  inflight: Map<string, { bodyHash: string; done: Promise<unknown> }>;
   windows: Map<string, { start: number; count: number }>;
 }
 
 const states = new WeakMap<EmulatorContext, RouteState>();
 function stateOf(ctx: EmulatorContext): RouteState {
   let state = states.get(ctx);
-  if (!state) states.set(ctx, (state = { idempotency: new Map(), windows: new Map() }));
+  if (!state) states.set(ctx, (state = { idempotency: new Map(), inflight: new Map(), windows: new Map() }));
   return state;
 }
 
@@ -246,13 +248,44 @@ async function handle(req: EmulatorRequest, ctx: EmulatorContext, caller: Caller
   const bodyHash = createHash("sha256").update(slug).update("\n").update(req.body).digest("hex");
   const cacheKey = idempotencyKey ? `${accountKey(account)}|${idempotencyKey}` : undefined;
   if (cacheKey) {
+    // a twin still in flight: wait for it (its answer is then replayed, its failure lets this one try)
+    for (let pending = state.inflight.get(cacheKey); pending; pending = state.inflight.get(cacheKey)) {
+      if (pending.bodyHash !== bodyHash) throw badRequest("Idempotency-Key was already used with a different request body");
+      await pending.done.catch(() => undefined);
+    }
     const hit = state.idempotency.get(cacheKey);
     if (hit && ctx.now() - hit.at < RPC_IDEMPOTENCY_TTL_MS) {
       if (hit.bodyHash !== bodyHash) throw badRequest("Idempotency-Key was already used with a different request body");
       return { ...hit.response, headers: { ...hit.response.headers, "idempotent-replayed": "true" } };
     }
+    const done = serve(req, ctx, caller, account, slug, family, items, methods);
+    state.inflight.set(cacheKey, { bodyHash, done });
+    try {
+      const response = await done;
+      // only served answers are kept: a refusal (402, 429, 500) may be retried under the same key
+      if (response.status === 200) {
+        state.idempotency.set(cacheKey, { bodyHash, at: ctx.now(), response });
+        if (state.idempotency.size > IDEMPOTENCY_SWEEP_AT) sweep(state.idempotency, ctx.now());
+      }
+      return response;
+    } finally {
+      state.inflight.delete(cacheKey);
+    }
   }
+  return serve(req, ctx, caller, account, slug, family, items, methods);
+}
 
+/** Admits, checks the balance, forwards and bills one (already validated) request. */
+async function serve(
+  req: EmulatorRequest,
+  ctx: EmulatorContext,
+  caller: Caller,
+  account: Account,
+  slug: string,
+  family: Family,
+  items: unknown[],
+  methods: string[],
+): Promise<EmulatorResponse> {
   admit(ctx, account);
   if (caller.kind === "apiKey" && ctx.ledger.available(account) <= 0) {
     return { status: 402, body: { error: "Insufficient balance", code: "INSUFFICIENT_BALANCE" } };
@@ -285,12 +318,7 @@ async function handle(req: EmulatorRequest, ctx: EmulatorContext, caller: Caller
     "x-request-id": requestId,
   };
   if (caller.kind === "wallet") headers["x-balance-remaining"] = account.usd.toFixed(6);
-  const response: EmulatorResponse = { status: 200, headers, body: answer };
-  if (cacheKey) {
-    state.idempotency.set(cacheKey, { bodyHash, at: ctx.now(), response });
-    if (state.idempotency.size > IDEMPOTENCY_SWEEP_AT) sweep(state.idempotency, ctx.now());
-  }
-  return response;
+  return { status: 200, headers, body: answer };
 }
 
 export const cryptoRpcRoutes: Route[] = [

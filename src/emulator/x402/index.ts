@@ -354,7 +354,8 @@ export async function createX402Hooks(ctx: EmulatorContext): Promise<X402Hooks &
     },
     insufficientCredit402(req, _ctx, account) {
       const offered = accepts();
-      const base = offered.find((a) => String(a.network).startsWith("eip155:"));
+      // Base when it is offered, else the rail that is (the instructions must name a payee the client can pay)
+      const base = offered.find((a) => String(a.network).startsWith("eip155:")) ?? offered[0];
       const paymentRequired = { x402Version: 2, error: "Payment required", resource: resourceOf(req), accepts: offered };
       return {
         status: 402,
