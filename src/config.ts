@@ -65,13 +65,23 @@ export function normalizeBaseUrl(raw: string | undefined): string {
   try {
     url = new URL(value);
   } catch {
-    throw new ConfigurationError(`baseUrl is not a valid URL: ${JSON.stringify(value)}`);
-  }
-  if (url.protocol !== "http:" && url.protocol !== "https:") {
-    throw new ConfigurationError(`baseUrl must be http(s): ${JSON.stringify(value)}`);
+    throw new ConfigurationError(`baseUrl is not a valid URL: ${JSON.stringify(redactUserInfo(value))}`);
   }
   if (url.username || url.password) {
     throw new ConfigurationError("baseUrl must not carry credentials; pass `apiKey` instead");
   }
+  if (url.protocol !== "http:" && url.protocol !== "https:") {
+    throw new ConfigurationError(`baseUrl must be http(s) (got ${JSON.stringify(url.protocol)})`);
+  }
+  // paths are appended to the base: a query or fragment would end up in the middle of every URL
+  // (and a key in a query string would travel in every request line and log)
+  if (url.search || url.hash) {
+    throw new ConfigurationError("baseUrl must not carry a query string or fragment; pass `apiKey` for credentials");
+  }
   return url.toString().replace(/\/+$/, "");
+}
+
+/** `scheme://user:pass@host` → `scheme://***@host`, for messages about a URL that did not parse. */
+function redactUserInfo(value: string): string {
+  return value.replace(/^([^:/?#]*:\/\/)[^/?#]*@/, "$1***@");
 }

@@ -5,7 +5,7 @@
  * the block: it waits while sends in flight may still fail, and for the window to free up when that wait is
  * short enough (`maxWaitMs`), else it refuses to send with an `AbuseBlockError` (source "client").
  */
-import { AbuseBlockError } from "./errors.js";
+import { AbuseBlockError, abortErrorOf } from "./errors.js";
 import type { FetchLayer } from "./fetch-stack.js";
 import { sleep } from "./retry.js";
 
@@ -78,7 +78,11 @@ export class AbuseGuard {
           { source: "client", retryAfterMs: wait },
         );
       }
-      await sleep(Math.min(wait, 250), signal);
+      try {
+        await sleep(Math.min(wait, 250), signal);
+      } catch (err) {
+        throw signal?.aborted ? abortErrorOf(signal.reason) : err;
+      }
     }
   }
 

@@ -4,7 +4,7 @@
  * with zod where the client relies on a field.
  */
 import { z } from "zod";
-import { createServiceFetch, responseHeaders, type FetchStackOptions, type ServiceFetch, type ServiceRequestHints } from "./fetch-stack.js";
+import { createServiceFetch, responseHeaders, type FetchStackOptions, type ServiceFetch, type ServiceRequestHints, type ServiceRequestInit } from "./fetch-stack.js";
 import type { ServiceResponseHeaders } from "./headers.js";
 import { ConfigurationError, ResponseFormatError, ValidationError } from "./errors.js";
 import { networkCacheFor, type NetworkCache } from "../crypto-rpc/networks.js";
@@ -20,9 +20,10 @@ export interface ServiceClientOptions extends FetchStackOptions {
 
 export interface RequestOptions {
   method?: string;
-  /** JSON body (serialized here) or a ready string */
+  /** JSON body (serialized here), a ready string, or a body `fetch` sends as is (FormData, URLSearchParams, Blob, bytes, a stream) */
   body?: unknown;
   query?: Record<string, string | number | boolean | undefined>;
+  /** merged case-insensitively over `accept: application/json` (and `content-type` for a JSON body) */
   headers?: Record<string, string>;
   signal?: AbortSignal;
   service?: ServiceRequestHints;
@@ -120,6 +121,20 @@ export function parseWith<T>(schema: z.ZodType<T>, data: unknown, what: string, 
   return parsed.data;
 }
 
+/** A body `fetch` sends as is (not a value to serialize as JSON). */
+function isBodyInit(body: unknown): body is BodyInit {
+  return (
+    typeof body === "object" &&
+    body !== null &&
+    (body instanceof URLSearchParams ||
+      body instanceof FormData ||
+      body instanceof Blob ||
+      body instanceof ArrayBuffer ||
+      ArrayBuffer.isView(body) ||
+      typeof (body as ReadableStream).getReader === "function")
+  );
+}
+
 export class ServiceClient {
   readonly fetch: ServiceFetch;
 
@@ -143,11 +158,17 @@ export class ServiceClient {
       const s = qs.toString();
       if (s) url += (url.includes("?") ? "&" : "?") + s;
     }
-    const headers: Record<string, string> = { accept: "application/json", ...options.headers };
-    let body: string | undefined;
+    const headers = new Headers(options.headers);
+    if (!headers.has("accept")) headers.set("accept", "application/json");
+    let body: BodyInit | undefined;
     if (options.body !== undefined) {
-      body = typeof options.body === "string" ? options.body : JSON.stringify(options.body);
-      headers["content-type"] ??= "application/json";
+      if (isBodyInit(options.body)) {
+        // sent as is; fetch sets the content type of FormData, URLSearchParams and typed Blobs
+        body = options.body;
+      } else {
+        body = typeof options.body === "string" ? options.body : JSON.stringify(options.body);
+        if (!headers.has("content-type")) headers.set("content-type", "application/json");
+      }
     }
     const response = await this.fetch(url, {
       method: options.method ?? (body === undefined ? "GET" : "POST"),
@@ -155,10 +176,13 @@ export class ServiceClient {
       body,
       signal: options.signal,
       service: options.service,
-    });
+      // a stream body needs half duplex in Node's fetch
+      ...(body && typeof (body as ReadableStream).getReader === "function" ? { duplex: "half" } : {}),
+    } as ServiceRequestInit);
     const parsedHeaders = responseHeaders(response, this.brand);
     const text = await response.text();
-    let data: unknown = text;
+    // an empty body (204, 205, HEAD) is undefined, not ""
+    let data: unknown = text === "" ? undefined : text;
     if (text && (parsedHeaders.contentType ?? "").includes("json")) {
       try {
         data = JSON.parse(text);

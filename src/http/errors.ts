@@ -3,7 +3,7 @@
  * An error keeps the status, parsed body, parsed response headers and request id; it never holds request
  * headers, so credentials cannot leak through `String(err)`, `JSON.stringify(err)` or `err.stack`.
  */
-import type { ServiceResponseHeaders } from "./headers.js";
+import { resetRequestsAtMs, type ServiceResponseHeaders } from "./headers.js";
 
 export interface ServiceErrorInit {
   status?: number;
@@ -185,6 +185,15 @@ export class PaymentFailedError extends ServiceError {
   override name = "PaymentFailedError";
 }
 
+/** The caller's abort as a typed error: a deadline (`AbortSignal.timeout`) is a TimeoutError, else an AbortError. */
+export function abortErrorOf(reason: unknown): ServiceError {
+  if (reason instanceof ServiceError) return reason;
+  if ((reason as { name?: string } | undefined)?.name === "TimeoutError") {
+    return new TimeoutError("no response within the caller's timeout", { cause: reason });
+  }
+  return new AbortError("request aborted", { cause: reason });
+}
+
 /** The service's abuse-block message (spec part 7). */
 export const ABUSE_BLOCK_MESSAGE =
   "Too many failed attempts (> 20) resulting in a non-success status code. Please wait 30s and try again.";
@@ -262,7 +271,7 @@ export function errorFromResponse(status: number, body: unknown, headers: Servic
       const reset = headers.rateLimit?.resetRequests;
       return new RateLimitError(msg("Rate limit exceeded"), {
         ...base,
-        resetAt: reset !== undefined ? new Date(reset * 1000) : undefined,
+        resetAt: reset !== undefined ? new Date(resetRequestsAtMs(reset)) : undefined,
       });
     }
     default:

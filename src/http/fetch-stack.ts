@@ -9,11 +9,11 @@
  */
 import { brandNames, normalizeBaseUrl, readEnv, ENV_API_KEY, DEFAULT_BRAND } from "../config.js";
 import {
-  AbortError,
   ConfigurationError,
   NetworkError,
   ServiceError,
   TimeoutError,
+  abortErrorOf,
   errorFromResponse,
 } from "./errors.js";
 import { parseServiceHeaders, type ServiceResponseHeaders } from "./headers.js";
@@ -140,7 +140,10 @@ export class ApiKeyAuth implements AuthProvider {
   readonly identity: string;
   readonly #header: Record<string, string>;
   constructor(apiKey: string) {
-    if (!apiKey || /\s/.test(apiKey)) throw new ConfigurationError("apiKey must be a non-empty string without spaces");
+    // printable ASCII only: anything else would fail later inside `Headers`, untyped
+    if (typeof apiKey !== "string" || !/^[\x21-\x7e]+$/.test(apiKey)) {
+      throw new ConfigurationError("apiKey must be a non-empty string of printable ASCII without spaces");
+    }
     this.identity = fingerprint(apiKey);
     this.#header = { authorization: `Bearer ${apiKey}` };
   }
@@ -166,18 +169,37 @@ function lazyWalletAuth(wallet: X402Wallet, x402: Promise<typeof import("../x402
   };
 }
 
-/** Auth + default headers + per-attempt timeout + mapping of transport failures to typed errors. */
+/** True when `url` lies on `origin` (a fast prefix check, with a parsed comparison as the fallback). */
+export function sameOrigin(url: string, origin: string): boolean {
+  if (url.startsWith(origin)) {
+    const c = url.charCodeAt(origin.length);
+    // end, "/", "?" or "#": not a longer host or port ("http://h:80" vs "http://h:8080")
+    if (Number.isNaN(c) || c === 47 || c === 63 || c === 35) return true;
+  }
+  try {
+    return new URL(url).origin === origin;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Auth + default headers + per-attempt timeout + mapping of transport failures to typed errors. Credentials
+ * go only to the service's own origin: a URL elsewhere is sent without them.
+ */
 function transportLayer(
   base: FetchLike,
   auth: AuthProvider | undefined,
   defaultHeaders: Record<string, string> | undefined,
   timeoutMs: number,
+  origin: string,
 ): FetchLike {
   return async (input, init = {}) => {
     const url = typeof input === "string" ? input : input instanceof URL ? input.href : input.url;
     const hints = init.service;
     let headers: Headers | Record<string, string> | undefined;
-    const authHeaders = auth && hints?.auth !== false ? await auth.headers(url, init) : undefined;
+    const authHeaders =
+      auth && hints?.auth !== false && sameOrigin(url, origin) ? await auth.headers(url, init) : undefined;
     if (authHeaders || defaultHeaders) {
       const h = new Headers(init.headers);
       if (defaultHeaders) for (const k in defaultHeaders) if (!h.has(k)) h.set(k, defaultHeaders[k]!);
@@ -196,22 +218,25 @@ function transportLayer(
         signal: mergeSignals(userSignal, controller.signal),
       });
     } catch (err) {
-      if (userSignal?.aborted) {
-        // a caller's deadline (LangChain turns `timeout` into AbortSignal.timeout) is a timeout, not an abort
-        if ((userSignal.reason as { name?: string } | undefined)?.name === "TimeoutError") {
-          throw new TimeoutError("no response within the caller's timeout", { cause: userSignal.reason });
-        }
-        throw new AbortError("request aborted", { cause: userSignal.reason });
-      }
+      // a caller's deadline (LangChain turns `timeout` into AbortSignal.timeout) is a timeout, not an abort
+      if (userSignal?.aborted) throw abortErrorOf(userSignal.reason);
       if (controller.signal.aborted) throw controller.signal.reason as TimeoutError;
       if (err instanceof ServiceError) throw err;
       const cause = err as { message?: string; cause?: { code?: string; message?: string } };
       const detail = cause?.cause?.code ?? cause?.cause?.message ?? cause?.message ?? String(err);
-      throw new NetworkError(`network error: ${detail} (${new URL(url).origin})`, { cause: err });
+      throw new NetworkError(`network error: ${detail} (${safeOrigin(url)})`, { cause: err });
     } finally {
       clearTimeout(timer);
     }
   };
+}
+
+function safeOrigin(url: string): string {
+  try {
+    return new URL(url).origin;
+  } catch {
+    return "invalid URL";
+  }
 }
 
 /** Reads a body once: the parsed JSON when it parses, else the text (an empty body is undefined). */
@@ -236,10 +261,39 @@ export async function throwForStatus(response: Response, brand?: string): Promis
   throw errorFromResponse(response.status, body, headers);
 }
 
+/**
+ * A `Request` input becomes (url, init) with its body read once into memory, so every attempt (retries, the
+ * re-send after a top-up) sends the same bytes with the Request's own headers and signal. `init` overrides
+ * the Request's members, as with `fetch(request, init)`.
+ */
+async function fromRequest(req: Request, init: ServiceRequestInit | undefined): Promise<[string, ServiceRequestInit]> {
+  const own: ServiceRequestInit = { method: req.method, headers: req.headers, signal: req.signal, redirect: req.redirect };
+  if (req.body && init?.body === undefined) own.body = await req.arrayBuffer();
+  if (init) for (const k of Object.keys(init) as (keyof ServiceRequestInit)[]) if (init[k] !== undefined) (own as Record<string, unknown>)[k] = init[k];
+  return [req.url, own];
+}
+
+/** The request came from the `openai` SDK (it stamps every attempt with `X-Stainless-Retry-Count`). */
+function fromOpenAiSdk(headers: HeadersInit | undefined): boolean {
+  if (!headers) return false;
+  if (headers instanceof Headers) return headers.has("x-stainless-retry-count");
+  if (Array.isArray(headers)) return headers.some(([k]) => k?.toLowerCase() === "x-stainless-retry-count");
+  for (const k in headers) if (k.toLowerCase() === "x-stainless-retry-count") return true;
+  return false;
+}
+
 function errorsLayer(next: FetchLike, brand: string): FetchLike {
   return async (input, init) => {
+    if (typeof input !== "string" && !(input instanceof URL)) [input, init] = await fromRequest(input, init);
     const response = await next(input, init);
     if (response.ok || init?.service?.throwOnError === false) return response;
+    if (fromOpenAiSdk(init?.headers)) {
+      // The SDK builds its own typed APIError from the response (a thrown error would become an
+      // APIConnectionError, and be re-sent). This stack already retried what is worth retrying: tell the SDK not to.
+      const headers = new Headers(response.headers);
+      headers.set("x-should-retry", "false");
+      return new Response(response.body, { status: response.status, statusText: response.statusText, headers });
+    }
     return throwForStatus(response, brand);
   };
 }
@@ -301,7 +355,7 @@ export function createServiceFetch(options: FetchStackOptions = {}): ServiceFetc
     if (!guard) sharedGuards.set(key, (guard = new AbuseGuard(options.abuseGuard ?? {})));
   }
 
-  let f = transportLayer(base, auth, options.defaultHeaders, timeout);
+  let f = transportLayer(base, auth, options.defaultHeaders, timeout, new URL(baseUrl).origin);
   if (guard) f = abuseGuardLayer(guard)(f);
   if (options.pacingLayer) f = options.pacingLayer(f);
   else if (options.pacing !== false) f = pacingLayer(`${baseUrl}|${identity}`, options.pacing || {})(f);

@@ -65,13 +65,27 @@ export interface ServiceResponseHeaders {
   paymentResponse?: Record<string, unknown>;
 }
 
-/** `"12"` → 12, `"1.5e-6"` → 1.5e-6; anything else → undefined. */
+const DECIMAL = /^[+-]?(?:\d+\.?\d*|\.\d+)(?:e[+-]?\d+)?$/i;
+
+/**
+ * `"12"` → 12, `"1.5e-6"` → 1.5e-6; a header a proxy sent twice (`"10, 10"`) → its first value; anything
+ * else (hex `0x10`, `Infinity`, text) → undefined.
+ */
 export function toNumber(value: string | null | undefined): number | undefined {
   if (value === null || value === undefined) return undefined;
-  const trimmed = value.trim();
-  if (trimmed === "") return undefined;
+  const comma = value.indexOf(",");
+  const trimmed = (comma < 0 ? value : value.slice(0, comma)).trim();
+  if (!DECIMAL.test(trimmed)) return undefined;
   const n = Number(trimmed);
   return Number.isFinite(n) ? n : undefined;
+}
+
+/**
+ * `x-ratelimit-reset-requests` as ms since epoch. The header is a Unix timestamp in seconds; tolerate a
+ * server that sends milliseconds, or seconds from now (a value below 1e9, i.e. before 2001, is relative).
+ */
+export function resetRequestsAtMs(reset: number, now = Date.now()): number {
+  return reset > 1e12 ? reset : reset >= 1e9 ? reset * 1000 : now + reset * 1000;
 }
 
 export function toBoolean(value: string | null | undefined): boolean | undefined {

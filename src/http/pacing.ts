@@ -8,8 +8,9 @@
  * round trip of latency, then runs at the full allowed rate).
  */
 import type { FetchLayer } from "./fetch-stack.js";
-import { toNumber } from "./headers.js";
-import { sleep } from "./retry.js";
+import { abortErrorOf } from "./errors.js";
+import { resetRequestsAtMs, toNumber } from "./headers.js";
+import { retryAfterMs, sleep } from "./retry.js";
 
 export interface PacingOptions {
   /** extra ms to wait past a reset instant, for clock granularity (default 50) */
@@ -17,6 +18,9 @@ export interface PacingOptions {
   /** the longest a request is held before it is sent anyway (default 120000) */
   maxHoldMs: number;
 }
+
+/** the longest a 429 pauses a limiter (the retry layer's default `maxRateLimitWaitMs`) */
+const MAX_PAUSE_MS = 60_000;
 
 interface Window {
   limit: number;
@@ -34,10 +38,13 @@ export class RateLimiter {
   /** the service sent no rate-limit headers: nothing to pace on */
   #unmetered = false;
   #waiters: (() => void)[] = [];
+  /** a 429 came back anyway: hold every send until this instant (ms since epoch) */
+  #pausedUntil = 0;
   constructor(readonly options: PacingOptions) {}
 
   /** ms until one more request (with `tokens`) fits, or 0 */
   #waitFor(tokens: number, now: number): number {
+    if (now < this.#pausedUntil) return this.#pausedUntil - now;
     const r = this.#requests;
     if (!r) return this.#probing && !this.#unmetered ? -1 : 0; // -1: wait for the probe's answer
     if (now >= r.resetAt) {
@@ -69,15 +76,15 @@ export class RateLimiter {
       const now = Date.now();
       const wait = this.#waitFor(tokens, now);
       if (wait === 0 || now - started > this.options.maxHoldMs) break;
-      if (wait < 0) {
-        // wait for an answer in flight to tell more
-        await new Promise<void>((resolve) => {
-          this.#waiters.push(resolve);
-          setTimeout(resolve, 250);
-        });
-        if (signal?.aborted) throw signal.reason;
-      } else {
-        await sleep(Math.min(wait, this.options.maxHoldMs), signal);
+      try {
+        if (wait < 0) {
+          // wait for an answer in flight to tell more (or 250 ms, or the caller's abort)
+          await sleep(250, signal, this.#waiters);
+        } else {
+          await sleep(Math.min(wait, this.options.maxHoldMs), signal);
+        }
+      } catch (err) {
+        throw signal?.aborted ? abortErrorOf(signal.reason) : err;
       }
     }
     if (!this.#requests && !this.#unmetered) this.#probing = true;
@@ -85,11 +92,22 @@ export class RateLimiter {
     this.#inFlightTokens += tokens;
   }
 
-  /** Reads the answer's headers; frees the reservation. */
-  release(tokens: number, headers: Headers | undefined, now = Date.now()) {
+  /** Reads the answer's headers (and status); frees the reservation. */
+  release(tokens: number, headers: Headers | undefined, now = Date.now(), status?: number) {
     this.#inFlight--;
     this.#inFlightTokens -= tokens;
     this.#probing = false;
+    if (status === 429 && headers) {
+      // The window was used up after all (another process on the same key, a limit the headers did not
+      // tell): hold every send until the reset the answer names, else for a second.
+      const reset = toNumber(headers.get("x-ratelimit-reset-requests"));
+      const resetAt = reset === undefined ? undefined : resetRequestsAtMs(reset, now);
+      const after = retryAfterMs(headers.get("retry-after"), now);
+      const until =
+        after !== undefined ? now + after : resetAt !== undefined && resetAt > now ? resetAt : now + 1000;
+      // a far reset (a daily limit): holding would only delay the same answer; let sends fail fast instead
+      if (until - now <= MAX_PAUSE_MS) this.#pausedUntil = Math.max(this.#pausedUntil, until);
+    }
     if (headers) {
       const limit = toNumber(headers.get("x-ratelimit-limit-requests"));
       const remaining = toNumber(headers.get("x-ratelimit-remaining-requests"));
@@ -97,7 +115,7 @@ export class RateLimiter {
       if (limit === undefined && !this.#requests) this.#unmetered = true;
       if (limit !== undefined && remaining !== undefined && reset !== undefined) {
         this.#unmetered = false;
-        const resetAt = reset > 1e12 ? reset : reset * 1000;
+        const resetAt = resetRequestsAtMs(reset, now);
         const r = this.#requests;
         // Answers arrive out of order: within one window keep the lowest remaining seen.
         if (!r || resetAt > r.resetAt || !Number.isFinite(r.resetAt)) {
@@ -145,7 +163,7 @@ export function pacingLayer(scope: string, options: Partial<PacingOptions> = {})
       response = await next(input, init);
       return response;
     } finally {
-      limiter.release(tokens, response?.headers);
+      limiter.release(tokens, response?.headers, Date.now(), response?.status);
     }
   };
 }

@@ -4,8 +4,8 @@
  * retries of client errors count towards the service's abuse block). Only the response headers decide; a
  * response handed back to the caller is never retried, so a stream already partly read is never re-sent.
  */
-import { AbuseBlockError } from "./errors.js";
-import { toNumber } from "./headers.js";
+import { AbuseBlockError, abortErrorOf } from "./errors.js";
+import { resetRequestsAtMs, toNumber } from "./headers.js";
 import type { FetchLayer } from "./fetch-stack.js";
 
 export interface RetryOptions {
@@ -22,18 +22,25 @@ export interface RetryOptions {
   sleep: (ms: number, signal?: AbortSignal | null) => Promise<void>;
 }
 
-export function sleep(ms: number, signal?: AbortSignal | null): Promise<void> {
+/**
+ * Waits `ms`; rejects with the signal's reason as soon as it aborts. `wakers`: a list to push a wake-up
+ * callback on (ends the wait early).
+ */
+export function sleep(ms: number, signal?: AbortSignal | null, wakers?: (() => void)[]): Promise<void> {
   return new Promise((resolve, reject) => {
     if (signal?.aborted) return reject(signal.reason);
-    const timer = setTimeout(() => {
+    const done = () => {
+      clearTimeout(timer);
       signal?.removeEventListener("abort", onAbort);
       resolve();
-    }, ms);
+    };
+    const timer = setTimeout(done, ms);
     const onAbort = () => {
       clearTimeout(timer);
       reject(signal!.reason);
     };
     signal?.addEventListener("abort", onAbort, { once: true });
+    wakers?.push(done);
   });
 }
 
@@ -45,16 +52,29 @@ export function backoffDelay(attempt: number, o: Pick<RetryOptions, "baseDelayMs
   return step / 2 + o.random() * (step / 2);
 }
 
-/** Milliseconds to wait after a 429, from the reset header; undefined when absent. */
+/** `retry-after` in ms: delay-seconds or an HTTP date; undefined when absent or unreadable. */
+export function retryAfterMs(value: string | null, now = Date.now()): number | undefined {
+  if (value === null) return undefined;
+  const seconds = toNumber(value);
+  if (seconds !== undefined) return Math.max(0, seconds * 1000);
+  const at = Date.parse(value);
+  return Number.isNaN(at) ? undefined : Math.max(0, at - now);
+}
+
+/** Milliseconds to wait after a 429, from the reset header (else `retry-after`); undefined when absent. */
 export function rateLimitWaitMs(headers: Headers, now = Date.now()): number | undefined {
   const reset = toNumber(headers.get("x-ratelimit-reset-requests"));
-  if (reset === undefined) {
-    const retryAfter = toNumber(headers.get("retry-after"));
-    return retryAfter === undefined ? undefined : retryAfter * 1000;
-  }
-  // The header is a Unix timestamp in seconds; tolerate a server that sends milliseconds.
-  const resetMs = reset > 1e12 ? reset : reset * 1000;
-  return Math.max(0, resetMs - now);
+  if (reset === undefined) return retryAfterMs(headers.get("retry-after"), now);
+  return Math.max(0, resetRequestsAtMs(reset, now) - now);
+}
+
+/** A body that can be sent only once (a stream, an async iterable): never re-sent blindly. */
+export function isOneShotBody(body: unknown): boolean {
+  return (
+    body !== null &&
+    typeof body === "object" &&
+    (typeof (body as ReadableStream).getReader === "function" || Symbol.asyncIterator in body)
+  );
 }
 
 export function retryLayer(options: Partial<RetryOptions>, _brand: string): FetchLayer {
@@ -68,22 +88,31 @@ export function retryLayer(options: Partial<RetryOptions>, _brand: string): Fetc
     ...options,
   };
   return (next) => async (input, init) => {
-    if (o.maxRetries <= 0 || init?.service?.retry === false) return next(input, init);
+    if (o.maxRetries <= 0 || init?.service?.retry === false || isOneShotBody(init?.body)) return next(input, init);
+    /** the last answer, read, for when a retry cannot be sent */
+    let last: { status: number; statusText: string; headers: Headers; text: string } | undefined;
     for (let attempt = 0; ; attempt++) {
       let response: Response;
       try {
         response = await next(input, init);
       } catch (err) {
-        // A client-side refusal (abuse guard) or an abort is final; transport errors are not retried
-        // either, since the request may have reached the service (at-most-once for paid calls).
+        // A client-side refusal (abuse guard) of a retry: the request's outcome is the failure it already
+        // got (with its status and request id), not the refusal of an optional re-send.
+        if (last && err instanceof AbuseBlockError && err.source === "client") {
+          return new Response(last.text, { status: last.status, statusText: last.statusText, headers: last.headers });
+        }
+        // An abort is final; transport errors are not retried either, since the request may have reached
+        // the service (at-most-once for paid calls).
         throw err;
       }
       const status = response.status;
       if (attempt >= o.maxRetries) return response;
       let waitMs: number | undefined;
       if (status === 429) {
-        waitMs = rateLimitWaitMs(response.headers) ?? backoffDelay(attempt, o);
-        if (waitMs > o.maxRateLimitWaitMs) return response;
+        waitMs = rateLimitWaitMs(response.headers);
+        if (waitMs !== undefined && waitMs > o.maxRateLimitWaitMs) return response;
+        // no reset, or one already past (clock skew, a stale header): back off rather than re-send at once
+        if (!waitMs) waitMs = backoffDelay(attempt, o);
         // A small jitter spreads callers that all wait for the same reset instant.
         waitMs += o.random() * Math.min(250, o.baseDelayMs);
       } else if (RETRYABLE_STATUSES.has(status)) {
@@ -91,11 +120,20 @@ export function retryLayer(options: Partial<RetryOptions>, _brand: string): Fetc
       } else {
         return response;
       }
-      // Free the connection before waiting.
-      await response.body?.cancel().catch(() => {});
-      await o.sleep(waitMs, init?.signal);
+      // Read the (small) error body, which frees the connection before waiting and keeps the answer.
+      const text = await response.text().catch(() => "");
+      last = { status, statusText: response.statusText, headers: response.headers, text };
+      // the service's abuse block lasts 30 s: a re-send within it is refused again
+      if (status === 429 && text.includes(ABUSE_BLOCK_MARK)) return new Response(text, last);
+      try {
+        await o.sleep(waitMs, init?.signal);
+      } catch (err) {
+        throw init?.signal?.aborted ? abortErrorOf(init.signal.reason) : err;
+      }
     }
   };
 }
+
+const ABUSE_BLOCK_MARK = "Too many failed attempts";
 
 export { AbuseBlockError };
