@@ -203,7 +203,11 @@ function transportLayer(
     if (authHeaders || defaultHeaders) {
       const h = new Headers(init.headers);
       if (defaultHeaders) for (const k in defaultHeaders) if (!h.has(k)) h.set(k, defaultHeaders[k]!);
-      if (authHeaders) for (const k in authHeaders) h.set(k, authHeaders[k]!);
+      if (authHeaders) {
+        // the stack owns the credentials: a caller's own Authorization (the openai SDK always sends one) goes
+        h.delete("authorization");
+        for (const k in authHeaders) h.set(k, authHeaders[k]!);
+      }
       headers = h;
     }
     const timeout = hints?.timeout ?? timeoutMs;

@@ -55,3 +55,20 @@ describe("ServiceClient with a wallet", () => {
     await expect(client.getX402Balance()).rejects.toBeInstanceOf(ConfigurationError);
   });
 });
+
+describe("the stack under the openai SDK", () => {
+  it("signs in with the wallet (the SDK's own Authorization is dropped), pays on 402, and answers", async () => {
+    const { default: OpenAI } = await import("openai");
+    const { createServiceFetch } = await import("../../src/index.js");
+    const wallet = payer(emu, 6);
+    const sdk = new OpenAI({
+      baseURL: emu.url,
+      apiKey: "not-a-key",
+      fetch: createServiceFetch({ baseUrl: emu.url, wallet, payment: testPolicy(emu) }) as never,
+      maxRetries: 0,
+    });
+    const r = await sdk.chat.completions.create({ model: "emu-xs", messages: [{ role: "user", content: "paid by wallet" }] });
+    expect(r.choices[0]!.message.content).toBe("Echo: paid by wallet");
+    expect(emu.ledger.totals(emu.ledger.wallet(wallet.address)).topUps).toBe(1);
+  });
+});
