@@ -20,7 +20,7 @@
  */
 import { ConfigurationError, PaymentFailedError, PaymentPolicyError, ServiceError } from "../http/errors.js";
 import { decodeBase64Json } from "../http/headers.js";
-import { readBody, type FetchLayer, type FetchLike, type ServiceRequestInit } from "../http/fetch-stack.js";
+import { fromRequest, readBody, type FetchLayer, type FetchLike, type ServiceRequestInit } from "../http/fetch-stack.js";
 import { emitPaymentEvent, type PaymentEvent } from "./events.js";
 import { PaymentPolicy, type PaymentDecision, type PaymentPolicyOptions } from "./policy.js";
 import { signPayment, type SignedPayment } from "./payment.js";
@@ -161,13 +161,8 @@ export function paymentSourceOf(body: unknown, headers: Headers): PaymentSource 
 
 /** Makes a request re-sendable: a Request or stream body is read once into memory. */
 async function replayable(input: string | URL | Request, init: ServiceRequestInit): Promise<[string, ServiceRequestInit]> {
-  if (typeof input !== "string" && !(input instanceof URL)) {
-    const body = input.body ? await input.arrayBuffer() : undefined;
-    return [
-      input.url,
-      { method: input.method, headers: input.headers, body, signal: input.signal, ...init, ...(init.body === undefined ? { body } : {}) },
-    ];
-  }
+  // a Request (from `withX402` around a plain fetch; the stack converts its own before this layer)
+  if (typeof input !== "string" && !(input instanceof URL)) return fromRequest(input, init);
   if (init.body && typeof (init.body as ReadableStream).getReader === "function") {
     return [urlOf(input), { ...init, body: await new Response(init.body as ReadableStream).arrayBuffer() }];
   }
