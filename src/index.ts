@@ -8,4 +8,5 @@ export * from "./http/index.js";
 export * from "./chat/index.js";
 export * from "./crypto-rpc/index.js";
 export * from "./x402/index.js";
+export * from "./store/index.js";
 export type { Emulator, EmulatorOptions } from "./emulator/index.js";

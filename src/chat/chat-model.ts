@@ -48,6 +48,7 @@ import type { Document } from "@langchain/core/documents";
 import { z } from "zod";
 
 import { brandNames, DEFAULT_BRAND, type BrandNames } from "../config.js";
+import { PAYMENT_EVENT_NAME } from "../x402/event-name.js";
 import { createServiceFetch, responseHeaders, type FetchStackOptions, type ServiceFetch } from "../http/fetch-stack.js";
 import { ResponseFormatError, ValidationError } from "../http/errors.js";
 import type { ServiceResponseHeaders } from "../http/headers.js";
@@ -348,6 +349,7 @@ export class ChatService extends BaseChatModel<ChatServiceCallOptions, AIMessage
         onPayment: fields.onPayment,
         solanaRpcUrl: fields.solanaRpcUrl,
         topUp: fields.topUp,
+        store: fields.store,
         pacing: fields.pacing,
         defaultHeaders: fields.defaultHeaders,
       });
@@ -485,14 +487,19 @@ export class ChatService extends BaseChatModel<ChatServiceCallOptions, AIMessage
     return { model_name: this.model, ...this.invocationParams() };
   }
 
-  async #post(body: Record<string, unknown>, options: this["ParsedCallOptions"]): Promise<Response> {
+  async #post(body: Record<string, unknown>, options: this["ParsedCallOptions"], runManager?: CallbackManagerForLLMRun): Promise<Response> {
     options.signal?.throwIfAborted();
     return this.#fetch(this.#url, {
       method: "POST",
       headers: { "content-type": "application/json", accept: body.stream ? "text/event-stream" : "application/json" },
       body: JSON.stringify(body),
       signal: options.signal,
-      service: { model: this.#baseModelId, timeout: options.timeout },
+      service: {
+        model: this.#baseModelId,
+        timeout: options.timeout,
+        // the payments this request causes reach this run's own callbacks (`invoke(x, { callbacks })`)
+        onPaymentEvent: runManager ? (event) => runManager.handleCustomEvent(PAYMENT_EVENT_NAME, event) : undefined,
+      },
     });
   }
 
@@ -537,7 +544,7 @@ export class ChatService extends BaseChatModel<ChatServiceCallOptions, AIMessage
   ): Promise<ChatResult> {
     if (this.streaming) return this.#generateFromStream(messages, options, runManager);
     const body: Record<string, unknown> = { ...this.invocationParams(options, { streaming: false }), messages: toWireMessages(messages, this.model) };
-    const response = await this.#post(body, options);
+    const response = await this.#post(body, options, runManager);
     const headers = this.#headers(response);
     const text = await response.text();
     let data: WireCompletion;
@@ -748,7 +755,7 @@ export class ChatService extends BaseChatModel<ChatServiceCallOptions, AIMessage
   ): AsyncGenerator<StreamPiece[]> {
     const streamUsage = options.streamUsage ?? this.streamUsage;
     const body = { ...this.invocationParams(options, { streaming: true }), messages: toWireMessages(messages, this.model), stream: true };
-    const response = await this.#post(body, options);
+    const response = await this.#post(body, options, runManager);
     const headers = this.#headers(response);
     const paramsKey = this.#names.parameters;
     const docsTool = this.#names.webSearchDocumentsTool;

@@ -25,6 +25,7 @@ import type { X402Wallet } from "../x402/wallets.js";
 import type { PaymentPolicy, PaymentPolicyOptions } from "../x402/policy.js";
 import type { PaymentEvent } from "../x402/events.js";
 import type { X402PaymentController, X402PaymentOptions } from "../x402/layer.js";
+import type { PaymentStore } from "../store/types.js";
 
 /** Per-request hints to the stack; plain `fetch` ignores them. */
 export interface ServiceRequestHints {
@@ -40,6 +41,8 @@ export interface ServiceRequestHints {
   timeout?: number;
   /** false: hand back non-success responses instead of throwing typed errors */
   throwOnError?: boolean;
+  /** receives the events of payments this request causes (a LangChain run's callbacks) */
+  onPaymentEvent?: (event: PaymentEvent) => void | Promise<void>;
 }
 
 export interface ServiceRequestInit extends RequestInit {
@@ -86,6 +89,8 @@ export interface FetchStackOptions {
   solanaRpcUrl?: string;
   /** how top-ups are sent (with `wallet`): per-attempt timeout, re-sends of the same signed payment, pause between */
   topUp?: Partial<Pick<X402PaymentOptions, "topUpTimeoutMs" | "maxResends" | "resendDelayMs">>;
+  /** where wallet budgets and payee pins live (default: this process's MemoryStore, shared by every stack) */
+  store?: PaymentStore;
   /** a custom payment layer, placed outside retries (built from `wallet` + `payment` when absent) */
   paymentLayer?: FetchLayer;
   /**
@@ -337,6 +342,7 @@ export function createServiceFetch(options: FetchStackOptions = {}): ServiceFetc
           brand,
           baseUrl,
           solanaRpcUrl: options.solanaRpcUrl,
+          store: options.store,
         }),
     );
     controller.catch(() => {}); // surfaced on first use

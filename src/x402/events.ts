@@ -1,17 +1,35 @@
 /**
- * Payment events: to the owner's `onPayment`, and to LangChain callbacks as the custom event `x402_payment`
- * when the request runs inside a LangChain run. `PaymentSpendHandler` sums what was spent.
+ * Payment events: to the owner's `onPayment`, and to LangChain callbacks as the custom event `x402_payment`.
+ * A request made by a LangChain run (ChatService, the tools) carries its run's listener, so the run's own
+ * callbacks (`model.invoke(x, { callbacks: [handler] })`) see every payment it caused; other requests made
+ * inside a run reach it through `dispatchCustomEvent`. `PaymentSpendHandler` sums what was spent.
  */
 import { BaseCallbackHandler } from "@langchain/core/callbacks/base";
+// Loaded with this module, not at the first payment: it installs the async context that `dispatchCustomEvent`
+// reads, which must exist before a run starts for the run to be found.
+import { dispatchCustomEvent } from "@langchain/core/callbacks/dispatch";
 
-export const PAYMENT_EVENT_NAME = "x402_payment";
+import { PAYMENT_EVENT_NAME } from "./event-name.js";
+export { PAYMENT_EVENT_NAME };
 
-export type PaymentEventType = "payment.requested" | "payment.signed" | "payment.settled" | "payment.refused" | "payment.failed";
+export type PaymentEventType =
+  | "payment.requested"
+  | "payment.signed"
+  | "payment.settled"
+  | "payment.refused"
+  | "payment.failed"
+  /** something about a payment does not add up (e.g. the service credited another amount than was signed) */
+  | "payment.warning";
+
+/** Receives the events of the payments one request caused (a LangChain run's callbacks, for instance). */
+export type PaymentEventListener = (event: PaymentEvent) => void | Promise<void>;
 
 export interface PaymentEvent {
   type: PaymentEventType;
-  /** USD of the top-up (settled: what the service credited, when it said) */
+  /** USD of the top-up: what was signed (the service's claims never change it) */
   amountUsd?: number;
+  /** USD the service says it credited (settled, warning) */
+  creditedUsd?: number;
   network?: string;
   asset?: string;
   payTo?: string;
@@ -31,30 +49,28 @@ export interface PaymentEvent {
   at: number;
 }
 
-type Dispatch = (name: string, payload: unknown) => Promise<void>;
-let dispatcher: Promise<Dispatch | undefined> | undefined;
-
-function loadDispatcher(): Promise<Dispatch | undefined> {
-  dispatcher ??= import("@langchain/core/callbacks/dispatch")
-    .then((m) => m.dispatchCustomEvent as Dispatch)
-    .catch(() => undefined);
-  return dispatcher;
-}
-
-/** Sends an event to `onPayment` and, inside a LangChain run, to its callbacks. Never throws. */
-export async function emitPaymentEvent(event: PaymentEvent, onPayment?: (event: PaymentEvent) => void, toLangChain = true): Promise<void> {
+/**
+ * Sends an event to `onPayment` and to LangChain: the request's own run listener when it has one, else the run
+ * found in the async context (if any). Never throws.
+ */
+export async function emitPaymentEvent(
+  event: PaymentEvent,
+  onPayment?: (event: PaymentEvent) => void,
+  toLangChain = true,
+  listener?: PaymentEventListener,
+): Promise<void> {
   try {
     onPayment?.(event);
   } catch {
     // an observer's failure must not change what happens to money
   }
   if (!toLangChain) return;
-  const dispatch = await loadDispatcher();
   try {
+    if (listener) await listener(event);
     // outside a run there is no parent to report to: dispatchCustomEvent throws, which is fine
-    await dispatch?.(PAYMENT_EVENT_NAME, event);
+    else await dispatchCustomEvent(PAYMENT_EVENT_NAME, event);
   } catch {
-    /* no active run */
+    /* no active run, or a failing callback */
   }
 }
 
@@ -65,6 +81,8 @@ export class PaymentSpendHandler extends BaseCallbackHandler {
   payments = 0;
   refused = 0;
   failed = 0;
+  /** payments whose credit the service reported differently from what was signed */
+  warnings = 0;
   readonly events: PaymentEvent[] = [];
 
   override async handleCustomEvent(eventName: string, data: unknown): Promise<void> {
@@ -80,5 +98,6 @@ export class PaymentSpendHandler extends BaseCallbackHandler {
       this.totalUsd = Math.round((this.totalUsd + (event.amountUsd ?? 0)) * 1e6) / 1e6;
     } else if (event.type === "payment.refused") this.refused++;
     else if (event.type === "payment.failed") this.failed++;
+    else if (event.type === "payment.warning") this.warnings++;
   };
 }

@@ -16,15 +16,22 @@
  * - at most once: the signed payload is kept until the outcome is known; a timeout or 5xx resends the SAME
  *   `PAYMENT-SIGNATURE` (its nonce makes it idempotent); a new one is never signed automatically while an
  *   old one may still settle;
- * - a 402 right after a successful top-up is an error, not another payment.
+ * - a 402 right after a successful top-up is an error, not another payment;
+ * - only the service's own 402s are paid: a 402 from another origin (another host through the same stack, or
+ *   the end of a redirect) is handed back unpaid, and requirements are read only from the service's origin;
+ * - an unclear outcome (timeouts, 5xx, a refusal of a re-send) is reconciled against the wallet's transactions,
+ *   and a new payment is signed only once the old one's `validBefore` has passed and it shows no settlement;
+ * - what is reported as spent is what was signed; the service's `amountCredited` rides beside it.
  */
 import { ConfigurationError, PaymentFailedError, PaymentPolicyError, ServiceError } from "../http/errors.js";
 import { decodeBase64Json } from "../http/headers.js";
 import { fromRequest, readBody, type FetchLayer, type FetchLike, type ServiceRequestInit } from "../http/fetch-stack.js";
-import { emitPaymentEvent, type PaymentEvent } from "./events.js";
-import { PaymentPolicy, type PaymentDecision, type PaymentPolicyOptions } from "./policy.js";
+import { emitPaymentEvent, type PaymentEvent, type PaymentEventListener } from "./events.js";
+import { PaymentPolicy, walletScopeKey, type PaymentDecision, type PaymentPolicyOptions } from "./policy.js";
 import { signPayment, type SignedPayment } from "./payment.js";
 import { isX402Wallet, walletNamespace, type X402Wallet } from "./wallets.js";
+import { defaultStore } from "../store/memory.js";
+import type { PaymentStore } from "../store/types.js";
 
 export const PAYMENT_SIGNATURE_HEADER = "PAYMENT-SIGNATURE";
 export const PAYMENT_REQUIRED_HEADER = "PAYMENT-REQUIRED";
@@ -51,11 +58,17 @@ export interface X402PaymentOptions {
   resendDelayMs?: number;
   /** report events to LangChain callbacks when inside a run (default true) */
   langchainEvents?: boolean;
+  /** where budgets and payee pins live (default: this process's `MemoryStore`, shared by every stack) */
+  store?: PaymentStore;
 }
 
 export interface TopUpResult {
-  /** USD credited (as the service reported, else what was paid) */
+  /** USD signed and paid (what left the wallet) */
   amountUsd: number;
+  /** USD the service says it credited, when it said (a warning event is emitted when it differs) */
+  creditedUsd?: number;
+  /** the outcome was established from the wallet's transactions, not from the top-up answer */
+  reconciled?: boolean;
   /** the wallet's credit after the top-up, when reported */
   newBalanceUsd?: number;
   transaction?: string;
@@ -80,6 +93,8 @@ interface PendingPayment {
   topUpUrl: string;
   /** ms after which it can no longer settle */
   expiresAt: number;
+  /** ms when it was signed */
+  signedAt: number;
   /** these bytes went out at least once (an answer may have been lost) */
   sent?: boolean;
 }
@@ -104,11 +119,24 @@ interface WalletState {
   gate?: Promise<Error | undefined>;
 }
 
-const walletStates = new WeakMap<X402Wallet, WalletState>();
+/** One state per wallet ADDRESS: two wallet objects holding one key are one wallet (one single flight). */
+const walletStates = new Map<string, WalletState>();
 function stateOf(wallet: X402Wallet): WalletState {
-  let s = walletStates.get(wallet);
-  if (!s) walletStates.set(wallet, (s = { epoch: 0, creditOk: false }));
+  const key = walletScopeKey(walletNamespace(wallet), wallet.address);
+  let s = walletStates.get(key);
+  if (!s) walletStates.set(key, (s = { epoch: 0, creditOk: false }));
   return s;
+}
+
+/**
+ * Words a service (v1 or v2, any letter case, the reference facilitator's `invalid_exact_evm_nonce_already_used`)
+ * uses to say a payment's nonce was already used: for a payment we sent before, that means it settled.
+ */
+const ALREADY_USED = /already[\s_-]*(used|settled|processed|redeemed|spent|claimed)|nonce[\s\S]{0,40}\bused\b|replay|duplicate/i;
+function saysAlreadyUsed(body: unknown): boolean {
+  if (body === undefined || body === null) return false;
+  const text = typeof body === "string" ? body : JSON.stringify(body);
+  return ALREADY_USED.test(text.slice(0, 8192));
 }
 
 /** Opens the wallet's gate; the returned function closes it (once) with the outcome for the waiters. */
@@ -173,7 +201,10 @@ export class X402PaymentController {
   readonly wallet: X402Wallet;
   readonly policy: PaymentPolicy;
   readonly options: X402PaymentOptions;
+  readonly store: PaymentStore;
   readonly #state: WalletState;
+  /** the service's origin: the base URL's, else pinned by the first request through this controller */
+  #origin?: string;
 
   constructor(options: X402PaymentOptions) {
     if (!options || !isX402Wallet(options.wallet)) {
@@ -186,7 +217,21 @@ export class X402PaymentController {
     this.wallet = options.wallet;
     this.policy = PaymentPolicy.from(options.policy);
     this.options = options;
+    this.store = options.store ?? defaultStore();
     this.#state = stateOf(options.wallet);
+    if (options.baseUrl) this.#origin = new URL(options.baseUrl).origin;
+  }
+
+  /** Whether `url` lies on the service's origin (the first URL seen pins it when no baseUrl was given). */
+  #onServiceOrigin(url: string): boolean {
+    let origin: string;
+    try {
+      origin = new URL(url).origin;
+    } catch {
+      return false;
+    }
+    this.#origin ??= origin;
+    return origin === this.#origin;
   }
 
   /** The wallet's credit as last reported (X-Balance-Remaining or a top-up), in USD. */
@@ -214,7 +259,12 @@ export class X402PaymentController {
   }
 
   /** Reports an event; awaited so that callbacks have it before the request that caused it returns. */
-  #emit(type: PaymentEvent["type"], decision: Partial<PaymentDecision> | undefined, extra: Partial<PaymentEvent> = {}): Promise<void> {
+  #emit(
+    listener: PaymentEventListener | undefined,
+    type: PaymentEvent["type"],
+    decision: Partial<PaymentDecision> | undefined,
+    extra: Partial<PaymentEvent> = {},
+  ): Promise<void> {
     const event: PaymentEvent = {
       type,
       amountUsd: decision?.amountUsd,
@@ -225,14 +275,14 @@ export class X402PaymentController {
       at: Date.now(),
       ...extra,
     };
-    return emitPaymentEvent(event, this.options.onPayment, this.options.langchainEvents !== false);
+    return emitPaymentEvent(event, this.options.onPayment, this.options.langchainEvents !== false, listener);
   }
 
   /**
    * One top-up at a time per wallet: joins the one in flight, else starts one. `amountUsd` overrides the
    * policy's amount (an explicit top-up); the policy's caps still apply.
    */
-  topUp(send: FetchLike, topUpUrl: string, source: PaymentSource = {}, amountUsd?: number): Promise<TopUpResult> {
+  topUp(send: FetchLike, topUpUrl: string, source: PaymentSource = {}, amountUsd?: number, listener?: PaymentEventListener): Promise<TopUpResult> {
     const s = this.#state;
     if (s.inFlight) {
       // an automatic top-up that finds an explicit one in flight takes its credit when it lands; when the
@@ -240,13 +290,13 @@ export class X402PaymentController {
       if (amountUsd === undefined && s.inFlightExplicit) {
         const joined = s.inFlight;
         return joined.catch((err: unknown) => {
-          if (err instanceof PaymentPolicyError && err.rule !== "dryRun") return this.topUp(send, topUpUrl, source);
+          if (err instanceof PaymentPolicyError && err.rule !== "dryRun") return this.topUp(send, topUpUrl, source, undefined, listener);
           throw err;
         });
       }
       return s.inFlight;
     }
-    const run = this.#topUp(send, topUpUrl, source, amountUsd).finally(() => {
+    const run = this.#topUp(send, topUpUrl, source, amountUsd, listener).finally(() => {
       if (s.inFlight === run) {
         s.inFlight = undefined;
         s.inFlightExplicit = false;
@@ -258,10 +308,11 @@ export class X402PaymentController {
   }
 
   /** Like `topUp` but an explicit top-up waits for one in flight instead of joining it. */
-  async explicitTopUp(send: FetchLike, topUpUrl: string, amountUsd: number): Promise<TopUpResult> {
+  async explicitTopUp(send: FetchLike, topUpUrl: string, amountUsd: number, listener?: PaymentEventListener): Promise<TopUpResult> {
     if (!(Number.isFinite(amountUsd) && amountUsd > 0)) throw new ConfigurationError("topUp: amountUsd must be a positive number");
+    if (!this.#onServiceOrigin(topUpUrl)) throw new ConfigurationError("topUp: the top-up URL is not on the service's origin");
     while (this.#state.inFlight) await this.#state.inFlight.catch(() => undefined);
-    return this.topUp(send, topUpUrl, {}, amountUsd);
+    return this.topUp(send, topUpUrl, {}, amountUsd, listener);
   }
 
   async #fetchRequirements(send: FetchLike, topUpUrl: string): Promise<PaymentSource> {
@@ -282,30 +333,47 @@ export class X402PaymentController {
     return source;
   }
 
-  async #topUp(send: FetchLike, topUpUrl: string, source: PaymentSource, amountUsd?: number): Promise<TopUpResult> {
+  async #topUp(send: FetchLike, topUpUrl: string, source: PaymentSource, amountUsd: number | undefined, listener: PaymentEventListener | undefined): Promise<TopUpResult> {
     const s = this.#state;
-    // an earlier signed payment whose outcome is unknown goes first, unchanged
-    if (s.pending && s.pending.expiresAt <= Date.now()) s.pending = undefined;
+    // An earlier signed payment whose outcome is unknown goes first, unchanged. Once it can no longer settle
+    // (its validBefore passed), a payment that ever left the process is looked up before anything new is signed.
+    if (s.pending && s.pending.expiresAt <= Date.now()) {
+      const expired = s.pending;
+      if (!expired.sent) s.pending = undefined;
+      else {
+        const found = await this.#reconcile(send, expired);
+        if (found === "settled") return this.#settled(undefined, undefined, expired, 0, listener, true);
+        if (found === "unknown") {
+          const reason = "an earlier signed payment expired, and whether it settled cannot be read from the service: not signing another";
+          await this.#emit(listener, "payment.failed", expired.decision, { reason });
+          throw new PaymentFailedError(reason);
+        }
+        s.pending = undefined; // the service shows it did not settle, and it no longer can
+      }
+    }
     if (!s.pending) {
       if (!source.accepts) source = { ...(await this.#fetchRequirements(send, topUpUrl)), suggestedUsd: source.suggestedUsd };
-      let decision: PaymentDecision;
-      if (amountUsd !== undefined) await this.#checkExplicitAmount(amountUsd);
+      if (amountUsd !== undefined) await this.#checkExplicitAmount(amountUsd, listener);
+      let authorization: Awaited<ReturnType<PaymentPolicy["authorize"]>>;
       try {
-        // an explicit amount is decided by this very policy (its payee pins, assets and caps), never by a copy
-        decision = this.policy.decide(source.accepts ?? [], { namespace: walletNamespace(this.wallet), suggestedUsd: source.suggestedUsd, amountUsd });
+        // decide, check pins and budgets, reserve and pin: one atomic step of the store, nothing awaited between
+        authorization = await this.policy.authorize(source.accepts ?? [], {
+          namespace: walletNamespace(this.wallet),
+          suggestedUsd: source.suggestedUsd,
+          amountUsd,
+          walletAddress: this.wallet.address,
+          store: this.store,
+        });
       } catch (err) {
-        if (err instanceof PaymentPolicyError) await this.#emit("payment.refused", undefined, { rule: err.rule, reason: err.message });
+        if (err instanceof PaymentPolicyError) {
+          // a dry run reports the payment it would have made
+          if (err.rule === "dryRun") await this.#emit(listener, "payment.requested", this.policy.decide(source.accepts ?? [], { namespace: walletNamespace(this.wallet), suggestedUsd: source.suggestedUsd, amountUsd }));
+          await this.#emit(listener, "payment.refused", undefined, { rule: err.rule, reason: err.message });
+        }
         throw err;
       }
-      await this.#emit("payment.requested", decision);
-      let reservation: { release(): void };
-      try {
-        // the budget is held by the policy this controller owns (an explicit amount too)
-        reservation = this.policy.reserve(decision);
-      } catch (err) {
-        if (err instanceof PaymentPolicyError) await this.#emit("payment.refused", decision, { rule: err.rule, reason: err.message });
-        throw err;
-      }
+      const { decision } = authorization;
+      await this.#emit(listener, "payment.requested", decision);
       let signed: SignedPayment;
       try {
         signed = await signPayment(this.wallet, decision, {
@@ -316,29 +384,58 @@ export class X402PaymentController {
           extensions: undefined,
         });
       } catch (err) {
-        reservation.release(); // nothing was signed
-        await this.#emit("payment.failed", decision, { reason: (err as Error).message });
+        await authorization.release(); // nothing was signed
+        await this.#emit(listener, "payment.failed", decision, { reason: (err as Error).message });
         throw err;
       }
-      const expiresAt = (signed.validBefore ?? Math.floor(Date.now() / 1000) + decision.requirement.maxTimeoutSeconds) * 1000;
-      s.pending = { signed, decision, topUpUrl, expiresAt };
-      await this.#emit("payment.signed", decision);
+      await authorization.commit();
+      const signedAt = Date.now();
+      const expiresAt = (signed.validBefore ?? Math.floor(signedAt / 1000) + decision.requirement.maxTimeoutSeconds) * 1000;
+      s.pending = { signed, decision, topUpUrl, expiresAt, signedAt };
+      await this.#emit(listener, "payment.signed", decision);
     }
-    return this.#deliver(send, s.pending);
+    return this.#deliver(send, s.pending, listener);
   }
 
-  async #checkExplicitAmount(amountUsd: number): Promise<void> {
+  /**
+   * Looks for a pending payment's settlement in the wallet's transactions: a top-up of the signed amount made
+   * after it was signed. "unknown" when the service cannot be read.
+   */
+  async #reconcile(send: FetchLike, pending: PendingPayment): Promise<"settled" | "absent" | "unknown"> {
+    const base = pending.topUpUrl.replace(/\/x402\/top-up$/, "");
+    try {
+      const res = await send(`${base}/x402/transactions/${this.wallet.address}?limit=50`, {
+        method: "GET",
+        headers: { accept: "application/json" },
+        service: { retry: false, throwOnError: false },
+      });
+      const { body } = await readBody(res);
+      const list = (body as { data?: { transactions?: unknown } } | undefined)?.data?.transactions;
+      if (!res.ok || !Array.isArray(list)) return "unknown";
+      const since = pending.signedAt - 120_000; // the service's clock may run behind ours
+      const hit = list.some((t) => {
+        const tx = t as { type?: unknown; amount?: unknown; createdAt?: unknown };
+        const at = typeof tx.createdAt === "string" ? Date.parse(tx.createdAt) : NaN;
+        return tx.type === "TOP_UP" && typeof tx.amount === "number" && Math.abs(tx.amount - pending.decision.amountUsd) < 1e-6 && at >= since;
+      });
+      return hit ? "settled" : "absent";
+    } catch {
+      return "unknown";
+    }
+  }
+
+  async #checkExplicitAmount(amountUsd: number, listener: PaymentEventListener | undefined): Promise<void> {
     if (amountUsd > this.policy.maxPerTopUpUsd) {
       const err = new PaymentPolicyError(`payment refused by policy (maxPerTopUp): $${amountUsd} is over the $${this.policy.maxPerTopUpUsd} cap per top-up`, {
         rule: "maxPerTopUp",
       });
-      await this.#emit("payment.refused", undefined, { rule: err.rule, reason: err.message, amountUsd });
+      await this.#emit(listener, "payment.refused", undefined, { rule: err.rule, reason: err.message, amountUsd });
       throw err;
     }
   }
 
-  /** Sends the signed payment; on an unclear outcome re-sends the same bytes. */
-  async #deliver(send: FetchLike, pending: PendingPayment): Promise<TopUpResult> {
+  /** Sends the signed payment; on an unclear outcome re-sends the same bytes, then reads the transactions. */
+  async #deliver(send: FetchLike, pending: PendingPayment, listener: PaymentEventListener | undefined): Promise<TopUpResult> {
     const s = this.#state;
     const maxResends = this.options.maxResends ?? 3;
     const { decision } = pending;
@@ -361,53 +458,79 @@ export class X402PaymentController {
         continue;
       }
       const { body } = await readBody(res);
-      if (res.ok) return this.#settled(res, body, pending, attempt);
+      if (res.ok) return this.#settled(res, body, pending, attempt, listener);
       const code = codeOf(body);
       if (res.status >= 500 || res.status === 429 || res.status === 408) {
         lastProblem = `HTTP ${res.status}${code ? ` ${code}` : ""}`;
         continue;
       }
-      if (sentBefore && /ALREADY|REPLAY|DUPLICATE|USED/.test(code ?? "")) {
+      if (sentBefore && saysAlreadyUsed(body)) {
         // a re-send of a payment that settled on an earlier attempt (of this top-up or an earlier one) whose answer was lost
-        return this.#settled(res, body, pending, attempt);
+        return this.#settled(res, body, pending, attempt, listener);
       }
-      // a definite refusal: this payload will not be settled by the service
+      if (sentBefore || saysAlreadyUsed(body)) {
+        // these bytes went out before, so the refusal is not the whole story: they may have settled
+        lastProblem = `HTTP ${res.status}${code ? ` ${code}` : ""} on a re-send`;
+        break;
+      }
+      // a definite refusal of a payment the service had never seen: it will not be settled
       s.pending = undefined;
       const reason = `top-up refused: HTTP ${res.status}${code ? ` ${code}` : ""}`;
-      await this.#emit("payment.failed", decision, { reason });
+      await this.#emit(listener, "payment.failed", decision, { reason });
       throw new PaymentFailedError(reason, { status: res.status, code, body });
     }
+    // unclear: the wallet's transactions tell whether it settled
+    if ((await this.#reconcile(send, pending)) === "settled") return this.#settled(undefined, undefined, pending, maxResends, listener, true);
     // keep `pending`: the next top-up re-sends these bytes instead of signing anew
-    const reason = `top-up outcome unknown after ${maxResends + 1} attempts (${lastProblem}); the same signed payment will be re-sent, never re-signed`;
-    await this.#emit("payment.failed", decision, { reason, resends: maxResends });
+    const reason = `top-up outcome unknown (${lastProblem}); the same signed payment will be re-sent, never re-signed, until it expires`;
+    await this.#emit(listener, "payment.failed", decision, { reason, resends: maxResends });
     throw new PaymentFailedError(reason);
   }
 
-  async #settled(res: Response, body: unknown, pending: PendingPayment, resends: number): Promise<TopUpResult> {
+  async #settled(
+    res: Response | undefined,
+    body: unknown,
+    pending: PendingPayment,
+    resends: number,
+    listener: PaymentEventListener | undefined,
+    reconciled = false,
+  ): Promise<TopUpResult> {
     const s = this.#state;
-    s.pending = undefined;
+    if (s.pending === pending) s.pending = undefined;
     s.epoch++;
     s.creditOk = true;
     const data = ((body as { data?: Record<string, unknown> } | undefined)?.data ?? {}) as Record<string, unknown>;
-    const receipt = decodeBase64Json<Record<string, unknown>>(res.headers.get(PAYMENT_RESPONSE_HEADER));
-    const credited = typeof data.amountCredited === "number" ? data.amountCredited : pending.decision.amountUsd;
-    const newBalance = typeof data.newBalance === "number" ? data.newBalance : undefined;
+    const receipt = res ? decodeBase64Json<Record<string, unknown>>(res.headers.get(PAYMENT_RESPONSE_HEADER)) : undefined;
+    // what is reported as spent is what was signed: the server's figure is its claim, carried beside it
+    const signedUsd = pending.decision.amountUsd;
+    const credited = typeof data.amountCredited === "number" && Number.isFinite(data.amountCredited) ? data.amountCredited : undefined;
+    const newBalance = typeof data.newBalance === "number" && Number.isFinite(data.newBalance) ? data.newBalance : undefined;
     if (newBalance !== undefined) s.lastBalanceUsd = newBalance;
     const result: TopUpResult = {
-      amountUsd: credited,
+      amountUsd: signedUsd,
+      creditedUsd: credited,
       newBalanceUsd: newBalance,
       transaction: typeof receipt?.transaction === "string" ? receipt.transaction : undefined,
       network: typeof receipt?.network === "string" ? receipt.network : pending.decision.network,
       payer: typeof receipt?.payer === "string" ? receipt.payer : this.wallet.address,
       paymentId: typeof data.paymentId === "string" ? data.paymentId : undefined,
       resends,
+      ...(reconciled ? { reconciled } : {}),
     };
-    await this.#emit("payment.settled", pending.decision, {
-      amountUsd: credited,
+    await this.#emit(listener, "payment.settled", pending.decision, {
+      amountUsd: signedUsd,
+      creditedUsd: credited,
       transaction: result.transaction,
       balanceUsd: newBalance,
       resends,
     });
+    if (credited !== undefined && Math.abs(credited - signedUsd) > 1e-6) {
+      await this.#emit(listener, "payment.warning", pending.decision, {
+        amountUsd: signedUsd,
+        creditedUsd: credited,
+        reason: `the service reports $${credited} credited for a payment of $${signedUsd}`,
+      });
+    }
     return result;
   }
 
@@ -415,6 +538,8 @@ export class X402PaymentController {
   layer(): FetchLayer {
     return (next) => async (input, init = {}) => {
       const [url, replayInit] = await replayable(input, init);
+      // only the service's own 402s are paid: a request elsewhere passes through untouched
+      if (!this.#onServiceOrigin(url)) return next(url, replayInit);
       const base = this.options.baseUrl ?? baseUrlOf(url);
       const topUpUrl = `${base}/x402/top-up`;
       if (url.split("?")[0] === topUpUrl) return next(url, replayInit);
@@ -428,8 +553,9 @@ export class X402PaymentController {
       const method = (replayInit.method ?? "GET").toUpperCase();
       const creditBearing = method !== "GET" && method !== "HEAD";
       for (;;) {
+        if (!creditBearing) break; // reads wait for nothing (the top-up itself reads the wallet's transactions)
         if (s.inFlight) await s.inFlight.catch(() => undefined);
-        if (s.creditOk || !creditBearing) break;
+        if (s.creditOk) break;
         if (s.gate) {
           const outcome = await s.gate;
           if (outcome) throw outcome;
@@ -458,6 +584,8 @@ export class X402PaymentController {
     const s = this.#state;
     const epochAtSend = s.epoch;
     const first = await next(url, replayInit);
+    // a 402 that ended on another origin (after a redirect) is not the service's to ask for: handed back unpaid
+    if (first.status === 402 && first.url && !this.#onServiceOrigin(first.url)) return first;
     this.observe(first);
     if (first.status !== 402) {
       // served, or the balance was reported: credit is fine
@@ -476,7 +604,7 @@ export class X402PaymentController {
     // a top-up completed while this request was out: retry without paying
     if (s.epoch === epochAtSend) {
       try {
-        await this.topUp(next, topUpUrl, paymentSourceOf(body, first.headers));
+        await this.topUp(next, topUpUrl, paymentSourceOf(body, first.headers), undefined, replayInit.service?.onPaymentEvent);
       } catch (err) {
         // the held requests fail the same way instead of each drawing a 402
         release?.(err instanceof Error ? err : new PaymentFailedError(String(err)));

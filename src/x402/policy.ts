@@ -3,12 +3,19 @@
  * the policy does not allow is a `PaymentPolicyError` naming the rule, and nothing leaves the process.
  *
  * Rules, in the order they are checked for each offered requirement:
- *   scheme -> network -> wallet -> asset -> payee -> amount -> maxPerTopUp, then maxPerPeriod, then dryRun.
+ *   scheme -> network -> wallet -> asset -> payee -> amount -> validity -> maxPerTopUp,
+ * then, in one atomic step of the store: payee pins -> maxPerPeriod -> dryRun -> reserve and pin.
+ *
+ * Caps belong to the wallet, not to an object: every payment draws on the budget of the paying wallet's address
+ * (whatever stack or policy object pays it) AND on the budget of this policy object (so one policy shared by
+ * several wallets stays one budget). Both live in a store (`MemoryStore` per process by default).
  */
 import { z } from "zod";
 import { ConfigurationError, PaymentPolicyError } from "../http/errors.js";
 import { atomicToUsd, usdToAtomic } from "./encoding.js";
 import { BASE_MAINNET, SOLANA_MAINNET } from "./wallets.js";
+import { defaultStore } from "../store/memory.js";
+import type { PaymentStore, SpendScope } from "../store/types.js";
 
 /** Circle's USDC on Base and on Solana mainnet: the only assets allowed unless the owner lists others. */
 export const USDC_BASE = "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913";
@@ -22,6 +29,7 @@ export type PolicyRule =
   | "asset"
   | "payee"
   | "amount"
+  | "validity"
   | "maxPerTopUp"
   | "maxPerPeriod"
   | "dryRun"
@@ -58,6 +66,11 @@ export interface PaymentPolicyOptions {
   pinPayees?: boolean;
   /** rail to prefer when several are allowed */
   preferredNetwork?: string;
+  /**
+   * the longest a signed payment may stay valid, in seconds (default 3600). The service's `maxTimeoutSeconds`
+   * is clamped to it (the signature expires sooner than offered); an offer of zero or less is refused.
+   */
+  maxValiditySeconds?: number;
   /** decide and report, never sign */
   dryRun?: boolean;
   /** ms clock (tests) */
@@ -89,8 +102,10 @@ export interface PaymentRequirement {
 }
 
 export interface PaymentDecision {
-  /** the requirement to sign, with `amount` raised to what will be paid */
+  /** the requirement to sign, with `amount` raised to what will be paid and the validity clamped */
   requirement: PaymentRequirement;
+  /** the requirement exactly as the service offered it */
+  offered: Record<string, unknown>;
   amountUsd: number;
   amountAtomic: bigint;
   /** the minimum the service asked for */
@@ -116,13 +131,34 @@ function sameAddress(network: string, a: string, b: string): boolean {
   return network.startsWith("eip155:") ? a.toLowerCase() === b.toLowerCase() : a === b;
 }
 
-const RULE_ORDER: PolicyRule[] = ["noRequirements", "scheme", "network", "wallet", "asset", "payee", "amount", "maxPerTopUp"];
-
-interface SpendRecord {
-  id: number;
-  at: number;
-  amountUsd: number;
+/** An address as pins compare it: EVM addresses are case-insensitive. */
+export function normalizeAddress(network: string, address: string): string {
+  return network.startsWith("eip155:") ? address.toLowerCase() : address;
 }
+
+/** The store key of a wallet address's budget and pins (one per address, whatever object holds the key). */
+export function walletScopeKey(namespace: string, address: string): string {
+  return `wallet:${namespace}:${namespace === "eip155" ? address.toLowerCase() : address}`;
+}
+
+const RULE_ORDER: PolicyRule[] = ["noRequirements", "scheme", "network", "wallet", "asset", "payee", "amount", "validity", "maxPerTopUp"];
+
+export interface DecideContext {
+  namespace: "eip155" | "solana";
+  /** the service's suggested top-up in USD */
+  suggestedUsd?: number;
+  /** an explicit top-up's amount, instead of the policy's */
+  amountUsd?: number;
+}
+
+/** A payment the store has reserved budget for; release it when nothing was signed, commit it once signed. */
+export interface Authorization {
+  decision: PaymentDecision;
+  release(): Promise<void>;
+  commit(): Promise<void>;
+}
+
+let policyIds = 0;
 
 export class PaymentPolicy {
   readonly amountUsd?: number;
@@ -135,11 +171,10 @@ export class PaymentPolicy {
   readonly preferredNetwork?: string;
   readonly dryRun: boolean;
   readonly pinPayees: boolean;
-  /** network -> the payee first paid there (when no allowedPayees) */
-  readonly #pinned = new Map<string, string>();
+  readonly maxValiditySeconds: number;
+  /** this object's own budget and pins in the store */
+  readonly scopeKey = `policy:${process.pid}.${++policyIds}.${Math.random().toString(36).slice(2, 8)}`;
   readonly #now: () => number;
-  #records: SpendRecord[] = [];
-  #nextId = 1;
 
   constructor(options: PaymentPolicyOptions = {}) {
     const positive = (name: string, v: number | undefined) => {
@@ -149,6 +184,8 @@ export class PaymentPolicy {
     positive("maxPerTopUpUsd", options.maxPerTopUpUsd);
     positive("maxPerPeriodUsd", options.maxPerPeriodUsd);
     positive("periodMs", options.periodMs);
+    positive("maxValiditySeconds", options.maxValiditySeconds);
+    this.maxValiditySeconds = options.maxValiditySeconds ?? 3600;
     this.maxPerPeriodUsd = options.maxPerPeriodUsd ?? Math.max(100, options.maxPerTopUpUsd ?? 0);
     this.maxPerTopUpUsd = options.maxPerTopUpUsd ?? Math.min(20, this.maxPerPeriodUsd);
     this.periodMs = options.periodMs ?? 24 * 60 * 60_000;
@@ -183,21 +220,62 @@ export class PaymentPolicy {
     return value instanceof PaymentPolicy ? value : new PaymentPolicy(value ?? {});
   }
 
-  /** USD of top-ups counted in the current rolling period. */
-  spentInPeriod(): number {
-    const cutoff = this.#now() - this.periodMs;
-    this.#records = this.#records.filter((r) => r.at > cutoff);
-    return Math.round(this.#records.reduce((s, r) => s + r.amountUsd, 0) * 1e6) / 1e6;
+  /**
+   * USD of top-ups counted in the current rolling period: this policy object's, or, given a wallet address,
+   * that wallet's (all stacks and policies paying from it).
+   */
+  async spentUsd(wallet?: { address: string; namespace?: "eip155" | "solana" }, store: PaymentStore = defaultStore()): Promise<number> {
+    const key = wallet ? walletScopeKey(wallet.namespace ?? (wallet.address.startsWith("0x") ? "eip155" : "solana"), wallet.address) : this.scopeKey;
+    return store.spentUsd(key, this.periodMs, this.#now());
   }
 
   /**
-   * Picks the requirement to pay and the amount, or throws `PaymentPolicyError` naming the rule that
-   * stopped the best candidate. Pure: nothing is recorded.
+   * The requirement to pay and the amount, or a `PaymentPolicyError` naming the rule that stopped the best
+   * candidate. Pure: nothing is recorded, and payee pins and the period cap (which live in the store) are
+   * checked by `authorize`.
    */
-  decide(
+  decide(accepts: readonly unknown[], context: DecideContext): PaymentDecision {
+    return this.candidates(accepts, context)[0]!;
+  }
+
+  /**
+   * Decides and reserves in one atomic step of the store: payee pins, the period caps of the wallet and of this
+   * policy, then the spend is recorded and the payee pinned. Nothing is awaited between the decision and the
+   * reservation, so two concurrent first top-ups naming different payees cannot both pass.
+   */
+  async authorize(
     accepts: readonly unknown[],
-    context: { namespace: "eip155" | "solana"; suggestedUsd?: number; /** an explicit top-up's amount, instead of the policy's */ amountUsd?: number },
-  ): PaymentDecision {
+    context: DecideContext & { walletAddress: string; store?: PaymentStore },
+  ): Promise<Authorization> {
+    const store = context.store ?? defaultStore();
+    const candidates = this.candidates(accepts, context);
+    const pin = !this.allowedPayees && this.pinPayees;
+    const scopes: SpendScope[] = [
+      { key: walletScopeKey(context.namespace, context.walletAddress), capUsd: this.maxPerPeriodUsd, periodMs: this.periodMs, pin },
+      { key: this.scopeKey, capUsd: this.maxPerPeriodUsd, periodMs: this.periodMs, pin },
+    ];
+    const outcome = await store.reserveSpend({
+      scopes,
+      candidates: candidates.map((c) => ({ network: c.network, payTo: normalizeAddress(c.network, c.payTo), amountUsd: c.amountUsd })),
+      now: this.#now(),
+      dryRun: this.dryRun,
+    });
+    if (!outcome.ok) {
+      const decision = outcome.index === undefined ? undefined : candidates[outcome.index];
+      const message =
+        outcome.rule === "dryRun" ? `dry run: ${outcome.detail} (asset ${decision?.asset})` : `payment refused by policy (${outcome.rule}): ${outcome.detail}`;
+      throw new PaymentPolicyError(message, { rule: outcome.rule });
+    }
+    const decision = candidates[outcome.index]!;
+    return {
+      decision,
+      release: () => store.releaseSpend(outcome.reservation),
+      commit: () => store.commitSpend(outcome.reservation),
+    };
+  }
+
+  /** Every offered requirement the policy allows, best first (the preferred network leads). */
+  candidates(accepts: readonly unknown[], context: DecideContext): PaymentDecision[] {
     let worst: { rule: PolicyRule; detail: string } = { rule: "noRequirements", detail: "the service offered no payment requirements" };
     const candidates: PaymentDecision[] = [];
     const note = (rule: PolicyRule, detail: string) => {
@@ -232,14 +310,14 @@ export class PaymentPolicy {
         note("payee", `payee ${r.payTo} is not an allowed payee`);
         continue;
       }
-      const pinned = this.allowedPayees || !this.pinPayees ? undefined : this.#pinned.get(network);
-      if (pinned && !sameAddress(network, pinned, r.payTo)) {
-        note("payee", `payee ${r.payTo} differs from ${pinned}, the payee this policy paid before on ${network}; list it in allowedPayees if the service really changed it`);
-        continue;
-      }
       const minimumText = r.amount ?? r.maxAmountRequired;
       if (!minimumText || !/^[0-9]{1,40}$/.test(minimumText) || BigInt(minimumText) === 0n) {
         note("amount", `amount ${JSON.stringify(minimumText)} is not a positive integer of atomic units`);
+        continue;
+      }
+      const offeredValidity = r.maxTimeoutSeconds ?? 300;
+      if (!Number.isFinite(offeredValidity) || offeredValidity <= 0) {
+        note("validity", `maxTimeoutSeconds ${JSON.stringify(r.maxTimeoutSeconds)} is not a positive number of seconds`);
         continue;
       }
       const minimumAtomic = BigInt(minimumText);
@@ -264,9 +342,11 @@ export class PaymentPolicy {
           amount: amountAtomic.toString(),
           asset: r.asset,
           payTo: r.payTo,
-          maxTimeoutSeconds: r.maxTimeoutSeconds ?? 300,
+          // the service does not choose how long a signature lives: at most maxValiditySeconds
+          maxTimeoutSeconds: Math.min(Math.floor(offeredValidity) || 1, this.maxValiditySeconds),
           extra: r.extra ?? {},
         },
+        offered: raw as Record<string, unknown>,
         amountUsd,
         amountAtomic,
         minimumUsd,
@@ -277,39 +357,11 @@ export class PaymentPolicy {
       });
     }
     if (candidates.length === 0) throw new PaymentPolicyError(`payment refused by policy (${worst.rule}): ${worst.detail}`, { rule: worst.rule });
-    const preferred = this.preferredNetwork ? candidates.find((c) => c.network === this.preferredNetwork) : undefined;
-    return preferred ?? candidates[0]!;
-  }
-
-  /**
-   * Counts a payment against the rolling period before it is signed; throws `maxPerPeriod` when it would
-   * exceed the cap, `dryRun` when the policy only reports. Returns a handle to release the reservation
-   * when nothing was signed after all.
-   */
-  reserve(decision: PaymentDecision): { release(): void } {
-    const spent = this.spentInPeriod();
-    if (spent + decision.amountUsd > this.maxPerPeriodUsd + 1e-9) {
-      throw new PaymentPolicyError(
-        `payment refused by policy (maxPerPeriod): $${decision.amountUsd} would bring top-ups to $${Math.round((spent + decision.amountUsd) * 1e6) / 1e6} within the period, over the $${this.maxPerPeriodUsd} cap`,
-        { rule: "maxPerPeriod" },
-      );
+    if (this.preferredNetwork) {
+      const rank = (c: PaymentDecision) => (c.network === this.preferredNetwork ? 0 : 1);
+      candidates.sort((a, b) => rank(a) - rank(b));
     }
-    if (this.dryRun) {
-      throw new PaymentPolicyError(
-        `dry run: would pay $${decision.amountUsd} on ${decision.network} (asset ${decision.asset}) to ${decision.payTo}`,
-        { rule: "dryRun" },
-      );
-    }
-    const record: SpendRecord = { id: this.#nextId++, at: this.#now(), amountUsd: decision.amountUsd };
-    this.#records.push(record);
-    const pins = !this.allowedPayees && this.pinPayees && !this.#pinned.has(decision.network);
-    if (pins) this.#pinned.set(decision.network, decision.payTo);
-    return {
-      release: () => {
-        this.#records = this.#records.filter((r) => r.id !== record.id);
-        if (pins) this.#pinned.delete(decision.network); // nothing was signed: nothing to trust yet
-      },
-    };
+    return candidates;
   }
 
   toJSON() {
@@ -321,7 +373,7 @@ export class PaymentPolicy {
       allowedNetworks: this.allowedNetworks,
       allowedAssets: this.allowedAssets,
       allowedPayees: this.allowedPayees,
-      pinnedPayees: Object.fromEntries(this.#pinned),
+      maxValiditySeconds: this.maxValiditySeconds,
       preferredNetwork: this.preferredNetwork,
       dryRun: this.dryRun,
     };

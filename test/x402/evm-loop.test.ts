@@ -194,7 +194,7 @@ describe("x402 on Base against the emulator", () => {
     expect(await usdcBalance(emu, wallet.address)).toBe(before);
     const ok = await topUp(client, 5, { controller });
     expect(ok.amountUsd).toBe(5);
-    expect(policy.spentInPeriod()).toBe(15);
+    expect(await policy.spentUsd()).toBe(15);
     expect(events.filter((e) => e.type === "payment.refused").map((e) => e.rule)).toEqual(["maxPerPeriod"]);
   });
 
@@ -233,7 +233,7 @@ describe("the emulator's top-up endpoint refuses bad payments", () => {
   });
   const decision = (over: Record<string, unknown> = {}) => {
     const r = requirement(over);
-    return { requirement: r, amountUsd: Number(r.amount) / 1e6, amountAtomic: BigInt(r.amount), minimumUsd: 5, decimals: 6, network: r.network, asset: r.asset, payTo: r.payTo };
+    return { requirement: r, offered: r, amountUsd: Number(r.amount) / 1e6, amountAtomic: BigInt(r.amount), minimumUsd: 5, decimals: 6, network: r.network, asset: r.asset, payTo: r.payTo };
   };
 
   it("without a payment header: 402 with accepts", async () => {

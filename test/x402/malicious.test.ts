@@ -82,28 +82,28 @@ describe("malicious 402s: nothing is signed", () => {
 describe("payee pinning (no allowedPayees)", () => {
   it("pays the first payee, then refuses a 402 that names another one on the same network", async () => {
     const { PaymentPolicy } = await import("../../src/x402/policy.js");
+    const { MemoryStore } = await import("../../src/store/memory.js");
+    const store = new MemoryStore();
+    const OTHER = "0x9999999999999999999999999999999999999999";
+    const ctx = { namespace: "eip155" as const, walletAddress: "0x00000000000000000000000000000000000000b1", store };
     const policy = new PaymentPolicy();
-    const first = policy.decide([entry({})], { namespace: "eip155" });
-    policy.reserve(first);
-    expect(policy.toJSON().pinnedPayees).toEqual({ "eip155:8453": GOOD_PAYEE });
+    await policy.authorize([entry({})], ctx);
+    expect(await store.pins(policy.scopeKey)).toEqual({ "eip155:8453": GOOD_PAYEE.toLowerCase() });
     // the same payee again: fine
-    expect(policy.decide([entry({})], { namespace: "eip155" }).payTo).toBe(GOOD_PAYEE);
+    expect((await policy.authorize([entry({})], ctx)).decision.payTo).toBe(GOOD_PAYEE);
     // another payee: refused, naming the rule
-    let err: unknown;
-    try {
-      policy.decide([entry({ payTo: "0x9999999999999999999999999999999999999999" })], { namespace: "eip155" });
-    } catch (e) {
-      err = e;
-    }
+    const err = await policy.authorize([entry({ payTo: OTHER })], ctx).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(PaymentPolicyError);
     expect((err as PaymentPolicyError).rule).toBe("payee");
     // a reservation released before signing pins nothing
     const fresh = new PaymentPolicy();
-    fresh.reserve(fresh.decide([entry({ payTo: "0x9999999999999999999999999999999999999999" })], { namespace: "eip155" })).release();
-    expect(fresh.decide([entry({})], { namespace: "eip155" }).payTo).toBe(GOOD_PAYEE);
+    const freshCtx = { ...ctx, walletAddress: "0x00000000000000000000000000000000000000b2" };
+    await (await fresh.authorize([entry({ payTo: OTHER })], freshCtx)).release();
+    expect((await fresh.authorize([entry({})], freshCtx)).decision.payTo).toBe(GOOD_PAYEE);
     // opting out allows any payee
     const open = new PaymentPolicy({ pinPayees: false });
-    open.reserve(open.decide([entry({})], { namespace: "eip155" }));
-    expect(open.decide([entry({ payTo: "0x9999999999999999999999999999999999999999" })], { namespace: "eip155" }).payTo).toBe("0x9999999999999999999999999999999999999999");
+    const openCtx = { ...ctx, walletAddress: "0x00000000000000000000000000000000000000b3" };
+    await open.authorize([entry({})], openCtx);
+    expect((await open.authorize([entry({ payTo: OTHER })], openCtx)).decision.payTo).toBe(OTHER);
   });
 });

@@ -1,6 +1,7 @@
 /** PaymentPolicy: every rule refuses before anything is signed, and names itself. Pure unit tests. */
 import { describe, expect, it } from "vitest";
 import { ConfigurationError, PaymentPolicyError } from "../../src/http/errors.js";
+import { MemoryStore } from "../../src/store/memory.js";
 import { PaymentPolicy, USDC_BASE, USDC_SOLANA } from "../../src/x402/policy.js";
 import { BASE_MAINNET, SOLANA_MAINNET } from "../../src/x402/wallets.js";
 
@@ -97,38 +98,46 @@ describe("PaymentPolicy.decide", () => {
   });
 });
 
-describe("PaymentPolicy.reserve", () => {
-  it("caps the sum of top-ups over a rolling period", () => {
+describe("PaymentPolicy.authorize (decide + reserve in one step of the store)", () => {
+  const W = "0x00000000000000000000000000000000000000a1";
+  const ctx = (store: MemoryStore, extra = {}) => ({ ...evm, walletAddress: W, store, ...extra });
+  const refusedAsync = async (p: Promise<unknown>) => {
+    const err = await p.then(() => undefined, (e: unknown) => e);
+    expect(err).toBeInstanceOf(PaymentPolicyError);
+    return err as PaymentPolicyError;
+  };
+
+  it("caps the sum of top-ups over a rolling period", async () => {
     let now = 1_000_000;
+    const store = new MemoryStore();
     const policy = new PaymentPolicy({ maxPerPeriodUsd: 25, periodMs: 60_000, now: () => now });
-    const d = policy.decide([base()], { ...evm, suggestedUsd: 10 });
-    policy.reserve(d);
-    policy.reserve(d);
-    expect(policy.spentInPeriod()).toBe(20);
-    const err = refusal(() => policy.reserve(d));
-    expect(err.rule).toBe("maxPerPeriod");
+    await policy.authorize([base()], ctx(store, { suggestedUsd: 10 }));
+    await policy.authorize([base()], ctx(store, { suggestedUsd: 10 }));
+    expect(await policy.spentUsd(undefined, store)).toBe(20);
+    expect(await policy.spentUsd({ address: W }, store)).toBe(20);
+    expect((await refusedAsync(policy.authorize([base()], ctx(store, { suggestedUsd: 10 })))).rule).toBe("maxPerPeriod");
     now += 60_001; // the first two roll off
-    expect(policy.spentInPeriod()).toBe(0);
-    policy.reserve(d);
-    expect(policy.spentInPeriod()).toBe(10);
+    expect(await policy.spentUsd(undefined, store)).toBe(0);
+    await policy.authorize([base()], ctx(store, { suggestedUsd: 10 }));
+    expect(await policy.spentUsd(undefined, store)).toBe(10);
   });
 
-  it("releases a reservation when nothing was signed", () => {
+  it("releases a reservation when nothing was signed", async () => {
+    const store = new MemoryStore();
     const policy = new PaymentPolicy({ maxPerPeriodUsd: 10 });
-    const d = policy.decide([base()], { ...evm, suggestedUsd: 10 });
-    policy.reserve(d).release();
-    expect(policy.spentInPeriod()).toBe(0);
-    policy.reserve(d);
-    expect(refusal(() => policy.reserve(d)).rule).toBe("maxPerPeriod");
+    await (await policy.authorize([base()], ctx(store, { suggestedUsd: 10 }))).release();
+    expect(await policy.spentUsd(undefined, store)).toBe(0);
+    await policy.authorize([base()], ctx(store, { suggestedUsd: 10 }));
+    expect((await refusedAsync(policy.authorize([base()], ctx(store, { suggestedUsd: 10 })))).rule).toBe("maxPerPeriod");
   });
 
-  it("dry-run decides and reports but refuses to go further", () => {
+  it("dry-run decides and reports but refuses to go further", async () => {
+    const store = new MemoryStore();
     const policy = new PaymentPolicy({ dryRun: true });
-    const d = policy.decide([base()], evm);
-    const err = refusal(() => policy.reserve(d));
+    const err = await refusedAsync(policy.authorize([base()], ctx(store)));
     expect(err.rule).toBe("dryRun");
-    expect(err.message).toContain(PAYEE);
-    expect(policy.spentInPeriod()).toBe(0);
+    expect(err.message.toLowerCase()).toContain(PAYEE.toLowerCase());
+    expect(await policy.spentUsd(undefined, store)).toBe(0);
   });
 
   it("rejects contradictory options up front", () => {

@@ -41,14 +41,15 @@ const ok = (usd: number) => new Response(JSON.stringify({ success: true, data: {
 describe("explicit top-ups", () => {
   it("obey the payee pinned by an earlier payment (no allowedPayees): a changed payee is refused, nothing signed", async () => {
     const policy = new PaymentPolicy({ maxPerTopUpUsd: 20 });
-    policy.reserve(policy.decide([offer(PINNED)], { namespace: "eip155" })); // paid PINNED before
+    const wallet = EvmWallet.random();
+    await policy.authorize([offer(PINNED)], { namespace: "eip155", walletAddress: wallet.address }); // paid PINNED before
     const { send, signed } = endpoint(OTHER, () => ok(7));
-    const controller = new X402PaymentController({ wallet: EvmWallet.random(), policy });
+    const controller = new X402PaymentController({ wallet, policy });
     const err = await controller.explicitTopUp(send, TOP_UP, 7).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(PaymentPolicyError);
     expect((err as PaymentPolicyError).rule).toBe("payee");
     expect(signed).toEqual([]);
-    expect(policy.spentInPeriod()).toBe(5); // only the earlier payment
+    expect(await policy.spentUsd()).toBe(5); // only the earlier payment
   });
 
   it("pay the explicit amount to the pinned payee", async () => {
@@ -57,7 +58,7 @@ describe("explicit top-ups", () => {
     const controller = new X402PaymentController({ wallet: EvmWallet.random(), policy });
     expect((await controller.explicitTopUp(send, TOP_UP, 7.5)).amountUsd).toBe(7.5);
     expect(signed.map((s) => [s.payTo, s.amount])).toEqual([[PINNED, "7500000"]]);
-    expect(policy.toJSON().pinnedPayees).toEqual({ "eip155:8453": PINNED });
+    expect(await controller.store.pins(policy.scopeKey)).toEqual({ "eip155:8453": PINNED.toLowerCase() });
   });
 
   it("a refused explicit amount does not fail an automatic top-up that joined it", async () => {
