@@ -5,7 +5,7 @@
  * the block: it waits while sends in flight may still fail, and for the window to free up when that wait is
  * short enough (`maxWaitMs`), else it refuses to send with an `AbuseBlockError` (source "client").
  */
-import { AbuseBlockError, abortErrorOf } from "./errors.js";
+import { AbuseBlockError, ConfigurationError, abortErrorOf } from "./errors.js";
 import type { FetchLayer } from "./fetch-stack.js";
 import { sleep } from "./retry.js";
 
@@ -18,6 +18,8 @@ export interface AbuseGuardOptions {
   maxWaitMs: number;
 }
 
+export const DEFAULT_ABUSE_GUARD: AbuseGuardOptions = { maxFailures: 20, windowMs: 30_000, maxWaitMs: 0 };
+
 export class AbuseGuard {
   readonly options: AbuseGuardOptions;
   /** timestamps (ms) of recent failures, oldest first */
@@ -25,7 +27,25 @@ export class AbuseGuard {
   #inFlight = 0;
 
   constructor(options: Partial<AbuseGuardOptions> = {}) {
-    this.options = { maxFailures: 20, windowMs: 30_000, maxWaitMs: 0, ...options };
+    this.options = { ...DEFAULT_ABUSE_GUARD, ...options };
+    const { maxFailures, windowMs, maxWaitMs } = this.options;
+    if (!(Number.isInteger(maxFailures) && maxFailures > 0)) throw new ConfigurationError("abuseGuard.maxFailures must be a positive integer");
+    if (!(Number.isFinite(windowMs) && windowMs > 0)) throw new ConfigurationError("abuseGuard.windowMs must be a positive number of ms");
+    if (!(Number.isFinite(maxWaitMs) && maxWaitMs >= 0)) throw new ConfigurationError("abuseGuard.maxWaitMs must be a non-negative number of ms");
+  }
+
+  /**
+   * One guard is shared by every stack of one credential on one service, since the service counts failures per
+   * caller. When stacks ask for different limits the strictest holds (fewest failures, longest window);
+   * `maxWaitMs` stays each stack's own. Returns whether `options` differ from the limits now in force.
+   */
+  tighten(options: Partial<AbuseGuardOptions>): boolean {
+    const maxFailures = options.maxFailures ?? DEFAULT_ABUSE_GUARD.maxFailures;
+    const windowMs = options.windowMs ?? DEFAULT_ABUSE_GUARD.windowMs;
+    const differs = maxFailures !== this.options.maxFailures || windowMs !== this.options.windowMs;
+    this.options.maxFailures = Math.min(this.options.maxFailures, maxFailures);
+    this.options.windowMs = Math.max(this.options.windowMs, windowMs);
+    return differs;
   }
 
   #prune(now: number) {
@@ -61,7 +81,8 @@ export class AbuseGuard {
     return Math.max(1, freeing + this.options.windowMs - now + 1);
   }
 
-  async acquire(signal?: AbortSignal | null): Promise<void> {
+  /** Waits until one more send is safe; `maxWaitMs` overrides the guard's own for this send. */
+  async acquire(signal?: AbortSignal | null, maxWaitMs = this.options.maxWaitMs): Promise<void> {
     const started = Date.now();
     for (;;) {
       const now = Date.now();
@@ -71,7 +92,7 @@ export class AbuseGuard {
         return;
       }
       const blocked = this.failureCount(now) >= this.options.maxFailures;
-      if (blocked && now - started + wait > this.options.maxWaitMs) {
+      if (blocked && now - started + wait > maxWaitMs) {
         throw new AbuseBlockError(
           `refused to send: ${this.failureCount(now)} failed requests in the last ${this.options.windowMs / 1000}s; ` +
             `one more could trip the service's abuse block (more than ${this.options.maxFailures}). Retry in ${Math.ceil(wait / 1000)}s.`,
@@ -92,9 +113,9 @@ export class AbuseGuard {
   }
 }
 
-export function abuseGuardLayer(guard: AbuseGuard): FetchLayer {
+export function abuseGuardLayer(guard: AbuseGuard, maxWaitMs?: number): FetchLayer {
   return (next) => async (input, init) => {
-    await guard.acquire(init?.signal);
+    await guard.acquire(init?.signal, maxWaitMs);
     let failed = true;
     try {
       const response = await next(input, init);

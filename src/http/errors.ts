@@ -160,6 +160,19 @@ export class StreamError extends ServiceError {
 export class ResponseFormatError extends ServiceError {
   override name = "ResponseFormatError";
 }
+/**
+ * A redirect this client will not follow: a request carrying credentials (API key, wallet sign-in, payment)
+ * sent to another origin, too many hops, or `redirect: "error"`. Nothing was sent to the redirect's target.
+ */
+export class RedirectError extends ServiceError {
+  override name = "RedirectError";
+  /** the origin the service pointed to (never its path or query, which may carry tokens) */
+  readonly targetOrigin?: string;
+  constructor(message: string, init: ServiceErrorInit & { targetOrigin?: string } = {}) {
+    super(message, init);
+    this.targetOrigin = init.targetOrigin;
+  }
+}
 /** A crypto RPC network slug the service does not list. */
 export class UnsupportedNetworkError extends ServiceError {
   override name = "UnsupportedNetworkError";

@@ -20,6 +20,7 @@ import { parseServiceHeaders, type ServiceResponseHeaders } from "./headers.js";
 import { AbuseGuard, abuseGuardLayer, type AbuseGuardOptions } from "./abuse-guard.js";
 import { retryLayer, type RetryOptions } from "./retry.js";
 import { pacingLayer, type PacingOptions } from "./pacing.js";
+import { sendFollowingSafely } from "./redirects.js";
 // Types only: the x402 code (and ethers, @x402/*) loads on first use, so a chat-only user never pays for it.
 import type { X402Wallet } from "../x402/wallets.js";
 import type { PaymentPolicy, PaymentPolicyOptions } from "../x402/policy.js";
@@ -132,13 +133,16 @@ export function responseHeaders(response: Response, brand?: string): ServiceResp
 
 /** Short, non-reversible label of a key, so limiters can be shared without keeping the key around. */
 function fingerprint(secret: string): string {
-  // FNV-1a: enough to tell keys apart in a process; not a security measure (the label is never sent).
-  let h = 0x811c9dc5;
+  // Two FNV-1a passes (64 bits): enough to tell a process's keys apart, even many thousands of tenants; not a
+  // security measure (the label is never sent). node:crypto would do, but this floor also runs outside Node.
+  let h1 = 0x811c9dc5;
+  let h2 = 0x050c5d1f;
   for (let i = 0; i < secret.length; i++) {
-    h ^= secret.charCodeAt(i);
-    h = Math.imul(h, 0x01000193);
+    const c = secret.charCodeAt(i);
+    h1 = Math.imul(h1 ^ c, 0x01000193);
+    h2 = Math.imul(h2 ^ c, 0x01000193) ^ (h1 >>> 7);
   }
-  return `key:${(h >>> 0).toString(16)}`;
+  return `key:${(h1 >>> 0).toString(16).padStart(8, "0")}${(h2 >>> 0).toString(16).padStart(8, "0")}`;
 }
 
 export class ApiKeyAuth implements AuthProvider {
@@ -190,7 +194,8 @@ export function sameOrigin(url: string, origin: string): boolean {
 
 /**
  * Auth + default headers + per-attempt timeout + mapping of transport failures to typed errors. Credentials
- * go only to the service's own origin: a URL elsewhere is sent without them.
+ * go only to the service's own origin: a URL elsewhere is sent without them, and a credentialed request's
+ * redirects are followed by hand (same origin, signed afresh) or refused (another origin): see redirects.ts.
  */
 function transportLayer(
   base: FetchLike,
@@ -202,18 +207,17 @@ function transportLayer(
   return async (input, init = {}) => {
     const url = typeof input === "string" ? input : input instanceof URL ? input.href : input.url;
     const hints = init.service;
-    let headers: Headers | Record<string, string> | undefined;
-    const authHeaders =
-      auth && hints?.auth !== false && sameOrigin(url, origin) ? await auth.headers(url, init) : undefined;
-    if (authHeaders || defaultHeaders) {
-      const h = new Headers(init.headers);
-      if (defaultHeaders) for (const k in defaultHeaders) if (!h.has(k)) h.set(k, defaultHeaders[k]!);
+    const signs = auth !== undefined && hints?.auth !== false && sameOrigin(url, origin);
+    const authHeaders = signs ? await auth.headers(url, init) : undefined;
+    let headers: Headers | undefined;
+    if (authHeaders || defaultHeaders || init.headers) {
+      headers = new Headers(init.headers);
+      if (defaultHeaders) for (const k in defaultHeaders) if (!headers.has(k)) headers.set(k, defaultHeaders[k]!);
       if (authHeaders) {
         // the stack owns the credentials: a caller's own Authorization (the openai SDK always sends one) goes
-        h.delete("authorization");
-        for (const k in authHeaders) h.set(k, authHeaders[k]!);
+        headers.delete("authorization");
+        for (const k in authHeaders) headers.set(k, authHeaders[k]!);
       }
-      headers = h;
     }
     const timeout = hints?.timeout ?? timeoutMs;
     const controller = new AbortController();
@@ -221,11 +225,11 @@ function transportLayer(
     const userSignal = init.signal;
     try {
       const { service: _hints, ...rest } = init;
-      return await base(input, {
-        ...rest,
-        headers: headers ?? init.headers,
-        signal: mergeSignals(userSignal, controller.signal),
-      });
+      const sendInit = { ...rest, headers, signal: mergeSignals(userSignal, controller.signal) };
+      if (!headers) return await base(input, sendInit);
+      // each hop of a followed redirect is signed afresh (a SIWX header is single use)
+      const resign = signs ? async (hopUrl: string) => auth.headers(hopUrl, init) : undefined;
+      return await sendFollowingSafely(base, url, sendInit as typeof sendInit & { headers: Headers }, origin, resign);
     } catch (err) {
       // a caller's deadline (LangChain turns `timeout` into AbortSignal.timeout) is a timeout, not an abort
       if (userSignal?.aborted) throw abortErrorOf(userSignal.reason);
@@ -308,6 +312,7 @@ function errorsLayer(next: FetchLike, brand: string): FetchLike {
 }
 
 const sharedGuards = new Map<string, AbuseGuard>();
+const guardWarned = new Set<string>();
 
 /** Builds the stack. Throws `ConfigurationError` on bad options, before any request. */
 export function createServiceFetch(options: FetchStackOptions = {}): ServiceFetch {
@@ -357,16 +362,27 @@ export function createServiceFetch(options: FetchStackOptions = {}): ServiceFetc
   if (!(timeout > 0)) throw new ConfigurationError("timeout must be a positive number of milliseconds");
 
   let guard: AbuseGuard | undefined;
+  let guardWaitMs: number | undefined;
   if (options.abuseGuard instanceof AbuseGuard) guard = options.abuseGuard;
   else if (options.abuseGuard !== false) {
-    // One guard per service and caller: the service counts failures per caller, not per client object.
-    const key = `${baseUrl}|${identity}|${JSON.stringify(options.abuseGuard ?? {})}`;
+    // One guard per credential and service origin: the service counts failures per caller, not per client
+    // object or per option spelling. Differing limits resolve to the strictest, with a warning once.
+    const asked = options.abuseGuard ?? {};
+    guardWaitMs = asked.maxWaitMs ?? 0; // each stack's own wait, whatever the others asked
+    const key = `${new URL(baseUrl).origin}|${identity}`;
     guard = sharedGuards.get(key);
-    if (!guard) sharedGuards.set(key, (guard = new AbuseGuard(options.abuseGuard ?? {})));
+    if (!guard) sharedGuards.set(key, (guard = new AbuseGuard(asked)));
+    else if (guard.tighten(asked) && !guardWarned.has(key)) {
+      guardWarned.add(key);
+      console.warn(
+        `[${brand}] two clients of one credential asked for different abuseGuard limits; both now use the strictest ` +
+          `(maxFailures ${guard.options.maxFailures}, windowMs ${guard.options.windowMs}), since the service counts failures per caller`,
+      );
+    }
   }
 
   let f = transportLayer(base, auth, options.defaultHeaders, timeout, new URL(baseUrl).origin);
-  if (guard) f = abuseGuardLayer(guard)(f);
+  if (guard) f = abuseGuardLayer(guard, guardWaitMs)(f);
   if (options.pacingLayer) f = options.pacingLayer(f);
   else if (options.pacing !== false) f = pacingLayer(`${baseUrl}|${identity}`, options.pacing || {})(f);
   if (options.retry !== false) f = retryLayer(options.retry ?? {}, brand)(f);

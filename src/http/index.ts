@@ -5,3 +5,4 @@ export { AbuseGuard, abuseGuardLayer, type AbuseGuardOptions } from "./abuse-gua
 export { retryLayer, backoffDelay, rateLimitWaitMs, sleep, RETRYABLE_STATUSES, type RetryOptions } from "./retry.js";
 export * from "./client.js";
 export { RateLimiter, pacingLayer, type PacingOptions } from "./pacing.js";
+export { sendFollowingSafely, carriesCredentials, CREDENTIAL_HEADERS, PAYMENT_HEADERS, MAX_REDIRECTS } from "./redirects.js";

@@ -234,6 +234,11 @@ export class X402PaymentController {
     return origin === this.#origin;
   }
 
+  /** Whether `url` is on the service's origin, the only one credentials and payments go to. */
+  isServiceUrl(url: string): boolean {
+    return this.#onServiceOrigin(url);
+  }
+
   /** The wallet's credit as last reported (X-Balance-Remaining or a top-up), in USD. */
   get lastBalanceUsd(): number | undefined {
     return this.#state.lastBalanceUsd;

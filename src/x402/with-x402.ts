@@ -5,6 +5,7 @@
  */
 import { TimeoutError } from "../http/errors.js";
 import type { FetchLike, ServiceRequestInit } from "../http/fetch-stack.js";
+import { sendFollowingSafely } from "../http/redirects.js";
 import { X402PaymentController, type X402PaymentOptions } from "./layer.js";
 import { createWalletAuth } from "./siwx.js";
 
@@ -18,7 +19,9 @@ export function withX402(fetchImpl: FetchLike | typeof globalThis.fetch, options
     const url = typeof input === "string" ? input : input instanceof URL ? input.href : input.url;
     const { service: hints, ...rest } = init;
     const headers = new Headers(rest.headers);
-    if (hints?.auth !== false) for (const [k, v] of Object.entries(await auth.headers(url, init))) headers.set(k, v);
+    // credentials only to the service's origin; its redirects are followed by hand (see sendFollowingSafely)
+    const signs = hints?.auth !== false && controller.isServiceUrl(url);
+    if (signs) for (const [k, v] of Object.entries(await auth.headers(url, init))) headers.set(k, v);
     // the stack's per-request timeout hint, honoured here for plain fetch
     let signal = rest.signal ?? undefined;
     let timer: ReturnType<typeof setTimeout> | undefined;
@@ -28,7 +31,10 @@ export function withX402(fetchImpl: FetchLike | typeof globalThis.fetch, options
       signal = signal ? AbortSignal.any([signal, controllerAbort.signal]) : controllerAbort.signal;
     }
     try {
-      return await base(input, { ...rest, headers, signal });
+      const sendInit = { ...rest, headers, signal };
+      if (!signs) return await base(input, sendInit);
+      const origin = new URL(url).origin;
+      return await sendFollowingSafely(base, url, sendInit, origin, (hopUrl) => auth.headers(hopUrl, init) as Promise<Record<string, string>>);
     } catch (err) {
       if (controllerAbort.signal.aborted) throw controllerAbort.signal.reason as TimeoutError;
       throw err;
