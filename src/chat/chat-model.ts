@@ -64,7 +64,10 @@ import { ThinkTagSplitter, splitThinkTags } from "./think-tags.js";
 import { parseSseBatches } from "./sse.js";
 import {
   extractDocumentsToolCall,
+  MESSAGE_EXTRAS_METADATA_KEY,
   mergeReasoningDetails,
+  messageExtras,
+  toolCallExtras,
   searchDocumentsFromArguments,
   toUsageMetadata,
   toWireMessages,
@@ -227,6 +230,8 @@ interface ChoiceState {
   finishReason?: string;
   stopReason?: string;
   details?: ReasoningDetail[];
+  /** the service's other delta members (`thought_signature`...), put whole on the closing chunk */
+  extras?: Record<string, unknown>;
   think?: ThinkTagSplitter;
   /** tool-call indices that carry the search-documents tool call, and its arguments */
   docIndices?: Set<number>;
@@ -592,7 +597,8 @@ export class ChatService extends BaseChatModel<ChatServiceCallOptions, AIMessage
           invalidToolCalls.push(makeInvalidToolCall(raw as never, (e as Error).message));
         }
       }
-      const additional_kwargs: Record<string, unknown> = {};
+      // the service's own members (`thought_signature`...) are kept as received, to be sent back
+      const additional_kwargs: Record<string, unknown> = { ...messageExtras(wire) };
       if (wire.tool_calls?.length) additional_kwargs.tool_calls = wire.tool_calls;
       if (reasoning !== undefined) additional_kwargs.reasoning_content = reasoning;
       if (Array.isArray(wire.reasoning_details)) additional_kwargs.reasoning_details = wire.reasoning_details;
@@ -833,6 +839,12 @@ export class ChatService extends BaseChatModel<ChatServiceCallOptions, AIMessage
           if (Array.isArray(delta.reasoning_details) && delta.reasoning_details.length) {
             state.details = mergeReasoningDetails(state.details ?? [], delta.reasoning_details);
           }
+          // other members: string pieces concatenate (delta semantics), anything else is taken as sent
+          for (const [key, value] of Object.entries(messageExtras(delta) ?? {})) {
+            const acc = (state.extras ??= {});
+            const prev = acc[key];
+            acc[key] = typeof prev === "string" && typeof value === "string" ? prev + value : value;
+          }
           let toolCalls: WireToolCall[] | undefined;
           if (Array.isArray(delta.tool_calls) && delta.tool_calls.length) {
             toolCalls = [];
@@ -883,6 +895,7 @@ export class ChatService extends BaseChatModel<ChatServiceCallOptions, AIMessage
         if (rest.reasoning) additional_kwargs.reasoning_content = rest.reasoning;
       }
       if (state.details) additional_kwargs.reasoning_details = state.details;
+      if (state.extras) Object.assign(additional_kwargs, state.extras);
       const meta = baseMeta();
       meta.model_name = model;
       if (state.finishReason) meta.finish_reason = state.finishReason;
@@ -931,6 +944,8 @@ export class ChatService extends BaseChatModel<ChatServiceCallOptions, AIMessage
     let started = false;
     let usage: UsageMetadata | undefined;
     let details: unknown;
+    let extras: Record<string, unknown> | undefined;
+    const callExtras = new Map<number, Record<string, unknown>>();
     let finishReason: unknown;
     const meta: Record<string, unknown> = {};
     const open = function* (key: string, initial: Record<string, unknown>) {
@@ -957,6 +972,13 @@ export class ChatService extends BaseChatModel<ChatServiceCallOptions, AIMessage
           yield { event: "content-block-delta", index: entry.index, delta: { type: "reasoning-delta", reasoning: kw.reasoning_content } };
         }
         if (kw.reasoning_details) details = kw.reasoning_details;
+        // the service's own members (thought_signature...) and tool-call members, to be sent back
+        const more = messageExtras(msg.additional_kwargs);
+        if (more) extras = { ...extras, ...more };
+        for (const raw of (kw as { tool_calls?: Array<Record<string, unknown>> }).tool_calls ?? []) {
+          const found = toolCallExtras(raw);
+          if (found) callExtras.set(Number(raw.index ?? 0), { ...callExtras.get(Number(raw.index ?? 0)), ...found });
+        }
         if (typeof msg.content === "string" && msg.content) {
           const entry = yield* open("text", { type: "text", text: "" });
           entry.block.text = (entry.block.text as string) + msg.content;
@@ -995,8 +1017,9 @@ export class ChatService extends BaseChatModel<ChatServiceCallOptions, AIMessage
       let content: Record<string, unknown> = block;
       if (block.type === "reasoning" && details !== undefined) content = { ...block, reasoning_details: details };
       if (block.type === "tool_call_chunk") {
+        const more = callExtras.get(block.index as number);
         try {
-          content = { type: "tool_call", id: block.id, name: block.name, args: JSON.parse((block.args as string) || "{}") };
+          content = { type: "tool_call", id: block.id, name: block.name, args: JSON.parse((block.args as string) || "{}"), ...(more ? { extras: more } : {}) };
         } catch {
           content = { type: "invalid_tool_call", id: block.id, name: block.name, args: block.args, error: "arguments are not JSON" };
         }
@@ -1004,6 +1027,7 @@ export class ChatService extends BaseChatModel<ChatServiceCallOptions, AIMessage
       yield { event: "content-block-finish", index, content: content as never };
     }
     if (details !== undefined && !blocks.has("reasoning")) meta.reasoning_details = details;
+    if (extras) meta[MESSAGE_EXTRAS_METADATA_KEY] = extras;
     yield {
       event: "message-finish",
       reason: toFinishReason(finishReason),

@@ -1,12 +1,14 @@
 /**
  * Wire <-> LangChain conversions. The OpenAI converters of `@langchain/openai` do the common part; this file
  * adds what they drop: `reasoning_content`/`reasoning_details` going back out on assistant messages
- * (langchainjs #10883, #11699), `reasoning_details` coming in, cache/reasoning token details, and the
- * service's search-documents tool call.
+ * (langchainjs #10883, #11699), `reasoning_details` coming in, the service's other assistant-message and
+ * tool-call members (`thought_signature`...) both ways, tool message content as the string the service
+ * takes, cache/reasoning token details, and the service's search-documents tool call.
  */
 import type { BaseMessage, UsageMetadata } from "@langchain/core/messages";
 import { Document } from "@langchain/core/documents";
 import { convertMessagesToCompletionsMessageParams } from "@langchain/openai";
+import { ValidationError } from "../http/errors.js";
 
 /** One item of `reasoning_details` (opaque: must go back exactly as received). */
 export interface ReasoningDetail {
@@ -72,22 +74,100 @@ function reasoningOf(message: BaseMessage): { content?: string; details?: unknow
 }
 
 /**
+ * Assistant-message members that the converters or this file handle, and LangChain/OpenAI bookkeeping that
+ * lives in `additional_kwargs` but is no wire member. Every other member the service returns
+ * (`thought_signature`: "pass it back exactly as received") is kept in `additional_kwargs` and sent back.
+ */
+const HANDLED_MESSAGE_MEMBERS = new Set(["role", "content", "name", "tool_calls", "reasoning_content", "reasoning_details", "function_call", "audio", "parsed"]);
+/** Tool-call members the converters rebuild from LangChain's `tool_calls`; others (`extra_content`...) are kept. */
+const HANDLED_TOOL_CALL_MEMBERS = new Set(["id", "type", "function", "index"]);
+
+/** The members of a wire assistant message (or stream delta) that no converter knows, null ones left out. */
+export function messageExtras(message: Record<string, unknown>): Record<string, unknown> | undefined {
+  let extras: Record<string, unknown> | undefined;
+  for (const [key, value] of Object.entries(message)) {
+    if (HANDLED_MESSAGE_MEMBERS.has(key) || key.startsWith("__") || value === null || value === undefined) continue;
+    (extras ??= {})[key] = value;
+  }
+  return extras;
+}
+
+/** The members of a wire tool call that the converters do not rebuild (`extra_content`...). */
+export function toolCallExtras(call: Record<string, unknown>): Record<string, unknown> | undefined {
+  let extras: Record<string, unknown> | undefined;
+  for (const [key, value] of Object.entries(call)) {
+    if (HANDLED_TOOL_CALL_MEMBERS.has(key) || value === null || value === undefined) continue;
+    (extras ??= {})[key] = value;
+  }
+  return extras;
+}
+
+/** Where v1 messages (content-block event streaming) keep the assistant message's extra members. */
+export const MESSAGE_EXTRAS_METADATA_KEY = "message_extras";
+
+/**
+ * Puts the service's own members back on the assistant message and its tool calls, from where they are kept:
+ * `additional_kwargs` (and its raw `tool_calls`), or for v1 messages `response_metadata.message_extras` and
+ * the `extras` of `tool_call` content blocks.
+ */
+function restoreExtras(message: BaseMessage, param: WireMessageParam): void {
+  const v1 = (message.response_metadata as Record<string, unknown> | undefined)?.[MESSAGE_EXTRAS_METADATA_KEY] as Record<string, unknown> | undefined;
+  for (const source of [messageExtras(message.additional_kwargs), v1 && typeof v1 === "object" ? v1 : undefined]) {
+    for (const [key, value] of Object.entries(source ?? {})) if (!(key in param)) param[key] = value;
+  }
+  const calls = param.tool_calls;
+  if (!Array.isArray(calls)) return;
+  const raw = Array.isArray(message.additional_kwargs.tool_calls) ? (message.additional_kwargs.tool_calls as Array<Record<string, unknown>>) : [];
+  const blocks = Array.isArray(message.content) ? (message.content as Array<Record<string, unknown>>) : [];
+  for (const call of calls as Array<Record<string, unknown>>) {
+    const fromKwargs = raw.find((r) => r && r.id === call.id);
+    const block = blocks.find((b) => b && b.type === "tool_call" && b.id === call.id);
+    const extras = { ...(block?.extras as Record<string, unknown> | undefined), ...(fromKwargs ? toolCallExtras(fromKwargs) : undefined) };
+    for (const [key, value] of Object.entries(extras)) if (!(key in call)) call[key] = value;
+  }
+}
+
+/**
+ * A tool message's content as the string the service takes (LangChain allows arrays of text blocks).
+ * Anything but text has no string form: refused here, before the request is sent.
+ */
+function toolContentString(content: unknown): string {
+  if (typeof content === "string") return content;
+  if (!Array.isArray(content)) return content == null ? "" : String(content);
+  return content
+    .map((part: unknown) => {
+      if (typeof part === "string") return part;
+      const p = part as { type?: unknown; text?: unknown } | null;
+      if (p && p.type === "text" && typeof p.text === "string") return p.text;
+      throw new ValidationError(
+        `a tool message's content must be text (the service takes a string); got a ${JSON.stringify(p?.type ?? typeof part)} part`,
+      );
+    })
+    .join("");
+}
+
+/**
  * LangChain messages -> request `messages`. Each message goes through the `@langchain/openai` converter;
- * assistant messages then get their `reasoning_content` and `reasoning_details` back (the converter drops
- * them; the service needs them unchanged on tool-call turns to verify thought signatures).
+ * assistant messages then get their `reasoning_content`, `reasoning_details` and the service's other members
+ * (`thought_signature`, tool-call extras) back (the converter drops them; the service needs them unchanged on
+ * tool-call turns to verify thought signatures); tool messages get string content.
  */
 export function toWireMessages(messages: readonly BaseMessage[], model?: string): WireMessageParam[] {
   const out: WireMessageParam[] = [];
   for (const message of messages) {
     const params = convertMessagesToCompletionsMessageParams({ messages: [message], model }) as WireMessageParam[];
-    if (message.getType() === "ai") {
+    const type = message.getType();
+    if (type === "ai") {
       const first = params[0];
       if (first) {
         const { content, details } = reasoningOf(message);
         if (content !== undefined) first.reasoning_content = content;
         if (details !== undefined) first.reasoning_details = details;
         if (Array.isArray(first.content) && first.content.length === 0) first.content = "";
+        restoreExtras(message, first);
       }
+    } else if (type === "tool") {
+      for (const p of params) if (p.role === "tool") p.content = toolContentString(p.content);
     }
     for (const p of params) out.push(p);
   }

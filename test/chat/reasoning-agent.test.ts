@@ -1,8 +1,9 @@
 /**
  * Multi-turn tool calling with the reasoning model through a LangGraph agent loop. `emu-reasoner` signs each
  * turn's reasoning together with its tool calls and answers 400 when a tool-call turn comes back without its
- * `reasoning_details` or with them altered — so these tests fail if the details are dropped or changed on any
- * path (invoke, `.stream()`-based "messages" streaming, and the v3 content-block event protocol).
+ * `reasoning_details` or its `thought_signature`, or with them altered — so these tests fail if either is
+ * dropped or changed on any path (invoke, `.stream()`-based "messages" streaming, and the v3 content-block
+ * event protocol).
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
@@ -67,6 +68,7 @@ describe("reasoning_details survive an agent loop", () => {
     checkTranscript(messages);
     const toolTurn = messages.find((m) => m.getType() === "ai" && (m as AIMessage).tool_calls?.length) as AIMessage;
     expect(toolTurn.additional_kwargs.reasoning_details).toHaveLength(2);
+    expect(toolTurn.additional_kwargs.thought_signature).toMatch(/^emu-ts\./);
   });
 
   it("streaming model, streamMode 'messages' (the .stream() chunk path)", async () => {
@@ -91,6 +93,7 @@ describe("reasoning_details survive an agent loop", () => {
     expect(toolTurn.response_metadata.output_version).toBe("v1");
     const block = (toolTurn.content as Array<Record<string, unknown>>).find((b) => b.type === "reasoning");
     expect(block?.reasoning_details).toHaveLength(2);
+    expect((toolTurn.response_metadata.message_extras as Record<string, unknown>).thought_signature).toMatch(/^emu-ts\./);
   });
 
   it("control: ChatOpenAI drops reasoning_details and the same loop fails", async () => {

@@ -26,8 +26,11 @@ describe("validation", () => {
     expect(empty.status).toBe(400);
   });
 
-  it("accepts unknown top-level fields and drops unknown service_parameters keys", async () => {
-    const r = await chat(emu, { model: "emu-s", messages: [user("hi")], logit_bias: { "1": 2 }, service_tier: "auto", service_parameters: { unknown_flag: 1 } });
+  it("rejects unknown top-level fields (closed schema, as published) and drops unknown service_parameters keys", async () => {
+    const closed = await chat(emu, { model: "emu-s", messages: [user("hi")], logit_bias: { "1": 2 }, service_tier: "auto" });
+    expect(closed.status).toBe(400);
+    expect(closed.json.details._errors.join(" ")).toMatch(/logit_bias/);
+    const r = await chat(emu, { model: "emu-s", messages: [user("hi")], service_parameters: { unknown_flag: 1 } });
     expect(r.status).toBe(200);
     expect(r.json.service_parameters).not.toHaveProperty("unknown_flag");
   });

@@ -192,9 +192,15 @@ describe("reasoning", () => {
     expect(reasoningDetails[0].text).toBe(deltas.map((d) => d.reasoning_content ?? "").join(""));
     const call = deltas.flatMap((d) => d.tool_calls ?? []);
     const toolCalls = [{ id: call[0].id, type: "function", function: { name: call[0].function.name, arguments: call.map((c: any) => c.function?.arguments ?? "").join("") } }];
+    // thought_signature comes whole in one delta and goes back on the message too
+    const thoughtSignature = deltas.find((d) => d.thought_signature)?.thought_signature;
     const next = await chat(emu, {
       model: "emu-reasoner",
-      messages: [user(question), { role: "assistant", content: "", tool_calls: toolCalls, reasoning_details: reasoningDetails }, { role: "tool", tool_call_id: toolCalls[0]!.id, content: "0x1" }],
+      messages: [
+        user(question),
+        { role: "assistant", content: "", tool_calls: toolCalls, reasoning_details: reasoningDetails, thought_signature: thoughtSignature },
+        { role: "tool", tool_call_id: toolCalls[0]!.id, content: "0x1" },
+      ],
       tools: [rpcTool],
     });
     expect(next.status).toBe(200);

@@ -25,7 +25,8 @@ export interface EmulatedModel {
   proOnly?: boolean;
   deprecated?: { warning: string; date: string };
   /**
-   * How the model exposes its thinking: "details" = reasoning_content + signed reasoning_details,
+   * How the model exposes its thinking: "details" = reasoning_content + signed reasoning_details + a
+   * `thought_signature` on the message,
    * "content" = reasoning_content only, "think-tags" = legacy `<think>...</think>` inside content.
    */
   reasoning?: "details" | "content" | "think-tags";

@@ -24,10 +24,11 @@
  * image, 100 per audio, 200 per video part), + the tool definitions' JSON tokens, + the service system
  * prompt's tokens unless `include_<brand>_system_prompt` is false.
  *
- * Reasoning: `emu-reasoner` ("details") returns `reasoning_content: "Thinking about: <question>"` and signed
- * `reasoning_details` (./reasoning.ts); `emu-thinker` ("think-tags") writes `<think>...</think>` before the
- * answer in content (`strip_thinking_response` removes it from the answer; the tokens still count as
- * reasoning). `disable_thinking` or `reasoning_effort: "none"` switch thinking off.
+ * Reasoning: `emu-reasoner` ("details") returns `reasoning_content: "Thinking about: <question>"`, signed
+ * `reasoning_details` and a `thought_signature` on the message (./reasoning.ts); both must come back unchanged
+ * on tool-call turns, and a `thought_signature` sent back on any assistant message must verify.
+ * `emu-thinker` ("think-tags") writes `<think>...</think>` before the answer in content
+ * (`strip_thinking_response` removes it from the answer; the tokens still count as reasoning). `disable_thinking` or `reasoning_effort: "none"` switch thinking off.
  * `max_tokens`/`max_completion_tokens` cut the visible content (finish_reason "length"); `stop` cuts at the
  * first stop string (not applied to `[[emu:tokens=N]]` filler). The model's maxCompletionTokens is not
  * enforced, so a test can ask for a 100k-token answer from any model.
@@ -39,7 +40,7 @@ import { answerFromDocuments, looksLikeItNeedsSearch, searchCorpus, type WebDocu
 import { extractFacts } from "./facts.js";
 import { callSignature, canonicalJson, planToolCalls, type PlannedCall, type ToolChoice, type ToolSpec } from "./planner.js";
 import type { PromptBlock } from "./prompt-cache.js";
-import { buildReasoningDetails, verifyReasoningDetails, type ReasoningDetail } from "./reasoning.js";
+import { buildReasoningDetails, buildThoughtSignature, verifyReasoningDetails, verifyThoughtSignature, type ReasoningDetail } from "./reasoning.js";
 import { InvalidRequest, parametersEcho, type ChatMessage, type ChatRequest, type EffectiveParameters } from "./request.js";
 import { fillSchema } from "./structured.js";
 import { countTokens, fillerToken, tokenize } from "./tokenizer.js";
@@ -114,6 +115,8 @@ export interface PlannedChoice {
   content: TokenSource | null;
   reasoningContent?: string;
   reasoningDetails?: ReasoningDetail[];
+  /** `message.thought_signature` (./reasoning.ts) */
+  thoughtSignature?: string;
   toolCalls?: WireToolCall[];
   finishReason: "stop" | "length" | "tool_calls";
   completionTokens: number;
@@ -386,6 +389,23 @@ export function planCompletion(input: EngineInput): CompletionPlan {
       }
     });
   }
+  // thought_signature: required back on this server's tool-call turns; verified wherever it is sent back
+  if (model.reasoning === "details") {
+    messages.forEach((message, i) => {
+      if (message.role !== "assistant") return;
+      // the search-documents call is added after signing (and LangChain clients drop it)
+      const calls = toolCallsOf(message).filter((c) => c.name !== names.webSearchDocumentsTool);
+      const issuedHere = !!input.isSignedToolCall && calls.some((c) => input.isSignedToolCall!(c.id));
+      if (!issuedHere && (message.thought_signature === null || message.thought_signature === undefined)) return;
+      const verdict = verifyThoughtSignature(secret, message.thought_signature, calls);
+      if (!verdict.ok) {
+        throw new InvalidRequest(
+          "thought_signature missing or altered: pass the assistant message's thought_signature back exactly as received to preserve thought signatures (reasoning)",
+          { [`messages.${i}.thought_signature`]: verdict.reason },
+        );
+      }
+    });
+  }
 
   // the request as the model reads it
   let lastUser = -1;
@@ -519,6 +539,12 @@ export function planCompletion(input: EngineInput): CompletionPlan {
           thought,
           toolCalls.map((c) => ({ id: c.id, name: c.function.name, arguments: c.function.arguments })),
         );
+        choice.thoughtSignature = buildThoughtSignature(
+          secret,
+          input.responseId,
+          index,
+          toolCalls.map((c) => ({ id: c.id, name: c.function.name, arguments: c.function.arguments })),
+        );
         signedToolCallIds.push(...toolCalls.map((c) => c.id));
       }
     }
@@ -632,6 +658,7 @@ export function renderCompletion(plan: CompletionPlan, o: RenderOptions): Record
           content: c.content ? tokens.join("") : null,
           ...(c.reasoningContent !== undefined ? { reasoning_content: c.reasoningContent } : {}),
           ...(c.reasoningDetails ? { reasoning_details: c.reasoningDetails } : {}),
+          ...(c.thoughtSignature ? { thought_signature: c.thoughtSignature } : {}),
           ...(c.toolCalls ? { tool_calls: c.toolCalls } : {}),
         },
         logprobs: o.logprobs ? logprobsFor(tokens, 0, o.topLogprobs) : null,
@@ -694,6 +721,8 @@ export async function* streamCompletion(plan: CompletionPlan, o: RenderOptions):
       }
       const signed = c.reasoningDetails?.find((d) => d.type === "reasoning.encrypted");
       if (signed) yield chunk(c.index, { reasoning_details: [signed] });
+      // the stream has no published shape for it: the message member, whole, in one delta
+      if (c.thoughtSignature) yield chunk(c.index, { thought_signature: c.thoughtSignature });
     }
 
     if (c.content && c.content.count > 0) {

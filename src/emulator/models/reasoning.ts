@@ -79,3 +79,34 @@ export function verifyReasoningDetails(
   }
   return { ok: true };
 }
+
+/**
+ * `thought_signature` on the assistant message (where the published description places it: "Gemini thought
+ * signature returned by native GCP transport ... pass it back exactly as received"). Opaque to clients:
+ * `emu-ts.<payload>.<mac>`, where the payload names the response and choice it was issued for and the MAC
+ * covers that payload and the turn's tool calls. So an edited signature, or one moved onto other tool calls,
+ * fails verification without the server keeping any state.
+ */
+const THOUGHT_PREFIX = "emu-ts";
+
+function thoughtMac(secret: Uint8Array, payload: string, toolCalls: readonly SignedToolCall[]): string {
+  return createHmac("sha256", secret).update("thought_signature\u0000").update(payload).update("\u0000").update(canonicalCalls(toolCalls)).digest("base64url");
+}
+
+export function buildThoughtSignature(secret: Uint8Array, responseId: string, choice: number, toolCalls: readonly SignedToolCall[]): string {
+  const payload = Buffer.from(JSON.stringify({ r: responseId, c: choice })).toString("base64url");
+  return `${THOUGHT_PREFIX}.${payload}.${thoughtMac(secret, payload, toolCalls)}`;
+}
+
+/** Checks that `signature` is one this server issued for exactly these tool calls. */
+export function verifyThoughtSignature(secret: Uint8Array, signature: string | null | undefined, toolCalls: readonly SignedToolCall[]): VerifyResult {
+  if (typeof signature !== "string" || signature === "") return { ok: false, reason: "thought_signature is missing" };
+  const [prefix, payload, mac, ...rest] = signature.split(".");
+  if (prefix !== THOUGHT_PREFIX || !payload || !mac || rest.length > 0) return { ok: false, reason: "thought_signature is not one this service issued" };
+  const expected = Buffer.from(thoughtMac(secret, payload, toolCalls), "base64url");
+  const given = Buffer.from(mac, "base64url");
+  if (expected.length !== given.length || !timingSafeEqual(expected, given)) {
+    return { ok: false, reason: "thought_signature does not match this turn's tool calls" };
+  }
+  return { ok: true };
+}

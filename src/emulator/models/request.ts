@@ -1,9 +1,10 @@
 /**
  * The chat completion request as the emulator accepts it (zod), the `<brand>_parameters` object, and the
  * model feature suffix (`emu-s:enable_web_search=on&enable_web_citations=true`).
- * Unknown top-level fields pass through (the spec: "may be passed through"); known fields with a wrong type
- * are a 400. Unknown keys inside `<brand>_parameters` are dropped silently. `null` counts as absent for
- * optional fields (OpenAI clients send `null` for unset options).
+ * The top level is closed, as published (`ChatCompletionRequest` has `additionalProperties: false`): an
+ * unknown member is a 400, and so is a known field with a wrong type. Messages and content parts stay open
+ * (their published schemas are). Unknown keys inside `<brand>_parameters` are dropped silently. `null`
+ * counts as absent for optional fields (OpenAI clients send `null` for unset options).
  */
 import { z } from "zod";
 import type { BrandNames } from "../../config.js";
@@ -38,7 +39,12 @@ const contentPartSchema = z.discriminatedUnion("type", [
   }),
   z.looseObject({
     type: z.literal("file"),
-    file: z.looseObject({ file_data: z.string(), filename: z.string().nullish() }),
+    // published: "The file content as a data URL (e.g., data:application/pdf;base64,...) or a publicly
+    // accessible URL"; raw text or base64 is neither
+    file: z.looseObject({
+      file_data: z.string().regex(/^(data:[^,]*,|https?:\/\/)/i, "file_data must be a data URL or a publicly accessible URL"),
+      filename: z.string().nullish(),
+    }),
     cache_control: cacheControl.nullish(),
   }),
 ]);
@@ -79,8 +85,8 @@ export const messageSchema = z.discriminatedUnion("role", [
   }),
   z.looseObject({
     role: z.literal("tool"),
-    // the spec says string; list content (LangChain tool messages with text or media parts) is accepted too
-    content: z.union([z.string(), z.array(contentPartSchema)]),
+    // published: a string (not the content-part arrays of the other roles)
+    content: z.string(),
     tool_call_id: z.string(),
     name: z.string().nullish(),
   }),
@@ -101,10 +107,11 @@ const functionToolSchema = z.looseObject({
 });
 const builtinToolSchema = z.looseObject({ type: z.enum(["web_search", "x_search"]) });
 
+// each variant is published with `additionalProperties: false`
 const responseFormatSchema = z.discriminatedUnion("type", [
-  z.object({ type: z.literal("text") }),
-  z.object({ type: z.literal("json_object") }),
-  z.object({
+  z.strictObject({ type: z.literal("text") }),
+  z.strictObject({ type: z.literal("json_object") }),
+  z.strictObject({
     type: z.literal("json_schema"),
     json_schema: z.looseObject({
       name: z.string().nullish(),
@@ -134,7 +141,7 @@ export function serviceParametersSchema(names: BrandNames) {
   });
 }
 
-const baseChatRequestSchema = z.looseObject({
+const baseChatRequestSchema = z.strictObject({
     model: z.string().min(1),
     messages: z.array(messageSchema).min(1),
     stream: z.boolean().nullish(),
@@ -173,6 +180,9 @@ const baseChatRequestSchema = z.looseObject({
     store: z.boolean().nullish(),
     verbosity: z.enum(["low", "medium", "high", "auto"]).nullish(),
     metadata: z.record(z.string(), z.string()).nullish(),
+    fallbacks: z.array(z.looseObject({ model: z.string() })).max(10).nullish(),
+    text: z.looseObject({ verbosity: z.enum(["low", "medium", "high", "auto"]).nullish() }).nullish(),
+    include: z.array(z.string()).nullish(),
 });
 
 export type ChatRequest = z.infer<typeof baseChatRequestSchema>;

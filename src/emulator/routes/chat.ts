@@ -34,8 +34,27 @@ function stateOf(ctx: EmulatorContext): ChatState {
   return state;
 }
 
+/** 400 DetailedError `{error, details}` (published), plus the zod `issues` live bodies carry. */
 function badRequest(error: string, details: unknown, issues?: unknown[]): EmulatorHttpError {
   return new EmulatorHttpError(400, { error, details, ...(issues ? { issues } : {}) });
+}
+
+/**
+ * `{"messages.2.thought_signature": "reason"}` -> the published `details` shape, zod's formatted error:
+ * `{_errors: [], messages: {_errors: [], 2: {_errors: [], thought_signature: {_errors: ["reason"]}}}}`.
+ */
+function formattedDetails(details: unknown): unknown {
+  if (!details || typeof details !== "object" || Array.isArray(details)) return { _errors: [String(details)] };
+  const root: Record<string, unknown> = { _errors: [] };
+  for (const [path, reason] of Object.entries(details as Record<string, unknown>)) {
+    let node = root;
+    for (const key of path.split(".")) {
+      node[key] ??= { _errors: [] };
+      node = node[key] as Record<string, unknown>;
+    }
+    (node._errors as unknown[]).push(typeof reason === "string" ? reason : JSON.stringify(reason));
+  }
+  return root;
 }
 
 function callerId(caller: Caller): string {
@@ -58,7 +77,7 @@ export async function handleChatCompletion(req: EmulatorRequest, ctx: EmulatorCo
   try {
     const { id: modelId, overrides } = parseModelSuffix(request.model, names);
     const model = findModel(modelId);
-    if (!model) throw new EmulatorHttpError(400, { error: `Specified model not found: ${modelId}` });
+    if (!model) throw badRequest(`Specified model not found: ${modelId}`, formattedDetails({ model: "Model not found; see GET /models" }));
     const bodyParameters = (parsed.data as Record<string, unknown>)[names.parameters] as Record<string, unknown> | null | undefined;
     const params = effectiveParameters(bodyParameters, overrides, names, model.capabilities.supportsE2EE);
     const id = `chatcmpl-${randomUUID().replace(/-/g, "")}`;
@@ -113,7 +132,7 @@ export async function handleChatCompletion(req: EmulatorRequest, ctx: EmulatorCo
     }
     return { status: 200, body: renderCompletion(plan, render), meta };
   } catch (err) {
-    if (err instanceof InvalidRequest) throw badRequest(err.message, err.details, err.issues);
+    if (err instanceof InvalidRequest) throw badRequest(err.message, formattedDetails(err.details), err.issues);
     throw err;
   }
 }
