@@ -59,12 +59,9 @@ export async function main(options: Options = {}): Promise<Result> {
   if (emulator) [baseUrl, apiKey] = [emulator.url, "example-key"];
   try {
     let address = process.env.ADDRESS ?? "0xd8dA6BF26964aF9D7eEd9e03E53415D37aA96045";
-    let token = USDC_BASE;
+    const token = USDC_BASE; // the emulator's test USDC lives at the real address too
     let onChain: Result["onChain"];
-    if (emulator) {
-      ({ address, onChain } = await fundFreshAddress(emulator));
-      token = emulator.chain!.usdc.address;
-    }
+    if (emulator) ({ address, onChain } = await fundFreshAddress(emulator));
 
     const client = new ServiceClient({ baseUrl, apiKey });
     const tools = new CryptoRpcToolkit({ client }).getTools(); // read-only unless `allowWrites: true`

@@ -156,8 +156,8 @@ async function localWorld(log: (line: string) => void) {
     baseUrl: emulator.url,
     wallet: new EvmWallet(agentKey.privateKey),
     policy: new PaymentPolicy({
-      // the emulator's token is not real USDC: allow it explicitly, and only the service's own payee
-      allowedAssets: [{ network: "eip155:8453", asset: chain.usdc.address }],
+      // default assets (real USDC only): the emulator's test token lives at the real USDC address on Base;
+      // pay only the service's own payee
       allowedPayees: [chain.treasury],
       amountUsd: 5,
       maxPerTopUpUsd: 10,
@@ -217,7 +217,7 @@ export async function main(options: DemoOptions = {}): Promise<DemoResult> {
   const treasuryBefore = world ? await usdcOf(world.chain.rpcUrl, world.chain.chainId, world.chain.usdc.address, world.chain.treasury) : undefined;
   if (wallet) {
     log(`${bold("▸")} agent wallet ${wallet.address} ${dim("— no account, no API key")}` + (walletBefore !== undefined ? `, holds ${formatUnits(walletBefore, 6)} test USDC` : ""));
-    log(dim(`  policy: ${usd(5)} per top-up, at most ${usd(10)} per top-up and ${usd(20)} per 24 h, only the service's payee and the allowed token`));
+    log(dim(`  policy: ${usd(5)} per top-up, at most ${usd(10)} per top-up and ${usd(20)} per 24 h, only the service's payee, real USDC only`));
   }
 
   // One wallet object and one policy: the chat model and the crypto tools share the money state and caps.

@@ -5,7 +5,7 @@
  * model and the plain client, so they share one payment controller (one top-up at a time, one budget).
  *
  * Against the embedded emulator, the wallet is a funded account of a local chain that holds the emulator's
- * test USDC; that token is not real USDC, so the policy must list it explicitly.
+ * test USDC, which lives at the real USDC address on Base: the default policy (real USDC only) pays it as is.
  *
  *   npm run example:wallet-evm
  *   SERVICE_BASE_URL=https://.../api/v1 WALLET_PRIVATE_KEY=0x... SERVICE_MODEL=... npm run example:wallet-evm
@@ -66,7 +66,6 @@ export async function main(options: Options = {}): Promise<Result> {
     if (emulator) {
       baseUrl = emulator.url;
       wallet = new EvmWallet(emulator.chain!.accounts[1]!.privateKey); // a funded account of the local chain
-      policy.allowedAssets = [{ network: "eip155:8453", asset: emulator.chain!.usdc.address }];
       policy.allowedPayees = [emulator.chain!.treasury];
     } else {
       const key = process.env.WALLET_PRIVATE_KEY;

@@ -4,8 +4,8 @@
  * tops up its credit within the owner's `PaymentPolicy`, and retries.
  *
  * Against the embedded emulator: a fresh random wallet; the emulator's Solana test rail gives every wallet
- * test USDC of its own mint. That mint is not real USDC, so the policy lists it explicitly (read here from
- * the emulator's public top-up offer).
+ * test USDC of a mint at the real USDC mint address, so the default policy (real USDC only) pays it as is;
+ * the payee is pinned to the one in the emulator's public top-up offer.
  *
  *   npm run example:wallet-solana
  *   SERVICE_BASE_URL=https://.../api/v1 SOLANA_SECRET_KEY=<base58 or JSON array> SERVICE_MODEL=... \
@@ -66,7 +66,6 @@ export async function main(options: Options = {}): Promise<Result> {
       wallet = SolanaWallet.random();
       solanaRpcUrl = `${emulator.url}/x402/solana/rpc`; // the emulator's Solana JSON-RPC (mint, blockhash)
       const offer = await solanaOffer(emulator.url);
-      policy.allowedAssets = [{ network: "solana", asset: offer.asset }];
       policy.allowedPayees = [offer.payTo];
       // something to ask about: 1.5 SOL airdropped to the wallet on the emulator's local SVM
       await fetch(solanaRpcUrl, {

@@ -140,11 +140,14 @@ function describe(emulator: Emulator, io: CliIo): void {
   const chain = emulator.chain;
   if (chain) {
     io.out(`local chain: ${chain.rpcUrl} (chain id ${chain.chainId})`);
-    io.out(`test USDC (${chain.usdc.symbol}, ${chain.usdc.decimals} decimals): ${chain.usdc.address}`);
+    // at the real USDC address, so a client's default payment policy (real USDC only) pays it unchanged
+    io.out(`test USDC (${chain.usdc.symbol}, ${chain.usdc.decimals} decimals, at the real Base USDC address): ${chain.usdc.address}`);
     io.out(`treasury (x402 payee): ${chain.treasury}`);
     io.out("funded accounts (local test keys, never use them elsewhere):");
     chain.accounts.forEach((a, i) => io.out(`  (${i}) ${a.address}  ${a.privateKey}`));
   }
+  const solanaMint = (emulator.context.x402 as { solana?: { mint?: string } } | undefined)?.solana?.mint;
+  if (solanaMint) io.out(`Solana test USDC (LiteSVM, RPC ${emulator.url}/x402/solana/rpc) at the real USDC mint: ${solanaMint}`);
   io.out(`try: curl -H "Authorization: Bearer ${emulator.apiKeys[0] ?? ""}" ${emulator.url}/models`);
 }
 

@@ -106,7 +106,7 @@ describe("LiteSVM behind /x402/solana/rpc", () => {
     const wallet = SolanaWallet.random();
     const f = withX402(fetch, {
       wallet,
-      policy: { allowedAssets: [{ network: "solana", asset: rail.mint }], allowedPayees: [rail.payTo], dryRun: true },
+      policy: { allowedPayees: [rail.payTo], dryRun: true },
       solanaRpcUrl: `${emu.url}/x402/solana/rpc`,
     });
     // a read that needs sign-in but no credit

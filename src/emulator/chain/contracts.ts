@@ -8,6 +8,10 @@
  * A minimal EIP-3009 token shaped like USDC v2: ERC-20 + transferWithAuthorization / receiveWithAuthorization /
  * cancelAuthorization, EIP-712 domain (name, version, chainId, verifyingContract). Written by hand because the real
  * FiatToken is a large proxy system; this keeps only what x402 settlement and the RPC tools read.
+ *
+ * No constructor and no immutables: the local chain installs the runtime code at the real USDC address
+ * (`evm_setAccountCode`) and then calls `initialize` once, so nothing may be baked in at deploy time. Like
+ * FiatToken v2.2, the EIP-712 domain separator is computed from `block.chainid` and `address(this)` on each use.
  */
 export const USDC_SOURCE = String.raw`// SPDX-License-Identifier: MIT
 pragma solidity ^0.8.20;
@@ -24,7 +28,6 @@ contract TestUSDC {
     mapping(address => mapping(address => uint256)) public allowance;
     mapping(address => mapping(bytes32 => bool)) private _authorizationStates;
 
-    bytes32 public immutable DOMAIN_SEPARATOR;
     bytes32 public constant TRANSFER_WITH_AUTHORIZATION_TYPEHASH =
         keccak256("TransferWithAuthorization(address from,address to,uint256 value,uint256 validAfter,uint256 validBefore,bytes32 nonce)");
     bytes32 public constant RECEIVE_WITH_AUTHORIZATION_TYPEHASH =
@@ -40,20 +43,27 @@ contract TestUSDC {
     event AuthorizationUsed(address indexed authorizer, bytes32 indexed nonce);
     event AuthorizationCanceled(address indexed authorizer, bytes32 indexed nonce);
 
-    constructor(string memory name_, string memory version_, address[] memory holders, uint256 amountEach) {
+    /// Called once, right after the code is installed (the state a constructor would have written).
+    function initialize(string calldata name_, string calldata version_, address owner_, address[] calldata holders, uint256 amountEach) external {
+        require(owner == address(0), "TestUSDC: already initialized");
+        require(owner_ != address(0), "TestUSDC: owner is the zero address");
         name = name_;
         version = version_;
-        owner = msg.sender;
-        DOMAIN_SEPARATOR = keccak256(abi.encode(
-            keccak256("EIP712Domain(string name,string version,uint256 chainId,address verifyingContract)"),
-            keccak256(bytes(name_)),
-            keccak256(bytes(version_)),
-            block.chainid,
-            address(this)
-        ));
+        owner = owner_;
         for (uint256 i = 0; i < holders.length; i++) {
             _mint(holders[i], amountEach);
         }
+    }
+
+    /// For the address the token lives at and the chain it runs on, whatever address it was compiled or deployed for.
+    function DOMAIN_SEPARATOR() public view returns (bytes32) {
+        return keccak256(abi.encode(
+            keccak256("EIP712Domain(string name,string version,uint256 chainId,address verifyingContract)"),
+            keccak256(bytes(name)),
+            keccak256(bytes(version)),
+            block.chainid,
+            address(this)
+        ));
     }
 
     function mint(address to, uint256 value) external {
@@ -140,7 +150,7 @@ contract TestUSDC {
     function _recover(bytes32 structHash, uint8 v, bytes32 r, bytes32 s) private view returns (address) {
         require(uint256(s) <= HALF_N, "ECRecover: invalid signature 's' value");
         require(v == 27 || v == 28, "ECRecover: invalid signature 'v' value");
-        bytes32 digest = keccak256(abi.encodePacked("\x19\x01", DOMAIN_SEPARATOR, structHash));
+        bytes32 digest = keccak256(abi.encodePacked("\x19\x01", DOMAIN_SEPARATOR(), structHash));
         address signer = ecrecover(digest, v, r, s);
         require(signer != address(0), "ECRecover: invalid signature");
         return signer;

@@ -1,8 +1,9 @@
 /**
  * The emulator's local EVM chain: ganache in-process on 127.0.0.1, one chain (Base's chain id 8453 by default)
- * serving every EVM slug of the crypto RPC proxy and x402 settlement. It deploys an EIP-3009 "USD Coin" v2 token
- * (6 decimals) funded on every deterministic account, and installs a Multicall3-compatible contract at the
- * canonical address so viem/ethers multicall reads work.
+ * serving every EVM slug of the crypto RPC proxy and x402 settlement. It installs an EIP-3009 "USD Coin" v2 token
+ * (6 decimals) at the real USDC address on Base (`USDC_BASE`), funded on every deterministic account, so the default
+ * money policy (real USDC only) pays against it unchanged; and a Multicall3-compatible contract at the canonical
+ * address so viem/ethers multicall reads work.
  *
  * ganache and solc are optional dependencies, so both are imported lazily: importing this module costs nothing.
  */
@@ -11,11 +12,14 @@ import { mkdir, readFile, rename, writeFile } from "node:fs/promises";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { ContractFactory, Interface, JsonRpcProvider, Network, Wallet, getAddress, parseUnits } from "ethers";
+import { Contract, Interface, JsonRpcProvider, Network, Wallet, getAddress, parseUnits } from "ethers";
+import { USDC_BASE } from "../../x402/policy.js";
 import type { LocalChain } from "../types.js";
 import { MULTICALL3_SOURCE, USDC_SOURCE } from "./contracts.js";
 
 export const MULTICALL3_ADDRESS = "0xcA11bde05977b3631167028862bE2a173976CA11";
+/** where the test token lives: Circle's USDC address on Base */
+export const USDC_ADDRESS = USDC_BASE;
 export const DEFAULT_CHAIN_ID = 8453;
 export const DEFAULT_ACCOUNTS = 10;
 /** test USDC minted to every account, in whole tokens */
@@ -43,6 +47,7 @@ export const USDC_ABI = [
   "function approve(address spender, uint256 value) returns (bool)",
   "function transferFrom(address from, address to, uint256 value) returns (bool)",
   "function mint(address to, uint256 value)",
+  "function initialize(string name, string version, address owner, address[] holders, uint256 amountEach)",
   "function transferWithAuthorization(address from, address to, uint256 value, uint256 validAfter, uint256 validBefore, bytes32 nonce, uint8 v, bytes32 r, bytes32 s)",
   "function transferWithAuthorization(address from, address to, uint256 value, uint256 validAfter, uint256 validBefore, bytes32 nonce, bytes signature)",
   "function receiveWithAuthorization(address from, address to, uint256 value, uint256 validAfter, uint256 validBefore, bytes32 nonce, uint8 v, bytes32 r, bytes32 s)",
@@ -136,7 +141,7 @@ async function loadOrCompile(): Promise<CompiledContracts> {
   const file = cacheFile();
   try {
     const cached = JSON.parse(await readFile(file, "utf8")) as CompiledContracts;
-    if (cached.usdc?.bytecode?.startsWith("0x") && cached.multicall3?.deployedBytecode?.startsWith("0x")) return cached;
+    if (cached.usdc?.deployedBytecode?.startsWith("0x") && cached.multicall3?.deployedBytecode?.startsWith("0x")) return cached;
   } catch {
     // no cache yet (or unreadable): compile below
   }
@@ -184,7 +189,7 @@ interface GanacheServer {
 }
 
 /**
- * Starts ganache in-process, deploys the token and Multicall3, and returns the chain's description.
+ * Starts ganache in-process, installs the token (at USDC_BASE) and Multicall3, and returns the chain's description.
  * Ready in about 1–2 s the first time (solc compile), well under a second after.
  */
 export async function startLocalChain(options: LocalChainOptions = {}): Promise<LocalChain> {
@@ -234,14 +239,19 @@ export async function startLocalChain(options: LocalChainOptions = {}): Promise<
     // Multicall3 lives at a fixed address on real chains: install its runtime code there directly.
     await server.provider.request({ method: "evm_setAccountCode", params: [MULTICALL3_ADDRESS, contracts.multicall3.deployedBytecode] });
 
+    // The token too, at the real USDC address: its runtime code has no constructor or immutables (the domain
+    // separator follows `address(this)`), so one `initialize` call writes the state a deploy would have.
+    await server.provider.request({ method: "evm_setAccountCode", params: [USDC_ADDRESS, contracts.usdc.deployedBytecode] });
+
     const provider = new JsonRpcProvider(rpcUrl, Network.from(chainId), { staticNetwork: true, batchMaxCount: 1, cacheTimeout: -1 });
     try {
       const deployer = new Wallet(deployerKey, provider);
-      const factory = new ContractFactory(contracts.usdc.abi as never, contracts.usdc.bytecode, deployer);
       const amountEach = parseUnits(String(options.usdcPerAccount ?? DEFAULT_USDC_PER_ACCOUNT), USDC_DECIMALS);
-      const token = await factory.deploy(USDC_NAME, USDC_VERSION, accounts.map((a) => a.address), amountEach);
-      await token.waitForDeployment();
-      const usdcAddress = getAddress(await token.getAddress());
+      const token = new Contract(USDC_ADDRESS, USDC_ABI as unknown as string[], deployer);
+      const init = await token.getFunction("initialize")(USDC_NAME, USDC_VERSION, deployer.address, accounts.map((a) => a.address), amountEach);
+      const receipt = await init.wait();
+      if (receipt?.status !== 1) throw new Error("the local chain could not initialize its test USDC");
+      const usdcAddress = getAddress(USDC_ADDRESS);
       return {
         rpcUrl,
         chainId,

@@ -3,7 +3,8 @@
  * in-process, with the SPL Token program built in. No npm package runs a Solana JSON-RPC validator, so
  * this module is the small node around it:
  *
- * - `SolanaLedger`: a LiteSVM holding a test USDC mint and real SPL token accounts (written with `setAccount`
+ * - `SolanaLedger`: a LiteSVM holding a test USDC mint at the real USDC mint address (`USDC_SOLANA`, so the
+ *   default money policy pays it unchanged) and real SPL token accounts (written with `setAccount`
  *   in the Token program's own layouts), a JSON-RPC handler over it (`getAccountInfo`, `getLatestBlockhash`,
  *   `getTokenAccountBalance`, `getBalance`, `getSlot`, `getMinimumBalanceForRentExemption`, ...), and funding
  *   helpers. `startLiteSvmNode()` serves one on its own loopback port.
@@ -19,6 +20,7 @@
  */
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
+import { USDC_SOLANA } from "../../x402/policy.js";
 import { SOLANA_MAINNET } from "../../x402/wallets.js";
 import type { EmulatorContext, EmulatorRequest, EmulatorResponse, Route } from "../types.js";
 import type { Rail } from "./index.js";
@@ -83,7 +85,7 @@ class RpcError extends Error {
 }
 
 export interface SolanaLedger {
-  /** the test USDC mint (6 decimals, SPL Token program) */
+  /** the test USDC mint (6 decimals, SPL Token program), at the real USDC mint address */
   mint: string;
   /** answers one JSON-RPC call or a batch */
   rpc(body: unknown): Promise<JsonRpcAnswer | JsonRpcAnswer[]>;
@@ -120,8 +122,8 @@ export async function createSolanaLedger(options: { importer?: () => Promise<unk
     getAccount(a: Addr): { exists: boolean; lamports?: bigint; data?: Uint8Array; programAddress?: string; executable?: boolean; space?: bigint };
     setAccount(a: { address: Addr; lamports: bigint; data: Uint8Array; programAddress: Addr; executable: boolean; space: bigint }): void;
   };
-  const mintSigner = await kit.generateKeyPairSigner();
-  const mint = mintSigner.address;
+  // the real USDC mint address: the mint has no authority (supply follows `setAccount`), so no key is needed
+  const mint = kit.address(USDC_SOLANA);
   const b58dec = kit.getBase58Decoder();
   const b58enc = kit.getBase58Encoder();
   const b64dec = kit.getBase64Decoder();
