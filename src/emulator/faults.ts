@@ -11,6 +11,7 @@ const DEFAULT_EXEMPT = ["/crypto/rpc/networks"];
 export const FAULT_BODIES: Record<number, { error: string }> = {
   500: { error: "Internal server error" },
   503: { error: "Service unavailable" },
+  504: { error: "Gateway timeout" },
 };
 
 /** mulberry32: a tiny seeded PRNG (no library needed for reproducible coin flips). */

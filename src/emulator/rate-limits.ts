@@ -1,7 +1,8 @@
 /**
  * The emulator's limits (spec part 8 and the abuse rule of part 7): request and token counters per
  * (caller, tier) in fixed windows, the `x-ratelimit-*` headers they produce, the abuse block after too many
- * failures, and the log of exceeded limits that `/api_keys/rate_limit_logs` returns.
+ * failures, the log of exceeded limits that `/api_keys/rate_limits/log` returns, and the crypto RPC proxy's
+ * own per-key cap (its 429 speaks the published `X-RateLimit-Limit`, `-Remaining`, `-Reset`, nothing else).
  *
  * Written by hand: the counters are a few maps, and the service's semantics (a window from the caller's first
  * request, on whole seconds; reset times in Unix seconds) are what the tests check, not a library's.
@@ -33,6 +34,8 @@ export const PARTNER_TIER_LIMITS: Record<Tier, TierLimit> = {
 };
 
 export const DEFAULT_WINDOW_MS = 60_000;
+/** the crypto RPC proxy's requests per minute on the paid tier (the published description) */
+export const CRYPTO_RPC_REQUESTS_PER_MINUTE = 100;
 export const DEFAULT_ABUSE_MAX_FAILURES = 20;
 export const DEFAULT_ABUSE_WINDOW_MS = 30_000;
 export const DEFAULT_ABUSE_BLOCK_MS = 30_000;
@@ -68,13 +71,23 @@ interface Window {
   tokens: number;
 }
 
+export interface CapResult {
+  allowed: boolean;
+  /** on a refusal, the published headers: `X-RateLimit-Limit`, `X-RateLimit-Remaining`, `X-RateLimit-Reset` */
+  headers: Record<string, string>;
+}
+
 export class RateLimiter {
   readonly windowMs: number;
   readonly abuseMaxFailures: number;
   readonly abuseWindowMs: number;
   readonly abuseBlockMs: number;
   readonly enabled: boolean;
+  /** the crypto RPC cap: requests per window, per key */
+  readonly cryptoRpcRequests: number;
+  readonly cryptoRpcWindowMs: number;
   private readonly windows = new Map<string, Window>();
+  private readonly cryptoRpcWindows = new Map<string, Window>();
   private readonly failures = new Map<string, number[]>();
   private readonly blockedUntil = new Map<string, number>();
   private readonly logs = new Map<string, RateLimitLogEntry[]>();
@@ -88,6 +101,8 @@ export class RateLimiter {
     this.abuseWindowMs = positive(options.abuseWindowMs, DEFAULT_ABUSE_WINDOW_MS);
     this.abuseBlockMs = positive(options.abuseBlockMs, DEFAULT_ABUSE_BLOCK_MS);
     this.enabled = options.enabled !== false;
+    this.cryptoRpcRequests = positive(options.cryptoRpc?.requests, CRYPTO_RPC_REQUESTS_PER_MINUTE);
+    this.cryptoRpcWindowMs = positive(options.cryptoRpc?.windowMs, this.windowMs);
   }
 
   /** The effective limits of a tier for a caller (partner numbers, then per-tier overrides). */
@@ -139,17 +154,29 @@ export class RateLimiter {
   }
 
   private window(identity: string, bucket: Bucket): Window {
-    const key = `${identity}|${bucket}`;
-    const now = this.now();
-    let window = this.windows.get(key);
-    // A window starts at the caller's first request, taken down to its whole second, and lasts `windowMs`:
-    // the reset header is in whole Unix seconds, so this way it is exact, and a client that sends again at
-    // that instant opens the next window right there and loses no time.
-    if (!window || now >= window.resetAt) {
-      window = { resetAt: Math.floor(now / 1000) * 1000 + this.windowMs, requests: 0, tokens: 0 };
-      this.windows.set(key, window);
+    return openWindow(this.windows, `${identity}|${bucket}`, this.now(), this.windowMs);
+  }
+
+  /**
+   * The crypto RPC proxy's cap: counts one request of `identity` (a key or a wallet) unless its window's
+   * requests are spent. Only a refusal carries headers, the three the published description names ("set only
+   * when the rate limit is tripped"); `X-RateLimit-Reset` is the window's end in Unix seconds.
+   */
+  admitCryptoRpc(identity: string): CapResult {
+    if (!this.enabled) return { allowed: true, headers: {} };
+    const window = openWindow(this.cryptoRpcWindows, identity, this.now(), this.cryptoRpcWindowMs);
+    if (window.requests < this.cryptoRpcRequests) {
+      window.requests++;
+      return { allowed: true, headers: {} };
     }
-    return window;
+    return {
+      allowed: false,
+      headers: {
+        "X-RateLimit-Limit": String(this.cryptoRpcRequests),
+        "X-RateLimit-Remaining": "0",
+        "X-RateLimit-Reset": String(Math.ceil(window.resetAt / 1000)),
+      },
+    };
   }
 
   // --- abuse block -------------------------------------------------------------------------------------
@@ -202,6 +229,21 @@ export class RateLimiter {
   logFor(identity: string): RateLimitLogEntry[] {
     return [...(this.logs.get(identity) ?? [])].reverse();
   }
+}
+
+/**
+ * The current window of `key`, opened afresh when there is none or it has ended. A window starts at the
+ * caller's first request, taken down to its whole second, and lasts `windowMs`: reset headers are in whole
+ * Unix seconds, so this way they are exact, and a client that sends again at that instant opens the next
+ * window right there and loses no time.
+ */
+function openWindow(windows: Map<string, Window>, key: string, now: number, windowMs: number): Window {
+  let window = windows.get(key);
+  if (!window || now >= window.resetAt) {
+    window = { resetAt: Math.floor(now / 1000) * 1000 + windowMs, requests: 0, tokens: 0 };
+    windows.set(key, window);
+  }
+  return window;
 }
 
 function positive(value: number | undefined, fallback: number): number {

@@ -194,8 +194,10 @@ async function runPipeline(state: PipelineState, req: EmulatorRequest): Promise<
     headers[`${p}balance-usd`] = String(account.usd);
     headers[`${p}balance-diem`] = String(account.diem);
   }
+  /** a route answered with its own rate limit (the crypto RPC cap): the chat limits' headers stay off it */
+  let ownLimit = false;
   const outcome = (response: EmulatorResponse, extra: Partial<Outcome> = {}): Outcome => {
-    if (account && !Object.keys(headers).some((h) => h.startsWith("x-ratelimit-"))) {
+    if (account && !ownLimit && !Object.keys(headers).some((h) => h.startsWith("x-ratelimit-"))) {
       Object.assign(headers, limiter.headers(identity, bucket, account.partner));
     }
     return { response, headers, identity, countFailure: true, account, model, ...extra };
@@ -265,7 +267,14 @@ async function runPipeline(state: PipelineState, req: EmulatorRequest): Promise<
   if (account) {
     const tokens = response.meta?.tokens;
     if (tokens) limiter.addTokens(identity, bucket, tokens);
-    Object.assign(headers, limiter.headers(identity, bucket, account.partner));
+    // A route's own 429 (the crypto RPC cap) carries only the headers the published description gives it
+    // (`X-RateLimit-Limit`, `-Remaining`, `-Reset`): no chat-limit `x-ratelimit-*` for a client to misread.
+    ownLimit = response.status === 429 && Object.keys(response.headers ?? {}).some((h) => h.toLowerCase() === "x-ratelimit-limit");
+    if (ownLimit) {
+      for (const h of Object.keys(headers)) if (h.startsWith("x-ratelimit-")) delete headers[h];
+    } else {
+      Object.assign(headers, limiter.headers(identity, bucket, account.partner));
+    }
     if (caller.kind === "wallet" && route.inference && response.status >= 200 && response.status < 300) {
       headers["x-balance-remaining"] = account.usd.toFixed(6);
     }

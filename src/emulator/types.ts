@@ -97,6 +97,11 @@ export interface RateLimitOptions {
   abuseBlockMs?: number;
   /** override a tier's limits, e.g. { XS: { requests: 10, tokens: 1000 } } */
   tiers?: Partial<Record<"XS" | "S" | "M" | "L", { requests?: number; tokens?: number }>>;
+  /**
+   * The crypto RPC proxy's own cap per key: `requests` per `windowMs` (default 100, the paid tier's published
+   * per-minute cap, over `windowMs` above, else 60 s). Its 429 carries `X-RateLimit-Limit`, `-Remaining`, `-Reset`.
+   */
+  cryptoRpc?: { requests?: number; windowMs?: number };
   /** false: no rate limiting at all */
   enabled?: boolean;
 }

@@ -206,16 +206,18 @@ export class ServiceClient {
   }
 
   /**
-   * Which requests hit limits. The spec names `/api_keys/rate_limit_logs`, the published description
-   * `/api_keys/rate_limits/log`: try the first, fall back to the second on 404.
+   * The last 50 limits the caller exceeded, newest first. Asked at `/api_keys/rate_limits/log`, the only path
+   * the published description (and the live service) has; a deployment that answers it 404 is asked at the
+   * spec's `/api_keys/rate_limit_logs` instead. (The other order would put a 404, which counts towards the
+   * abuse block, on the wire of every call to the real service.)
    */
   async getRateLimitLogs(options: { signal?: AbortSignal } = {}): Promise<RateLimitLogEntry[]> {
     let res: ServiceResult<unknown>;
     try {
-      res = await this.request("/api_keys/rate_limit_logs", { signal: options.signal });
+      res = await this.request("/api_keys/rate_limits/log", { signal: options.signal });
     } catch (err) {
       if ((err as { status?: number }).status !== 404) throw err;
-      res = await this.request("/api_keys/rate_limits/log", { signal: options.signal });
+      res = await this.request("/api_keys/rate_limit_logs", { signal: options.signal });
     }
     return parseWith(RateLimitLogSchema, res.data, "rate limit log", res.headers).data;
   }

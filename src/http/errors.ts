@@ -3,7 +3,7 @@
  * An error keeps the status, parsed body, parsed response headers and request id; it never holds request
  * headers, so credentials cannot leak through `String(err)`, `JSON.stringify(err)` or `err.stack`.
  */
-import { resetRequestsAtMs, type ServiceResponseHeaders } from "./headers.js";
+import { rateLimitResetAtMs, type ServiceResponseHeaders } from "./headers.js";
 
 export interface ServiceErrorInit {
   status?: number;
@@ -108,7 +108,10 @@ export class PaymentRequiredError extends ServiceError {
     this.topUpInstructions = init.topUpInstructions;
   }
 }
-/** 429: rate limited. `resetAt` is when the request window resets (from `x-ratelimit-reset-requests`). */
+/**
+ * 429: rate limited. `resetAt` is when the limits it names clear: the latest of `x-ratelimit-reset-requests`,
+ * the crypto RPC proxy's `X-RateLimit-Reset` and `retry-after`.
+ */
 export class RateLimitError extends ServiceError {
   override name = "RateLimitError";
   readonly resetAt?: Date;
@@ -135,6 +138,13 @@ export class AbuseBlockError extends ServiceError {
 /** 500, 503 and other 5xx, after retries. */
 export class ServerError extends ServiceError {
   override name = "ServerError";
+}
+/**
+ * 504: the service timed the request out. Never re-sent unless it asked for a stream: the published
+ * description's remedy for a long-running inference request is the streaming API (`stream=true`).
+ */
+export class GatewayTimeoutError extends ServerError {
+  override name = "GatewayTimeoutError";
 }
 /** Any other non-success status. */
 export class UnexpectedStatusError extends ServiceError {
@@ -216,7 +226,9 @@ function bodyMessage(body: unknown): string | undefined {
   if (!body || typeof body !== "object") return undefined;
   const b = body as Record<string, unknown>;
   const err = b.error;
-  if (typeof err === "string") return typeof b.message === "string" && b.message !== err ? `${err}: ${b.message}` : err;
+  // `message`, or the crypto RPC proxy's `customMessage` (which cap tripped), says more than `error`
+  const more = typeof b.message === "string" ? b.message : typeof b.customMessage === "string" ? b.customMessage : undefined;
+  if (typeof err === "string") return more !== undefined && more !== err ? `${err}: ${more}` : err;
   if (err && typeof err === "object" && typeof (err as { message?: unknown }).message === "string") {
     return (err as { message: string }).message;
   }
@@ -281,12 +293,14 @@ export function errorFromResponse(status: number, body: unknown, headers: Servic
     case 404:
       return new NotFoundError(msg("Not found"), base);
     case 429: {
-      const reset = headers.rateLimit?.resetRequests;
-      return new RateLimitError(msg("Rate limit exceeded"), {
-        ...base,
-        resetAt: reset !== undefined ? new Date(resetRequestsAtMs(reset)) : undefined,
-      });
+      const reset = rateLimitResetAtMs(headers);
+      return new RateLimitError(msg("Rate limit exceeded"), { ...base, resetAt: reset !== undefined ? new Date(reset) : undefined });
     }
+    case 504:
+      return new GatewayTimeoutError(
+        `${msg("Gateway timeout")} (the request took too long and was timed out; for long-running inference requests use the streaming API: stream=true)`,
+        base,
+      );
     default:
       if (status >= 500) return new ServerError(msg("Server error"), base);
       return new UnexpectedStatusError(msg("Unexpected status"), base);

@@ -1,7 +1,8 @@
 /**
  * The response headers of the spec's part 2.5, parsed into one typed object. Strings that hold numbers
  * become numbers, `true`/`false` become booleans. Units are made explicit: `x-ratelimit-reset-requests` is a
- * Unix timestamp (seconds), `x-ratelimit-reset-tokens` is seconds from now.
+ * Unix timestamp (seconds), and so is the crypto RPC proxy's `X-RateLimit-Reset`; `x-ratelimit-reset-tokens`
+ * is seconds from now.
  */
 import { brandNames } from "../config.js";
 
@@ -17,6 +18,12 @@ export interface RateLimitHeaders {
   /** `resetTokens` as an absolute time (ms since epoch), computed when the headers were read */
   resetTokensAtMs?: number;
   type?: "user" | "api_key" | "global" | string;
+  /** `X-RateLimit-Limit`: the crypto RPC proxy's per-minute cap (sent on its 429s) */
+  limit?: number;
+  /** `X-RateLimit-Remaining`: requests left in that cap's window */
+  remaining?: number;
+  /** `X-RateLimit-Reset`: Unix timestamp (seconds) at which that cap's window resets */
+  reset?: number;
 }
 
 export interface X402PaymentRequired {
@@ -58,6 +65,8 @@ export interface ServiceResponseHeaders {
   controlInstance?: string;
   authRefreshed?: boolean;
   retryCount?: number;
+  /** `retry-after` (delay-seconds or an HTTP date) as an instant, ms since epoch, computed when the headers were read */
+  retryAfterAtMs?: number;
   /** crypto RPC proxy pricing and idempotency */
   rpc?: { credits?: number; costUsd?: number; requestId?: string; idempotentReplayed?: boolean };
   /** x402: decoded `PAYMENT-REQUIRED` (with a 402) and `PAYMENT-RESPONSE` (after a top-up) */
@@ -81,11 +90,35 @@ export function toNumber(value: string | null | undefined): number | undefined {
 }
 
 /**
- * `x-ratelimit-reset-requests` as ms since epoch. The header is a Unix timestamp in seconds; tolerate a
- * server that sends milliseconds, or seconds from now (a value below 1e9, i.e. before 2001, is relative).
+ * A reset header (`x-ratelimit-reset-requests`, `X-RateLimit-Reset`) as ms since epoch. It is a Unix timestamp
+ * in seconds; tolerate a server that sends milliseconds, or seconds from now (a value below 1e9, i.e. before
+ * 2001, is relative).
  */
 export function resetRequestsAtMs(reset: number, now = Date.now()): number {
   return reset > 1e12 ? reset : reset >= 1e9 ? reset * 1000 : now + reset * 1000;
+}
+
+/** `retry-after` in ms: delay-seconds or an HTTP date; undefined when absent or unreadable. */
+export function retryAfterMs(value: string | null, now = Date.now()): number | undefined {
+  if (value === null) return undefined;
+  const seconds = toNumber(value);
+  if (seconds !== undefined) return Math.max(0, seconds * 1000);
+  const at = Date.parse(value);
+  return Number.isNaN(at) ? undefined : Math.max(0, at - now);
+}
+
+/**
+ * When the limits a 429 names clear, as ms since epoch: the latest of the instants its headers give
+ * (`x-ratelimit-reset-requests`, the crypto RPC proxy's `X-RateLimit-Reset`, `retry-after`), each in seconds
+ * or milliseconds as `resetRequestsAtMs` reads them; undefined when it names none.
+ */
+export function rateLimitResetAtMs(headers: ServiceResponseHeaders, now = Date.now()): number | undefined {
+  const { resetRequests, reset } = headers.rateLimit ?? {};
+  let at = headers.retryAfterAtMs;
+  for (const value of [resetRequests, reset]) {
+    if (value !== undefined) at = Math.max(at ?? 0, resetRequestsAtMs(value, now));
+  }
+  return at;
 }
 
 export function toBoolean(value: string | null | undefined): boolean | undefined {
@@ -136,6 +169,7 @@ export function parseServiceHeaders(
   const bool = (name: string) => toBoolean(headers.get(name));
 
   const resetTokens = num("x-ratelimit-reset-tokens");
+  const retryAfter = retryAfterMs(headers.get("retry-after"), now);
   const out: ServiceResponseHeaders = {
     contentType: get("content-type"),
     contentEncoding: get("content-encoding"),
@@ -159,6 +193,9 @@ export function parseServiceHeaders(
       resetTokens,
       resetTokensAtMs: resetTokens === undefined ? undefined : now + resetTokens * 1000,
       type: get("x-ratelimit-type"),
+      limit: num("x-ratelimit-limit"),
+      remaining: num("x-ratelimit-remaining"),
+      reset: num("x-ratelimit-reset"),
     }),
     pagination: compact({
       limit: num("x-pagination-limit"),
@@ -185,6 +222,7 @@ export function parseServiceHeaders(
     controlInstance: get(`${p}control-instance`),
     authRefreshed: bool("x-auth-refreshed"),
     retryCount: num("x-retry-count"),
+    retryAfterAtMs: retryAfter === undefined ? undefined : now + retryAfter,
     rpc: compact({
       credits: num(`${p}rpc-credits`),
       costUsd: num(`${p}rpc-cost-usd`),

@@ -6,11 +6,16 @@
  *
  * Until the first answer tells the limits, one request goes alone to learn them (a burst starts with one
  * round trip of latency, then runs at the full allowed rate).
+ *
+ * The crypto RPC proxy has a cap of its own (requests per minute per key), which it tells only on the 429
+ * that trips it (`X-RateLimit-Limit`, `-Remaining`, `-Reset`); its requests (whichever face sends them: the
+ * client, the tools, the ethers and Solana adapters) are paced in a limiter of their own, which learns the cap
+ * from that 429 and from then on counts its sends against it.
  */
 import type { FetchLayer } from "./fetch-stack.js";
 import { abortErrorOf } from "./errors.js";
-import { resetRequestsAtMs, toNumber } from "./headers.js";
-import { retryAfterMs, sleep } from "./retry.js";
+import { parseServiceHeaders, rateLimitResetAtMs, resetRequestsAtMs, toNumber } from "./headers.js";
+import { sleep } from "./retry.js";
 
 export interface PacingOptions {
   /** extra ms to wait past a reset instant, for clock granularity (default 50) */
@@ -21,12 +26,19 @@ export interface PacingOptions {
 
 /** the longest a 429 pauses a limiter (the retry layer's default `maxRateLimitWaitMs`) */
 const MAX_PAUSE_MS = 60_000;
+/** the longest window an `X-RateLimit-*` cap has (the crypto RPC proxy's is a minute): learned windows stay within it */
+const MAX_CAP_WINDOW_MS = 60_000;
 
 interface Window {
   limit: number;
   remaining: number;
   /** ms since epoch */
   resetAt: number;
+}
+
+interface CapWindow extends Window {
+  /** the first send of this window (ms since epoch) */
+  anchor: number;
 }
 
 export class RateLimiter {
@@ -40,11 +52,26 @@ export class RateLimiter {
   #waiters: (() => void)[] = [];
   /** a 429 came back anyway: hold every send until this instant (ms since epoch) */
   #pausedUntil = 0;
+  /** the `X-RateLimit-*` cap (the crypto RPC proxy's), once a 429 told it; counted by this limiter's sends */
+  #cap?: CapWindow;
+  /** the cap's window length, learned from where a window started to the reset its 429 named (0: not yet) */
+  #capWindowMs = 0;
+  /** before the cap is known: the first send of the last minute, where the window a 429 ends may have started */
+  #firstSend?: number;
   constructor(readonly options: PacingOptions) {}
 
   /** ms until one more request (with `tokens`) fits, or 0 */
   #waitFor(tokens: number, now: number): number {
     if (now < this.#pausedUntil) return this.#pausedUntil - now;
+    const wait = this.#windowsWait(tokens, now);
+    const c = this.#cap;
+    // no cap known, its window over (the next send opens a new one: #reserve), or room left in it
+    if (!c || now >= c.resetAt || c.remaining - this.#inFlight > 0 || wait < 0) return wait;
+    return Math.max(wait, c.resetAt - now + this.options.resetMarginMs);
+  }
+
+  /** the request and token windows of the `x-ratelimit-*-requests/-tokens` headers */
+  #windowsWait(tokens: number, now: number): number {
     const r = this.#requests;
     if (!r) return this.#probing && !this.#unmetered ? -1 : 0; // -1: wait for the probe's answer
     if (now >= r.resetAt) {
@@ -88,8 +115,51 @@ export class RateLimiter {
       }
     }
     if (!this.#requests && !this.#unmetered) this.#probing = true;
+    this.#reserve(Date.now());
     this.#inFlight++;
     this.#inFlightTokens += tokens;
+  }
+
+  /** A send goes now: it opens the cap's next window when the last one is over, or marks where one may start. */
+  #reserve(now: number) {
+    const c = this.#cap;
+    if (c) {
+      if (now >= c.resetAt) {
+        // The service's window starts with its first request after the reset: so does this estimate of it.
+        c.remaining = c.limit;
+        c.resetAt = now + (this.#capWindowMs || MAX_CAP_WINDOW_MS);
+        c.anchor = now;
+      }
+    } else if (this.#firstSend === undefined || now - this.#firstSend >= MAX_CAP_WINDOW_MS) {
+      this.#firstSend = now;
+    }
+  }
+
+  /**
+   * Learns the cap from `X-RateLimit-Limit`, `-Remaining`, `-Reset` (sent on the 429 that trips it, or on every
+   * answer by a service that sends them always); an answer without them counts one send against it.
+   */
+  #learnCap(headers: Headers | undefined, now: number, status: number | undefined) {
+    const limit = toNumber(headers?.get("x-ratelimit-limit"));
+    const remaining = toNumber(headers?.get("x-ratelimit-remaining"));
+    const c = this.#cap;
+    if (limit === undefined || remaining === undefined) {
+      if (c && headers && status !== 429) c.remaining = Math.max(0, c.remaining - 1);
+      return;
+    }
+    const reset = toNumber(headers!.get("x-ratelimit-reset"));
+    const anchor = c?.anchor ?? this.#firstSend ?? now;
+    let resetAt = reset === undefined ? undefined : resetRequestsAtMs(reset, now);
+    if (resetAt !== undefined && resetAt > anchor) {
+      // The window ran from (at the latest) its first send to the reset: whole seconds, at most a minute, and
+      // only ever longer (a sibling process may have opened it earlier; a window found too short shows as a 429).
+      const span = Math.ceil((resetAt - anchor) / 1000) * 1000;
+      this.#capWindowMs = Math.min(MAX_CAP_WINDOW_MS, Math.max(this.#capWindowMs, span));
+    }
+    resetAt ??= c?.resetAt ?? now + (this.#capWindowMs || MAX_CAP_WINDOW_MS);
+    // the service's word on the window; within the same one (resets a second apart at most) keep the lowest remaining
+    const kept = c && Math.abs(resetAt - c.resetAt) <= 1000 ? c.remaining : Number.POSITIVE_INFINITY;
+    this.#cap = { limit, remaining: Math.min(kept, remaining), resetAt, anchor };
   }
 
   /** Reads the answer's headers (and status); frees the reservation. */
@@ -100,14 +170,12 @@ export class RateLimiter {
     if (status === 429 && headers) {
       // The window was used up after all (another process on the same key, a limit the headers did not
       // tell): hold every send until the reset the answer names, else for a second.
-      const reset = toNumber(headers.get("x-ratelimit-reset-requests"));
-      const resetAt = reset === undefined ? undefined : resetRequestsAtMs(reset, now);
-      const after = retryAfterMs(headers.get("retry-after"), now);
-      const until =
-        after !== undefined ? now + after : resetAt !== undefined && resetAt > now ? resetAt : now + 1000;
+      const resetAt = rateLimitResetAtMs(parseServiceHeaders(headers, undefined, now), now);
+      const until = resetAt !== undefined && resetAt > now ? resetAt : now + 1000;
       // a far reset (a daily limit): holding would only delay the same answer; let sends fail fast instead
       if (until - now <= MAX_PAUSE_MS) this.#pausedUntil = Math.max(this.#pausedUntil, until);
     }
+    this.#learnCap(headers, now, status);
     if (headers) {
       const limit = toNumber(headers.get("x-ratelimit-limit-requests"));
       const remaining = toNumber(headers.get("x-ratelimit-remaining-requests"));
@@ -148,12 +216,21 @@ export class RateLimiter {
 
 const limiters = new Map<string, RateLimiter>();
 
-/** The pacing layer for one caller of one service. Requests carry the model in `init.service.model`. */
+/** `POST /crypto/rpc/{network}` (not the public network list): the proxy's cap is apart from the key's other limits */
+const CRYPTO_RPC_CALL = /\/crypto\/rpc\/(?!networks(?:[/?#]|$))[^/?#]+(?:[?#]|$)/;
+
+/** The rate-limit bucket of a request: the crypto RPC proxy's cap, else its model (`init.service.model`). */
+function bucketOf(input: string | URL | Request, model: string | undefined): string {
+  const url = typeof input === "string" ? input : input instanceof URL ? input.href : input.url;
+  return CRYPTO_RPC_CALL.test(url) ? "crypto-rpc" : (model ?? "*");
+}
+
+/** The pacing layer for one caller of one service: one limiter per rate-limit bucket (a model, or the crypto RPC cap). */
 export function pacingLayer(scope: string, options: Partial<PacingOptions> = {}): FetchLayer {
   const o: PacingOptions = { resetMarginMs: 20, maxHoldMs: 120_000, ...options };
   return (next) => async (input, init) => {
     if (init?.service?.auth === false) return next(input, init); // public endpoints are not metered per caller
-    const key = `${scope}|${init?.service?.model ?? "*"}`;
+    const key = `${scope}|${bucketOf(input, init?.service?.model)}`;
     let limiter = limiters.get(key);
     if (!limiter) limiters.set(key, (limiter = new RateLimiter(o)));
     const tokens = init?.service?.estimatedTokens ?? 0;

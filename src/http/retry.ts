@@ -1,11 +1,15 @@
 /**
- * Retries: a 429 waits until `x-ratelimit-reset-requests` (bounded), 500/502/503/504 back off exponentially
- * with jitter, a bounded number of times. 400/401/402 and other statuses are never retried here (blind
- * retries of client errors count towards the service's abuse block). Only the response headers decide; a
+ * Retries. A 429 waits once for the instant its headers name (the latest of `x-ratelimit-reset-requests`, the
+ * crypto RPC proxy's `X-RateLimit-Reset` and `retry-after`; one backoff step when it names none, or a past one)
+ * and is re-sent once: a second 429 is the answer, never a backoff series, since every 429 counts towards the
+ * service's abuse block. 500/502/503 back off exponentially with jitter, a bounded number of times; so does a
+ * 504 of a streaming request, while a 504 of any other request is final: the service timed it out, the same
+ * request would time out again, and the error says to stream. 400/401/402 and other statuses are never retried
+ * here (blind retries of client errors count towards the abuse block). Only the response headers decide; a
  * response handed back to the caller is never retried, so a stream already partly read is never re-sent.
  */
 import { AbuseBlockError, abortErrorOf } from "./errors.js";
-import { resetRequestsAtMs, toNumber } from "./headers.js";
+import { parseServiceHeaders, rateLimitResetAtMs } from "./headers.js";
 import type { FetchLayer } from "./fetch-stack.js";
 
 export interface RetryOptions {
@@ -15,7 +19,7 @@ export interface RetryOptions {
   baseDelayMs: number;
   /** ceiling of one backoff step in ms (default 8000) */
   maxDelayMs: number;
-  /** longest wait for a 429 reset; a later reset surfaces the RateLimitError (default 60000) */
+  /** longest wait for a 429 reset (waited once); a later reset surfaces the RateLimitError (default 60000) */
   maxRateLimitWaitMs: number;
   /** injectable for tests */
   random: () => number;
@@ -44,7 +48,8 @@ export function sleep(ms: number, signal?: AbortSignal | null, wakers?: (() => v
   });
 }
 
-export const RETRYABLE_STATUSES = new Set([500, 502, 503, 504]);
+/** statuses re-sent with backoff (504 only for a streaming request: see `asksForStream`) */
+export const RETRYABLE_STATUSES = new Set([500, 502, 503]);
 
 /** Exponential backoff with "equal jitter": half fixed, half random, so steps never collapse to zero. */
 export function backoffDelay(attempt: number, o: Pick<RetryOptions, "baseDelayMs" | "maxDelayMs" | "random">): number {
@@ -52,20 +57,27 @@ export function backoffDelay(attempt: number, o: Pick<RetryOptions, "baseDelayMs
   return step / 2 + o.random() * (step / 2);
 }
 
-/** `retry-after` in ms: delay-seconds or an HTTP date; undefined when absent or unreadable. */
-export function retryAfterMs(value: string | null, now = Date.now()): number | undefined {
-  if (value === null) return undefined;
-  const seconds = toNumber(value);
-  if (seconds !== undefined) return Math.max(0, seconds * 1000);
-  const at = Date.parse(value);
-  return Number.isNaN(at) ? undefined : Math.max(0, at - now);
+/** Milliseconds to wait after a 429: until the latest instant its headers name; undefined when none. */
+export function rateLimitWaitMs(headers: Headers, now = Date.now()): number | undefined {
+  const at = rateLimitResetAtMs(parseServiceHeaders(headers, undefined, now), now);
+  return at === undefined ? undefined : Math.max(0, at - now);
 }
 
-/** Milliseconds to wait after a 429, from the reset header (else `retry-after`); undefined when absent. */
-export function rateLimitWaitMs(headers: Headers, now = Date.now()): number | undefined {
-  const reset = toNumber(headers.get("x-ratelimit-reset-requests"));
-  if (reset === undefined) return retryAfterMs(headers.get("retry-after"), now);
-  return Math.max(0, resetRequestsAtMs(reset, now) - now);
+/**
+ * Whether a request body asks for a stream (`"stream": true` in a JSON body, as a string or bytes). A 504 on
+ * such a request may be re-sent; on any other it is final ("the request took too long; use stream=true").
+ */
+export function asksForStream(body: unknown): boolean {
+  let text: string | undefined;
+  if (typeof body === "string") text = body;
+  else if (body instanceof ArrayBuffer || ArrayBuffer.isView(body)) text = new TextDecoder().decode(body);
+  if (!text?.includes('"stream"')) return false;
+  try {
+    const json: unknown = JSON.parse(text);
+    return typeof json === "object" && json !== null && (json as { stream?: unknown }).stream === true;
+  } catch {
+    return false;
+  }
 }
 
 /** A body that can be sent only once (a stream, an async iterable): never re-sent blindly. */
@@ -91,6 +103,8 @@ export function retryLayer(options: Partial<RetryOptions>, _brand: string): Fetc
     if (o.maxRetries <= 0 || init?.service?.retry === false || isOneShotBody(init?.body)) return next(input, init);
     /** the last answer, read, for when a retry cannot be sent */
     let last: { status: number; statusText: string; headers: Headers; text: string } | undefined;
+    /** a 429 was waited for already: the next one is the answer */
+    let waitedForReset = false;
     for (let attempt = 0; ; attempt++) {
       let response: Response;
       try {
@@ -109,13 +123,15 @@ export function retryLayer(options: Partial<RetryOptions>, _brand: string): Fetc
       if (attempt >= o.maxRetries) return response;
       let waitMs: number | undefined;
       if (status === 429) {
+        if (waitedForReset) return response;
+        waitedForReset = true;
         waitMs = rateLimitWaitMs(response.headers);
         if (waitMs !== undefined && waitMs > o.maxRateLimitWaitMs) return response;
-        // no reset, or one already past (clock skew, a stale header): back off rather than re-send at once
+        // no reset, or one already past (clock skew, a stale header): one backoff step rather than at once
         if (!waitMs) waitMs = backoffDelay(attempt, o);
         // A small jitter spreads callers that all wait for the same reset instant.
         waitMs += o.random() * Math.min(250, o.baseDelayMs);
-      } else if (RETRYABLE_STATUSES.has(status)) {
+      } else if (RETRYABLE_STATUSES.has(status) || (status === 504 && asksForStream(init?.body))) {
         waitMs = backoffDelay(attempt, o);
       } else {
         return response;

@@ -215,9 +215,13 @@ describe("POST /crypto/rpc/{network}", () => {
 
 describe("per-caller request cap", () => {
   it("answers 429 with X-RateLimit-* once the window's requests are spent", async () => {
-    const small = await startEmulator({ chain: false, apiKeys: ["k"], upstreams: { "base-mainnet": emu.chain!.rpcUrl } });
+    const small = await startEmulator({
+      chain: false,
+      apiKeys: ["k"],
+      upstreams: { "base-mainnet": emu.chain!.rpcUrl },
+      rateLimits: { cryptoRpc: { requests: 3 } },
+    });
     try {
-      (small.context.options as { cryptoRpc?: { requestsPerWindow: number } }).cryptoRpc = { requestsPerWindow: 3 };
       const call = () =>
         fetch(`${small.url}/crypto/rpc/base-mainnet`, {
           method: "POST",

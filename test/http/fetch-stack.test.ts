@@ -267,11 +267,11 @@ describe("ServiceClient", () => {
 });
 
 describe("getRateLimitLogs", () => {
-  it("falls back to the published path /api_keys/rate_limits/log when the spec's path answers 404", async () => {
+  it("falls back to the spec's path /api_keys/rate_limit_logs when the published path answers 404", async () => {
     const seen: string[] = [];
     const server: Server = createServer((req, res) => {
       seen.push(req.url ?? "");
-      if (req.url === "/api/v1/api_keys/rate_limits/log") {
+      if (req.url === "/api/v1/api_keys/rate_limit_logs") {
         res.writeHead(200, { "content-type": "application/json" });
         res.end(JSON.stringify({ data: [{ modelId: "emu-s", rateLimitType: "RPM" }] }));
       } else {
@@ -283,7 +283,7 @@ describe("getRateLimitLogs", () => {
     try {
       const client = new ServiceClient({ baseUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}/api/v1`, apiKey: SECRET });
       expect(await client.getRateLimitLogs()).toEqual([{ modelId: "emu-s", rateLimitType: "RPM" }]);
-      expect(seen).toEqual(["/api/v1/api_keys/rate_limit_logs", "/api/v1/api_keys/rate_limits/log"]);
+      expect(seen).toEqual(["/api/v1/api_keys/rate_limits/log", "/api/v1/api_keys/rate_limit_logs"]);
     } finally {
       server.close();
     }

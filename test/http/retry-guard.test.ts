@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { backoffDelay, rateLimitWaitMs } from "../../src/http/retry.js";
+import { asksForStream, backoffDelay, rateLimitWaitMs } from "../../src/http/retry.js";
 import { AbuseGuard } from "../../src/http/abuse-guard.js";
 import { AbuseBlockError } from "../../src/http/errors.js";
 
@@ -17,6 +17,21 @@ describe("backoff", () => {
     expect(rateLimitWaitMs(new Headers({ "x-ratelimit-reset-requests": "1699999999" }), now)).toBe(0);
     expect(rateLimitWaitMs(new Headers({ "retry-after": "2" }), now)).toBe(2000);
     expect(rateLimitWaitMs(new Headers(), now)).toBeUndefined();
+  });
+  it("reads the crypto RPC proxy's X-RateLimit-Reset (seconds or milliseconds), and waits for the latest instant named", () => {
+    const now = 1_700_000_000_000;
+    expect(rateLimitWaitMs(new Headers({ "x-ratelimit-reset": "1700000004" }), now)).toBe(4000);
+    expect(rateLimitWaitMs(new Headers({ "x-ratelimit-reset": "1700000004500" }), now)).toBe(4500);
+    expect(rateLimitWaitMs(new Headers({ "x-ratelimit-reset-requests": "1700000002", "x-ratelimit-reset": "1700000003", "retry-after": "1" }), now)).toBe(3000);
+    expect(rateLimitWaitMs(new Headers({ "x-ratelimit-reset-requests": "1700000002", "retry-after": "5" }), now)).toBe(5000);
+  });
+  it("tells a streaming request by its JSON body (a 504 is re-sent only for one)", () => {
+    expect(asksForStream(JSON.stringify({ model: "m", stream: true }))).toBe(true);
+    expect(asksForStream(new TextEncoder().encode(JSON.stringify({ stream: true })))).toBe(true);
+    expect(asksForStream(JSON.stringify({ model: "m", stream: false }))).toBe(false);
+    expect(asksForStream(JSON.stringify({ messages: [{ content: '"stream": true' }] }))).toBe(false);
+    expect(asksForStream(undefined)).toBe(false);
+    expect(asksForStream("not json")).toBe(false);
   });
 });
 

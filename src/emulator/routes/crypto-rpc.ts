@@ -2,17 +2,18 @@
  * POST /crypto/rpc/{network}: the crypto RPC proxy as the published description tells it. JSON-RPC 2.0,
  * single or batch (≤ 100), forwarded to a configured upstream (`options.upstreams[slug]`, else the local chain
  * for EVM slugs). Billed per credit (base 20 EVM/Starknet, 30 zkSync/Solana; × 1/2/4 by method tier; JSON-RPC
- * errors 5 credits) at $7e-7 per credit, with the pricing headers, idempotency replay and a 100/min cap.
+ * errors 5 credits) at $7e-7 per credit, with the pricing headers, idempotency replay and the per-key cap
+ * (100/min by default, `rateLimits.cryptoRpc`; counted by the server's RateLimiter).
  * A slug without an upstream answers as the service does when its upstream fails: 500.
  */
 import { createHash, randomBytes } from "node:crypto";
+import { accountIdentity } from "../auth.js";
 import { cryptoNetworks } from "./networks.js";
 import { EmulatorHttpError, type Account, type Caller, type EmulatorContext, type EmulatorRequest, type EmulatorResponse, type Route } from "../types.js";
 
 export const RPC_PRICE_PER_CREDIT_USD = 7e-7;
 export const RPC_ERROR_CREDITS = 5;
 export const RPC_MAX_BATCH = 100;
-export const RPC_REQUESTS_PER_MINUTE = 100;
 export const RPC_UPSTREAM_TIMEOUT_MS = 30_000;
 /** how long an idempotent answer is replayed (the service keeps it 24 h) */
 export const RPC_IDEMPOTENCY_TTL_MS = 24 * 60 * 60_000;
@@ -20,9 +21,7 @@ const IDEMPOTENCY_KEY_RE = /^[A-Za-z0-9_-]{1,255}$/;
 
 /** Options this route reads beyond `EmulatorOptions` (kept here until the shared type carries them). */
 export interface CryptoRpcEmulatorOptions {
-  /** requests per window per caller (default 100; the window is `rateLimits.windowMs`, default 60 s) */
-  requestsPerWindow?: number;
-  /** upstream timeout in ms (default 30 s) */
+  /** upstream timeout in ms (default 30 s); the request cap is `rateLimits.cryptoRpc` */
   upstreamTimeoutMs?: number;
 }
 
@@ -98,13 +97,12 @@ interface RouteState {
   idempotency: Map<string, IdempotentEntry>;
   /** requests under an Idempotency-Key still being served: a concurrent twin waits for the first answer */
   inflight: Map<string, { bodyHash: string; done: Promise<unknown> }>;
-  windows: Map<string, { start: number; count: number }>;
 }
 
 const states = new WeakMap<EmulatorContext, RouteState>();
 function stateOf(ctx: EmulatorContext): RouteState {
   let state = states.get(ctx);
-  if (!state) states.set(ctx, (state = { idempotency: new Map(), inflight: new Map(), windows: new Map() }));
+  if (!state) states.set(ctx, (state = { idempotency: new Map(), inflight: new Map() }));
   return state;
 }
 
@@ -150,30 +148,21 @@ function isRpcResponse(value: unknown): value is Record<string, unknown> {
   return !!value && typeof value === "object" && !Array.isArray(value) && ("result" in value || "error" in value);
 }
 
-/** Applies the per-caller request cap; throws 429 with the published headers when spent. */
+/**
+ * Applies the per-key request cap; throws the published 429 when it is spent: a message naming the cap and
+ * the three `X-RateLimit-*` headers, which the server sends alone (no `x-ratelimit-*-requests` to wait on).
+ */
 function admit(ctx: EmulatorContext, account: Account): void {
-  if (ctx.options.rateLimits?.enabled === false) return;
-  const limit = options(ctx).requestsPerWindow ?? RPC_REQUESTS_PER_MINUTE;
-  const windowMs = ctx.options.rateLimits?.windowMs ?? 60_000;
-  const { windows } = stateOf(ctx);
-  const now = ctx.now();
-  const key = accountKey(account);
-  let w = windows.get(key);
-  if (!w || now >= w.start + windowMs) windows.set(key, (w = { start: now, count: 0 }));
-  if (w.count >= limit) {
+  const limiter = ctx.rateLimiter;
+  if (!limiter) return;
+  const decision = limiter.admitCryptoRpc(accountIdentity(account));
+  if (!decision.allowed) {
     throw new EmulatorHttpError(
       429,
-      { error: "Rate limit exceeded", customMessage: `Crypto RPC requests per minute cap (${limit}) reached` },
-      {
-        "x-ratelimit-limit": String(limit),
-        "x-ratelimit-remaining": "0",
-        "x-ratelimit-reset": String(Math.ceil((w.start + windowMs) / 1000)),
-        // the client stack waits on this one
-        "x-ratelimit-reset-requests": String(Math.ceil((w.start + windowMs) / 1000)),
-      },
+      { error: "Rate limit exceeded", customMessage: `Crypto RPC requests per minute cap (${limiter.cryptoRpcRequests}) reached` },
+      decision.headers,
     );
   }
-  w.count++;
 }
 
 async function forward(url: string, body: Buffer, timeoutMs: number): Promise<unknown> {
