@@ -38,9 +38,15 @@ export function callerIdentity(caller: Caller, remoteAddress: string | undefined
   return caller.kind === "anonymous" ? `ip:${remoteAddress ?? "unknown"}` : accountIdentity(caller.account);
 }
 
+/** The identity of the sender's network address: what anonymous callers and refused credentials count against. */
+export function addressIdentity(req: EmulatorRequest): string {
+  return `ip:${req.remoteAddress ?? "unknown"}`;
+}
+
 /**
  * The identity a request claims, before it is verified: a known API key, the address inside a SIWX payload,
- * else the peer address. The abuse block is checked against it before any route (or signature check) runs.
+ * else the peer address. The abuse block is checked against it before any route (or signature check) runs;
+ * failures are counted only against a verified identity (a refused sign-in counts against the peer address).
  */
 export function claimedIdentity(req: EmulatorRequest, ledger: Ledger): string {
   const token = bearerToken(req.headers);
@@ -52,7 +58,7 @@ export function claimedIdentity(req: EmulatorRequest, ledger: Ledger): string {
     const address = siwx ? siwxAddress(siwx) : undefined;
     if (address) return `wallet:${address.startsWith("0x") ? address.toLowerCase() : address}`;
   }
-  return `ip:${req.remoteAddress ?? "unknown"}`;
+  return addressIdentity(req);
 }
 
 /** The `address` member of a SIWX payload (base64 JSON), unverified. */

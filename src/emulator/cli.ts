@@ -1,7 +1,7 @@
 /**
  * `langchain-service emulator`: runs the local service emulator until SIGINT/SIGTERM.
  *
- *   langchain-service emulator [--port N] [--api-key KEY[=USD]]... [--brand NAME] [--no-chain]
+ *   langchain-service emulator [--port N] [--api-key KEY[=USD]]... [--brand NAME] [--no-chain] [--public-origin URL]
  *     [--upstream slug=URL]... [--window-ms N] [--fault-rate R] [--latency-ms N] [--stream-cut-after K] [--log]
  *
  * Prints the base URL and the keys it accepts; with the local chain (on by default here), also its funded
@@ -22,6 +22,8 @@ Options:
                            Without any, one random key is created.
   --brand NAME             brand used in wire names (x-NAME-version, NAME_parameters); default "service"
   --no-chain               do not start the local EVM chain (crypto RPC upstreams and x402 top-ups need it)
+  --public-origin URL      the origin clients reach it at, behind a proxy (wallet sign-ins are checked against
+                           it); default its own http://127.0.0.1:PORT
   --upstream slug=URL      forward crypto RPC for a network slug to this JSON-RPC URL; repeatable
   --window-ms N            rate-limit window in ms (default 60000)
   --fault-rate R           share of requests answered 500/503 (0..1)
@@ -65,6 +67,7 @@ export function parseCliArgs(argv: string[]): { help: true } | { help: false; op
         port: { type: "string" },
         "api-key": { type: "string", multiple: true },
         brand: { type: "string" },
+        "public-origin": { type: "string" },
         chain: { type: "boolean" },
         "no-chain": { type: "boolean" },
         upstream: { type: "string", multiple: true },
@@ -109,6 +112,18 @@ export function parseCliArgs(argv: string[]): { help: true } | { help: false; op
   };
   if (apiKeys.length) options.apiKeys = apiKeys;
   if (values.brand) options.brand = values.brand;
+  if (values["public-origin"] !== undefined) {
+    let origin: URL | undefined;
+    try {
+      origin = new URL(values["public-origin"]);
+    } catch {
+      origin = undefined;
+    }
+    if (!origin || !/^https?:$/.test(origin.protocol) || origin.origin !== values["public-origin"].replace(/\/$/, "")) {
+      throw new CliUsageError(`--public-origin must be a bare http(s) origin such as https://api.example (got ${JSON.stringify(values["public-origin"])})`);
+    }
+    options.publicOrigin = origin.origin;
+  }
   if (Object.keys(upstreams).length) options.upstreams = upstreams;
   if (windowMs !== undefined) options.rateLimits = { windowMs };
   if (Object.values(faults).some((v) => v !== undefined)) {

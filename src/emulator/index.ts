@@ -54,7 +54,23 @@ export interface Emulator {
   close(): Promise<void>;
 }
 
+/** `https://api.example` as given (an http(s) origin and nothing else), or a ConfigurationError. */
+function publicOriginOf(value: string): string {
+  let url: URL | undefined;
+  try {
+    url = new URL(value);
+  } catch {
+    url = undefined;
+  }
+  // nothing but scheme, host and port: SIWX domain and uri are compared with exactly this
+  if (!url || (url.protocol !== "http:" && url.protocol !== "https:") || url.username || url.password || url.pathname !== "/" || url.search || url.hash) {
+    throw new ConfigurationError(`emulator publicOrigin must be an http(s) origin such as https://api.example (got ${JSON.stringify(value)})`);
+  }
+  return url.origin;
+}
+
 function validateOptions(options: EmulatorOptions): void {
+  if (options.publicOrigin !== undefined) publicOriginOf(options.publicOrigin);
   const port = options.port ?? 0;
   if (!Number.isInteger(port) || port < 0 || port > 65_535) {
     throw new ConfigurationError(`emulator port must be an integer in 0..65535 (got ${String(options.port)})`);
@@ -111,6 +127,7 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
       ledger,
       now,
       baseUrl: url,
+      publicOrigin: options.publicOrigin !== undefined ? publicOriginOf(options.publicOrigin) : origin,
       chain,
       // until the real hooks are loaded just below (they receive this context)
       x402: createDefaultX402Hooks(),

@@ -11,7 +11,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from "node:net";
 import { randomBytes } from "node:crypto";
 import { brotliCompressSync, constants as zlibConstants, gzipSync } from "node:zlib";
-import { accountForIdentity, accountIdentity, authenticate, callerIdentity, claimedIdentity, publicAccountId } from "./auth.js";
+import { accountForIdentity, accountIdentity, addressIdentity, authenticate, callerIdentity, claimedIdentity, publicAccountId } from "./auth.js";
 import { FAULT_BODIES, FaultInjector } from "./faults.js";
 import { findModel, type EmulatedModel } from "./models/catalog.js";
 import { ABUSE_BLOCK_MESSAGE, RateLimiter, type Bucket } from "./rate-limits.js";
@@ -135,6 +135,12 @@ function parseInferenceBody(body: Buffer): { json: Record<string, unknown> } | {
   return { json: json as Record<string, unknown> };
 }
 
+/** The abuse block's 429; it says when to retry (spec part 7): the end of the block. */
+function abuseBlock(limiter: RateLimiter, blockedMs: number): EmulatorResponse {
+  const retry = { "x-ratelimit-reset-requests": String(Math.ceil((limiter.now() + blockedMs) / 1000)), "retry-after": String(Math.ceil(blockedMs / 1000)) };
+  return { ...errorResponse(429, ABUSE_BLOCK_MESSAGE), headers: retry };
+}
+
 async function runPipeline(state: PipelineState, req: EmulatorRequest): Promise<Outcome> {
   const { ctx, limiter, faults } = state;
   const p = ctx.names.headerPrefix;
@@ -154,13 +160,9 @@ async function runPipeline(state: PipelineState, req: EmulatorRequest): Promise<
     return done({ status: fault.status, body: FAULT_BODIES[fault.status] ?? { error: `HTTP ${fault.status}` } });
   }
 
-  // 2. abuse block
+  // 2. abuse block (of the identity claimed: reading a block lets no one cause one)
   const blockedMs = limiter.blockedFor(identity);
-  if (blockedMs > 0) {
-    // a 429 says when to retry (spec part 7): the end of the block
-    const retry = { "x-ratelimit-reset-requests": String(Math.ceil((limiter.now() + blockedMs) / 1000)), "retry-after": String(Math.ceil(blockedMs / 1000)) };
-    return done({ ...errorResponse(429, ABUSE_BLOCK_MESSAGE), headers: retry }, { countFailure: false });
-  }
+  if (blockedMs > 0) return done(abuseBlock(limiter, blockedMs), { countFailure: false });
 
   // 3. route
   if (req.path !== TOP_UP_PATH && PAYMENT_HEADERS.some((h) => req.headers[h])) {
@@ -181,8 +183,14 @@ async function runPipeline(state: PipelineState, req: EmulatorRequest): Promise<
   try {
     caller = await authenticate(route, req, ctx);
   } catch (err) {
-    if (err instanceof EmulatorHttpError) return done(fromHttpError(err));
-    throw err;
+    if (!(err instanceof EmulatorHttpError)) throw err;
+    // A refused credential proves no identity: its failure counts against the sender's address, never against
+    // the wallet or key it names (junk headers naming a victim must not get the victim blocked), and a sender
+    // blocked for that is answered with the block.
+    identity = addressIdentity(req);
+    const senderBlockedMs = limiter.blockedFor(identity);
+    if (senderBlockedMs > 0) return done(abuseBlock(limiter, senderBlockedMs), { countFailure: false });
+    return done(fromHttpError(err));
   }
   identity = callerIdentity(caller, req.remoteAddress);
   const account = caller.kind === "anonymous" ? undefined : caller.account;
@@ -305,7 +313,8 @@ function serializeBody(body: unknown): { buffer: Buffer; contentType?: string } 
 
 function commonHeaders(ctx: EmulatorContext): Record<string, string> {
   return {
-    date: new Date().toUTCString(),
+    // the emulator's clock (option `now`), which its SIWX checks also use: a test can run it behind the client
+    date: new Date(ctx.now()).toUTCString(),
     "cf-ray": `${randomBytes(8).toString("hex")}-EMU`,
     [`${ctx.names.headerPrefix}version`]: EMULATOR_VERSION,
   };
@@ -420,6 +429,24 @@ function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
   });
 }
 
+/**
+ * The request's path and query on the public origin. Only the path is taken from the request line: an
+ * absolute-form (`http://evil.example/...`) or `//evil.example/...` target must not choose the origin that SIWX
+ * sign-ins are checked against.
+ */
+export function publicUrl(target: string, publicOrigin: string): URL {
+  let parsed: URL;
+  try {
+    parsed = new URL(target, "http://request-line.invalid");
+  } catch {
+    parsed = new URL("http://request-line.invalid/"); // outside /api/v1: a 404
+  }
+  const url = new URL(publicOrigin);
+  url.pathname = parsed.pathname;
+  url.search = parsed.search;
+  return url;
+}
+
 function toEmulatorRequest(req: IncomingMessage, url: URL, body: Buffer): EmulatorRequest {
   const headers: Record<string, string | undefined> = {};
   for (const [name, value] of Object.entries(req.headers)) {
@@ -446,7 +473,7 @@ export function createListener(getState: () => Promise<PipelineState>) {
     try {
       state = await getState();
       const { ctx, limiter } = state;
-      const url = new URL(req.url ?? "/", ctx.baseUrl);
+      const url = publicUrl(req.url ?? "/", ctx.publicOrigin);
       const inApi = url.pathname === API_PREFIX || url.pathname.startsWith(`${API_PREFIX}/`);
       let body: Buffer;
       try {

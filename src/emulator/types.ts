@@ -17,7 +17,10 @@ export interface EmulatorRequest {
   headers: Record<string, string | undefined>;
   /** raw body */
   body: Buffer;
-  /** the full URL as the client addressed it (origin = http://127.0.0.1:PORT) */
+  /**
+   * The request's path and query on the emulator's public origin (`EmulatorContext.publicOrigin`). Only the path
+   * comes from the request line: an absolute-form target (`POST http://evil.example/...`) cannot change the origin.
+   */
   url: URL;
   /** the peer's address (anonymous callers are told apart by it) */
   remoteAddress?: string;
@@ -134,8 +137,13 @@ export interface EmulatorOptions {
   log?: boolean;
   /** crypto RPC network slugs served by GET /crypto/rpc/networks (default: the 23 of spec 4.2) */
   networks?: string[];
-  /** ms clock for rate limits and the abuse block (default Date.now); tests may inject one */
+  /** ms clock for rate limits, the abuse block, SIWX checks and the `Date` header (default Date.now); tests may inject one */
   now?: () => number;
+  /**
+   * The origin clients reach the service at (default: the loopback origin it listens on). SIWX domain and uri are
+   * checked against it, and the sign-in challenge names it; behind a proxy set e.g. `https://api.example`.
+   */
+  publicOrigin?: string;
   /** extra routes mounted after the built-in ones (custom endpoints, server tests); same pipeline */
   routes?: Route[];
 }
@@ -148,6 +156,8 @@ export interface EmulatorContext {
   now(): number;
   /** the emulator's own base URL, `http://127.0.0.1:PORT/api/v1` */
   baseUrl: string;
+  /** the origin clients reach it at (option `publicOrigin`, else `http://127.0.0.1:PORT`) */
+  publicOrigin: string;
   /** the local chain, when started */
   chain?: LocalChain;
   /** wallet sign-in and payments */

@@ -31,9 +31,11 @@ export function createDefaultX402Hooks(): X402Hooks {
     minimumBalanceUsd: DEFAULT_MINIMUM_BALANCE_USD,
     routes: [],
     async verifySiwx(): Promise<never> {
+      // the published refusal; why, for people reading it, in details
       throw new EmulatorHttpError(401, {
-        error: "Wallet sign-in is not available on this emulator (the x402 module is not installed)",
-        code: "X402_SIGN_IN_UNAVAILABLE",
+        error: "Invalid Sign-in-with-x signature",
+        code: "X402_INVALID_SIGN_IN",
+        details: { reason: "unavailable", message: "Wallet sign-in is not available on this emulator (the x402 module is not installed)" },
       });
     },
     discovery402(req: EmulatorRequest, ctx: EmulatorContext): EmulatorResponse {

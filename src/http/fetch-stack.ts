@@ -21,6 +21,7 @@ import { AbuseGuard, abuseGuardLayer, type AbuseGuardOptions } from "./abuse-gua
 import { retryLayer, type RetryOptions } from "./retry.js";
 import { pacingLayer, type PacingOptions } from "./pacing.js";
 import { sendFollowingSafely } from "./redirects.js";
+import { CLOCK_RETRY_MS, serviceClock } from "./clock.js";
 // Types only: the x402 code (and ethers, @x402/*) loads on first use, so a chat-only user never pays for it.
 import type { X402Wallet } from "../x402/wallets.js";
 import type { PaymentPolicy, PaymentPolicyOptions } from "../x402/policy.js";
@@ -57,6 +58,11 @@ export type FetchLayer = (next: FetchLike) => FetchLike;
 export interface AuthProvider {
   /** a label for logs and for sharing limiters; never the secret itself */
   readonly identity: string;
+  /**
+   * true when the headers carry a time the service checks against its own clock (a SIWX `issuedAt`, signed with
+   * `serviceClock`): a 401 whose `Date` shows the clock used was off is then signed again once.
+   */
+  readonly clockSensitive?: boolean;
   headers(url: string, init: ServiceRequestInit): Promise<Record<string, string>> | Record<string, string>;
 }
 
@@ -174,6 +180,7 @@ function lazyWalletAuth(wallet: X402Wallet, x402: Promise<typeof import("../x402
   provider.catch(() => {});
   return {
     identity: `wallet:${wallet.address}`,
+    clockSensitive: true,
     headers: async (url, init) => (await provider).headers(url, init),
   };
 }
@@ -196,6 +203,8 @@ export function sameOrigin(url: string, origin: string): boolean {
  * Auth + default headers + per-attempt timeout + mapping of transport failures to typed errors. Credentials
  * go only to the service's own origin: a URL elsewhere is sent without them, and a credentialed request's
  * redirects are followed by hand (same origin, signed afresh) or refused (another origin): see redirects.ts.
+ * The service's `Date` headers set `serviceClock`; a clock-sensitive sign-in (SIWX) refused with a 401 while
+ * `Date` shows the clock it used was off is signed again, once, on the service's time.
  */
 function transportLayer(
   base: FetchLike,
@@ -208,6 +217,8 @@ function transportLayer(
     const url = typeof input === "string" ? input : input instanceof URL ? input.href : input.url;
     const hints = init.service;
     const signs = auth !== undefined && hints?.auth !== false && sameOrigin(url, origin);
+    // the service-clock offset this attempt is signed with (read as the headers are made)
+    const signedOffset = signs && auth.clockSensitive ? serviceClock.offset(origin) : undefined;
     const authHeaders = signs ? await auth.headers(url, init) : undefined;
     let headers: Headers | undefined;
     if (authHeaders || defaultHeaders || init.headers) {
@@ -226,10 +237,29 @@ function transportLayer(
     try {
       const { service: _hints, ...rest } = init;
       const sendInit = { ...rest, headers, signal: mergeSignals(userSignal, controller.signal) };
-      if (!headers) return await base(input, sendInit);
       // each hop of a followed redirect is signed afresh (a SIWX header is single use)
       const resign = signs ? async (hopUrl: string) => auth.headers(hopUrl, init) : undefined;
-      return await sendFollowingSafely(base, url, sendInit as typeof sendInit & { headers: Headers }, origin, resign);
+      const send = async (h: Headers | undefined) => {
+        const response = h ? await sendFollowingSafely(base, url, { ...sendInit, headers: h }, origin, resign) : await base(input, sendInit);
+        // the service's Date corrects the clock sign-ins use
+        if (sameOrigin(response.url || url, origin)) serviceClock.observe(origin, response.headers.get("date"));
+        return response;
+      };
+      const response = await send(headers);
+      if (
+        response.status !== 401 ||
+        signedOffset === undefined ||
+        Math.abs(serviceClock.offset(origin) - signedOffset) < CLOCK_RETRY_MS ||
+        isStream(rest.body)
+      ) {
+        return response;
+      }
+      // refused while our clock was off: once more, signed with the service's time
+      await response.body?.cancel().catch(() => undefined);
+      const again = new Headers(headers);
+      const fresh = await auth!.headers(url, init);
+      for (const k in fresh) again.set(k, fresh[k]!);
+      return await send(again);
     } catch (err) {
       // a caller's deadline (LangChain turns `timeout` into AbortSignal.timeout) is a timeout, not an abort
       if (userSignal?.aborted) throw abortErrorOf(userSignal.reason);
@@ -242,6 +272,10 @@ function transportLayer(
       clearTimeout(timer);
     }
   };
+}
+
+function isStream(body: unknown): boolean {
+  return typeof (body as ReadableStream | undefined)?.getReader === "function";
 }
 
 function safeOrigin(url: string): string {

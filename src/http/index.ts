@@ -6,3 +6,4 @@ export { retryLayer, backoffDelay, rateLimitWaitMs, sleep, RETRYABLE_STATUSES, t
 export * from "./client.js";
 export { RateLimiter, pacingLayer, type PacingOptions } from "./pacing.js";
 export { sendFollowingSafely, carriesCredentials, CREDENTIAL_HEADERS, PAYMENT_HEADERS, MAX_REDIRECTS } from "./redirects.js";
+export { ServiceClock, serviceClock, CLOCK_RETRY_MS, MAX_CLOCK_OFFSET_MS } from "./clock.js";

@@ -7,6 +7,7 @@
  */
 import { randomBytes } from "node:crypto";
 import type { AuthProvider } from "../http/fetch-stack.js";
+import { serviceClock } from "../http/clock.js";
 import { ConfigurationError } from "../http/errors.js";
 import { toBase64Json } from "./encoding.js";
 import { BASE_CHAIN_ID, SOLANA_MAINNET, isX402Wallet, type X402Wallet } from "./wallets.js";
@@ -132,13 +133,17 @@ export async function createSiwxHeader(wallet: X402Wallet, url: string | URL, op
   return toBase64Json(await createSiwxPayload(wallet, url, options));
 }
 
-/** An `AuthProvider` for the fetch stack: a freshly signed SIWX header on every attempt. */
+/**
+ * An `AuthProvider` for the fetch stack: a freshly signed SIWX header on every attempt, `issuedAt` and
+ * `expirationTime` on the service's clock (this machine's, corrected by the service's `Date` headers).
+ */
 export function createWalletAuth(wallet: X402Wallet, options: Omit<SiwxOptions, "now" | "nonce"> = {}): AuthProvider {
   if (!isX402Wallet(wallet)) throw new ConfigurationError("wallet must be an EvmWallet or a SolanaWallet");
   return {
     identity: `wallet:${wallet.address}`,
+    clockSensitive: true,
     async headers(url: string) {
-      return { [SIWX_HEADER]: await createSiwxHeader(wallet, url, options) };
+      return { [SIWX_HEADER]: await createSiwxHeader(wallet, url, { ...options, now: serviceClock.now(url) }) };
     },
   };
 }

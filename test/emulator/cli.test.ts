@@ -42,7 +42,7 @@ describe("cli", () => {
   it("parses every option into emulator options", () => {
     const parsed = parseCliArgs([
       "--port", "9999", "--window-ms", "500", "--fault-rate", "0.2", "--latency-ms", "10", "--stream-cut-after", "3",
-      "--upstream", "base-mainnet=http://127.0.0.1:8545", "--log",
+      "--upstream", "base-mainnet=http://127.0.0.1:8545", "--log", "--public-origin", "https://api.example",
     ]);
     expect(parsed).toEqual({
       help: false,
@@ -51,6 +51,7 @@ describe("cli", () => {
         chain: true,
         log: true,
         upstreams: { "base-mainnet": "http://127.0.0.1:8545" },
+        publicOrigin: "https://api.example",
         rateLimits: { windowMs: 500 },
         faults: { errorRate: 0.2, latencyMs: 10, streamCutAfter: 3 },
       },
@@ -64,6 +65,8 @@ describe("cli", () => {
     [["--upstream", "nourl"], /upstream/],
     [["--api-key", "k=-3"], /api-key/],
     [["--bogus"], /bogus/],
+    [["--public-origin", "https://api.example/api/v1"], /public-origin/],
+    [["--public-origin", "ftp://x"], /public-origin/],
   ])("rejects %j with a usage error", (argv, message) => {
     expect(() => parseCliArgs(argv)).toThrow(CliUsageError);
     expect(() => parseCliArgs(argv)).toThrow(message);

@@ -1,6 +1,6 @@
 /**
  * Wallets keep their keys to themselves; SIWX headers built by the client verify at the emulator's checker,
- * and every way a header can be wrong is refused with its own code. Pure (no server).
+ * and every way a header can be wrong is refused with the published 401 and its own reason. Pure (no server).
  */
 import { inspect } from "node:util";
 import { Wallet } from "ethers";
@@ -25,7 +25,10 @@ async function code(promise: Promise<unknown>): Promise<string> {
   } catch (err) {
     expect(err).toBeInstanceOf(EmulatorHttpError);
     expect((err as EmulatorHttpError).status).toBe(401);
-    return ((err as EmulatorHttpError).body as { code: string }).code;
+    // the published code for every refusal; which check failed is in details.reason
+    const body = (err as EmulatorHttpError).body as { code: string; details: { reason: string } };
+    expect(body.code).toBe("X402_INVALID_SIGN_IN");
+    return body.details.reason;
   }
   throw new Error("expected a 401");
 }
@@ -102,39 +105,39 @@ describe("SIWX round trip at the emulator's checker", () => {
   it("refuses a header signed for another domain or URI", async () => {
     const w = new EvmWallet(KEY);
     const otherPort = await createSiwxHeader(w, "http://127.0.0.1:9999/api/v1");
-    expect(await code(verifySiwxHeader(otherPort, req(), new NonceStore(), Date.now()))).toBe("X402_SIGN_IN_DOMAIN_MISMATCH");
+    expect(await code(verifySiwxHeader(otherPort, req(), new NonceStore(), Date.now()))).toBe("domain_mismatch");
     const sol = await createSiwxHeader(SolanaWallet.random(), "http://localhost:4567");
-    expect(await code(verifySiwxHeader(sol, req(), new NonceStore(), Date.now()))).toBe("X402_SIGN_IN_DOMAIN_MISMATCH");
+    expect(await code(verifySiwxHeader(sol, req(), new NonceStore(), Date.now()))).toBe("domain_mismatch");
   });
 
   it("refuses a stale issuedAt, an expired message, and one from the future", async () => {
     const w = new EvmWallet(KEY);
     const stale = await createSiwxHeader(w, ORIGIN, { now: Date.now() - 6 * 60_000, ttlMs: 60 * 60_000 });
-    expect(await code(verifySiwxHeader(stale, req(), new NonceStore(), Date.now()))).toBe("X402_SIGN_IN_STALE");
+    expect(await code(verifySiwxHeader(stale, req(), new NonceStore(), Date.now()))).toBe("stale");
     const expired = await createSiwxHeader(w, ORIGIN, { now: Date.now() - 60_000, ttlMs: 30_000 });
-    expect(await code(verifySiwxHeader(expired, req(), new NonceStore(), Date.now()))).toBe("X402_SIGN_IN_EXPIRED");
+    expect(await code(verifySiwxHeader(expired, req(), new NonceStore(), Date.now()))).toBe("expired");
     const future = await createSiwxHeader(w, ORIGIN, { now: Date.now() + 10 * 60_000 });
-    expect(await code(verifySiwxHeader(future, req(), new NonceStore(), Date.now()))).toBe("X402_SIGN_IN_ISSUED_IN_FUTURE");
+    expect(await code(verifySiwxHeader(future, req(), new NonceStore(), Date.now()))).toBe("issued_in_future");
   });
 
   it("refuses a reused nonce", async () => {
     const nonces = new NonceStore();
     const header = await createSiwxHeader(new EvmWallet(KEY), ORIGIN);
     await verifySiwxHeader(header, req(), nonces, Date.now());
-    expect(await code(verifySiwxHeader(header, req(), nonces, Date.now()))).toBe("X402_SIGN_IN_NONCE_REUSED");
+    expect(await code(verifySiwxHeader(header, req(), nonces, Date.now()))).toBe("nonce_reused");
   });
 
   it("refuses a bad signature and an address that is not the signer's", async () => {
     const w = new EvmWallet(KEY);
     const payload = await createSiwxPayload(w, ORIGIN);
     const forged = { ...payload, signature: await new Wallet(Wallet.createRandom().privateKey).signMessage(payload.message) };
-    expect(await code(verifySiwxHeader(toBase64Json(forged), req(), new NonceStore(), Date.now()))).toBe("X402_SIGN_IN_INVALID_SIGNATURE");
+    expect(await code(verifySiwxHeader(toBase64Json(forged), req(), new NonceStore(), Date.now()))).toBe("invalid_signature");
     const claimsOther = { ...payload, address: Wallet.createRandom().address };
-    expect(await code(verifySiwxHeader(toBase64Json(claimsOther), req(), new NonceStore(), Date.now()))).toBe("X402_SIGN_IN_ADDRESS_MISMATCH");
+    expect(await code(verifySiwxHeader(toBase64Json(claimsOther), req(), new NonceStore(), Date.now()))).toBe("address_mismatch");
     const sol = await createSiwxPayload(SolanaWallet.random(), ORIGIN);
     const solForged = { ...sol, message: sol.message.replace("Version: 1", "Version: 1\n") };
-    expect(await code(verifySiwxHeader(toBase64Json(solForged), req(), new NonceStore(), Date.now()))).toBe("X402_SIGN_IN_INVALID_SIGNATURE");
-    expect(await code(verifySiwxHeader("not base64 json", req(), new NonceStore(), Date.now()))).toBe("X402_SIGN_IN_MALFORMED");
+    expect(await code(verifySiwxHeader(toBase64Json(solForged), req(), new NonceStore(), Date.now()))).toBe("invalid_signature");
+    expect(await code(verifySiwxHeader("not base64 json", req(), new NonceStore(), Date.now()))).toBe("malformed");
   });
 
   it("accepts a URI that is the request URL on the same origin (as the service's own SDK signs)", async () => {

@@ -2,7 +2,11 @@
  * The emulator's SIWX check, done for real: EIP-4361 parsed by `siwe` and the signer recovered with ethers;
  * Solana's text parsed here and its Ed25519 signature verified with Node's crypto. Domain (host with port),
  * URI (the origin or any URL on it, since the service's own SDK signs the request URL), chain, `issuedAt`
- * window, expiry and single-use nonces are checked. Failures are 401 `{error, code: "X402_SIGN_IN_*"}`.
+ * window, expiry and single-use nonces are checked. Domain and URI are compared with `req.url`, which the server
+ * builds on the emulator's public origin (never from the request line).
+ *
+ * Every failure is the published 401 (error codes table: `X402_INVALID_SIGN_IN`, "Invalid Sign-in-with-x
+ * signature"); which check failed is in `details.reason`, for people reading it: the service does not publish one.
  */
 import { verify as nodeVerify } from "node:crypto";
 import { verifyMessage, getAddress } from "ethers";
@@ -12,8 +16,13 @@ import { base58ToBytes } from "../../x402/encoding.js";
 import { ed25519PublicKeyObject, SOLANA_MAINNET, BASE_CHAIN_ID } from "../../x402/wallets.js";
 
 export const SIWX_MAX_AGE_MS = 5 * 60_000;
-/** clock skew tolerated for an `issuedAt` in the future */
-const FUTURE_SKEW_MS = 60_000;
+/**
+ * How far ahead an `issuedAt` may be. The x402 reference validator tolerates none; the service publishes no
+ * figure. A few seconds covers clocks kept by NTP, and still refuses a client clock that runs ahead: clients
+ * should sign with the service's time (its `Date` header), not their own.
+ */
+export const SIWX_FUTURE_SKEW_MS = 5_000;
+export const SIWX_INVALID = { error: "Invalid Sign-in-with-x signature", code: "X402_INVALID_SIGN_IN" } as const;
 
 const HeaderSchema = z.object({
   address: z.string().min(1),
@@ -29,8 +38,8 @@ export interface SiwxIdentity {
   chain: "evm" | "solana";
 }
 
-function fail(code: string, error: string): never {
-  throw new EmulatorHttpError(401, { error, code: `X402_SIGN_IN_${code}` });
+function fail(reason: string, message: string): never {
+  throw new EmulatorHttpError(401, { ...SIWX_INVALID, details: { reason, message } });
 }
 
 /** Single-use nonces, remembered as long as a message carrying them could still be accepted. */
@@ -133,56 +142,56 @@ export async function verifySiwxHeader(
   try {
     json = JSON.parse(Buffer.from(header.trim(), "base64").toString("utf8"));
   } catch {
-    fail("MALFORMED", "Invalid SIGN-IN-WITH-X header: not base64 JSON");
+    fail("malformed", "Invalid SIGN-IN-WITH-X header: not base64 JSON");
   }
   const parsed = HeaderSchema.safeParse(json);
-  if (!parsed.success) fail("MALFORMED", "Invalid SIGN-IN-WITH-X header: expected {address, message, signature, timestamp, chainId}");
+  if (!parsed.success) fail("malformed", "Invalid SIGN-IN-WITH-X header: expected {address, message, signature, timestamp, chainId}");
   const payload = parsed.data;
   const solana = payload.type === "ed25519" || String(payload.chainId).startsWith("solana:");
-  if (!solana && !isEvmChain(payload.chainId)) fail("UNSUPPORTED_CHAIN", `Unsupported chain ${String(payload.chainId)}`);
-  if (solana && payload.chainId !== SOLANA_MAINNET) fail("UNSUPPORTED_CHAIN", `Unsupported chain ${String(payload.chainId)}`);
+  if (!solana && !isEvmChain(payload.chainId)) fail("unsupported_chain", `Unsupported chain ${String(payload.chainId)}`);
+  if (solana && payload.chainId !== SOLANA_MAINNET) fail("unsupported_chain", `Unsupported chain ${String(payload.chainId)}`);
 
   const fields = solana ? parseSolanaSiwxMessage(payload.message) : await parseEvmSiwxMessage(payload.message);
-  if (!fields) fail("MALFORMED", "Invalid sign-in message");
+  if (!fields) fail("malformed", "Invalid sign-in message");
 
   // the message must be about the wallet the header names
   const sameAddress = solana
     ? fields.address === payload.address
     : fields.address.toLowerCase() === payload.address.toLowerCase();
-  if (!sameAddress) fail("ADDRESS_MISMATCH", "Sign-in message address does not match the header address");
+  if (!sameAddress) fail("address_mismatch", "Sign-in message address does not match the header address");
   if (solana ? fields.chainId !== SOLANA_MAINNET : !isEvmChain(fields.chainId)) {
-    fail("CHAIN_MISMATCH", "Sign-in message chain does not match a supported chain");
+    fail("chain_mismatch", "Sign-in message chain does not match a supported chain");
   }
 
-  if (fields.domain !== req.url.host) fail("DOMAIN_MISMATCH", `Sign-in domain must be ${req.url.host}`);
+  if (fields.domain !== req.url.host) fail("domain_mismatch", `Sign-in domain must be ${req.url.host}`);
   let uriOrigin: string | undefined;
   try {
     uriOrigin = new URL(fields.uri).origin;
   } catch {
     uriOrigin = undefined;
   }
-  if (uriOrigin !== req.url.origin) fail("URI_MISMATCH", `Sign-in URI must be on ${req.url.origin}`);
+  if (uriOrigin !== req.url.origin) fail("uri_mismatch", `Sign-in URI must be on ${req.url.origin}`);
 
   const issuedAt = Date.parse(fields.issuedAt);
-  if (!Number.isFinite(issuedAt)) fail("MALFORMED", "Sign-in message has no valid Issued At");
-  if (issuedAt > now + FUTURE_SKEW_MS) fail("ISSUED_IN_FUTURE", "Sign-in message issued in the future");
-  if (now - issuedAt > SIWX_MAX_AGE_MS) fail("STALE", "Sign-in message is older than 5 minutes; sign a fresh one");
+  if (!Number.isFinite(issuedAt)) fail("malformed", "Sign-in message has no valid Issued At");
+  if (issuedAt > now + SIWX_FUTURE_SKEW_MS) fail("issued_in_future", "Sign-in message issued in the future: sign with the service's time (its Date header)");
+  if (now - issuedAt > SIWX_MAX_AGE_MS) fail("stale", "Sign-in message is older than 5 minutes; sign a fresh one");
   const expiresAt = fields.expirationTime ? Date.parse(fields.expirationTime) : issuedAt + SIWX_MAX_AGE_MS;
-  if (!Number.isFinite(expiresAt) || expiresAt <= now) fail("EXPIRED", "Sign-in message has expired");
-  if (fields.notBefore && Date.parse(fields.notBefore) > now) fail("NOT_YET_VALID", "Sign-in message is not valid yet");
+  if (!Number.isFinite(expiresAt) || expiresAt <= now) fail("expired", "Sign-in message has expired");
+  if (fields.notBefore && Date.parse(fields.notBefore) > now) fail("not_yet_valid", "Sign-in message is not valid yet");
 
   let address: string;
   if (solana) {
     const publicKey = base58ToBytes(payload.address, 32);
     const signature = decodeSolanaSignature(payload.signature);
-    if (!publicKey || !signature) fail("INVALID_SIGNATURE", "Malformed Solana address or signature");
+    if (!publicKey || !signature) fail("invalid_signature", "Malformed Solana address or signature");
     let ok = false;
     try {
       ok = nodeVerify(null, Buffer.from(payload.message, "utf8"), ed25519PublicKeyObject(publicKey), signature);
     } catch {
       ok = false;
     }
-    if (!ok) fail("INVALID_SIGNATURE", "Signature does not verify");
+    if (!ok) fail("invalid_signature", "Signature does not verify");
     address = payload.address;
   } else {
     let recovered: string | undefined;
@@ -192,14 +201,14 @@ export async function verifySiwxHeader(
       recovered = undefined;
     }
     if (!recovered || recovered.toLowerCase() !== payload.address.toLowerCase()) {
-      fail("INVALID_SIGNATURE", "Signature does not verify");
+      fail("invalid_signature", "Signature does not verify");
     }
     address = getAddress(recovered);
   }
 
   // only a message that passed every check uses up its nonce
-  if (!nonces.use(`${address}:${fields.nonce}`, now, Math.max(expiresAt, issuedAt + SIWX_MAX_AGE_MS) + FUTURE_SKEW_MS)) {
-    fail("NONCE_REUSED", "Sign-in nonce already used; sign a fresh message for every request");
+  if (!nonces.use(`${address}:${fields.nonce}`, now, Math.max(expiresAt, issuedAt + SIWX_MAX_AGE_MS) + SIWX_FUTURE_SKEW_MS)) {
+    fail("nonce_reused", "Sign-in nonce already used; sign a fresh message for every request");
   }
   return { address, chain: solana ? "solana" : "evm" };
 }
