@@ -1,7 +1,7 @@
 /**
  * x402 benchmarks against the emulator and its local chain:
- * - round trips and time of a request that hits 402 and pays (goal 3; the service's own SDK needs 4: it asks
- *   /x402/top-up for requirements before paying, the flow reproduced here as the anchor);
+ * - round trips and time of a request that hits 402 and pays (4, as the service's own SDK: both read the
+ *   requirements from /x402/top-up, the endpoint that checks them, before signing; the SDK's flow is the anchor);
  * - payments made by 50 concurrent 402s of one wallet (goal 1; the SDK pays once per 402, i.e. 50);
  * - cost of a SIWX header per request (anchor: the SDK's own `siwe` + ethers signing);
  * - the service's own SDK, `venice-x402-client`, against the emulator with `brand: "venice"` (a paid chat
@@ -197,7 +197,7 @@ export async function benchX402(): Promise<BenchRow[]> {
       median_ms: median(ours.map((r) => r.ms)),
       ratio: oursTrips / anchorTrips,
       anchor: `service SDK flow: ${anchorTrips} round trips, ${median(anchor.map((r) => r.ms)).toFixed(0)} ms`,
-      note: `ours: ${oursTrips} round trips (goal 3)`,
+      note: `ours: ${oursTrips} round trips (requirements read from /x402/top-up, never a 402's hint)`,
     });
     const burst = await concurrent402s(emu, 7, 50);
     rows.push({

@@ -4,8 +4,12 @@
  *
  * Money safety, in code order:
  * - variant 1 (`INSUFFICIENT_BALANCE`, an API-key account) is handed back: there is no wallet to pay with;
- * - the 402's own `accepts` (body or `PAYMENT-REQUIRED` header) is used when present, so a paid request costs
- *   3 round trips (request, top-up, retry); otherwise the requirements are fetched from `/x402/top-up`;
+ * - requirements come from `POST /x402/top-up`, the endpoint that will check them (authoritative): an inference
+ *   402's own `accepts` is only a hint, never signed (a signature made for requirements the top-up endpoint then
+ *   refuses would still be a live authorization in the service's hands). A paid request costs 4 round trips
+ *   (request, requirements, top-up, retry), as with the service's own SDK;
+ * - by default exactly the offered requirement is paid (x402 v2); an owner-chosen larger amount goes in the
+ *   legacy v1 form (see PaymentPolicy);
  * - the policy decides and reserves budget before anything is signed;
  * - single flight per wallet: while one top-up runs, every other 402 waits for it and retries; a request that
  *   was sent before a top-up completed and comes back 402 retries without paying;
@@ -321,11 +325,12 @@ export class X402PaymentController {
   }
 
   async #fetchRequirements(send: FetchLike, topUpUrl: string): Promise<PaymentSource> {
+    // nothing is signed yet: a 5xx here is retried like any read
     const res = await send(topUpUrl, {
       method: "POST",
       headers: { accept: "application/json", "content-type": "application/json" },
       body: "{}",
-      service: { retry: false, throwOnError: false },
+      service: { throwOnError: false },
     });
     const { body } = await readBody(res);
     const source = paymentSourceOf(body, res.headers);
@@ -357,14 +362,14 @@ export class X402PaymentController {
       }
     }
     if (!s.pending) {
-      if (!source.accepts) source = { ...(await this.#fetchRequirements(send, topUpUrl)), suggestedUsd: source.suggestedUsd };
+      // the top-up endpoint's own requirements, never the inference 402's (a hint at most)
+      source = await this.#fetchRequirements(send, topUpUrl);
       if (amountUsd !== undefined) await this.#checkExplicitAmount(amountUsd, listener);
       let authorization: Awaited<ReturnType<PaymentPolicy["authorize"]>>;
       try {
         // decide, check pins and budgets, reserve and pin: one atomic step of the store, nothing awaited between
         authorization = await this.policy.authorize(source.accepts ?? [], {
           namespace: walletNamespace(this.wallet),
-          suggestedUsd: source.suggestedUsd,
           amountUsd,
           walletAddress: this.wallet.address,
           store: this.store,
@@ -372,7 +377,7 @@ export class X402PaymentController {
       } catch (err) {
         if (err instanceof PaymentPolicyError) {
           // a dry run reports the payment it would have made
-          if (err.rule === "dryRun") await this.#emit(listener, "payment.requested", this.policy.decide(source.accepts ?? [], { namespace: walletNamespace(this.wallet), suggestedUsd: source.suggestedUsd, amountUsd }));
+          if (err.rule === "dryRun") await this.#emit(listener, "payment.requested", this.policy.decide(source.accepts ?? [], { namespace: walletNamespace(this.wallet), amountUsd }));
           await this.#emit(listener, "payment.refused", undefined, { rule: err.rule, reason: err.message });
         }
         throw err;
@@ -453,7 +458,7 @@ export class X402PaymentController {
       try {
         res = await send(pending.topUpUrl, {
           method: "POST",
-          headers: { accept: "application/json", "content-type": "application/json", [PAYMENT_SIGNATURE_HEADER]: pending.signed.header },
+          headers: { accept: "application/json", "content-type": "application/json", [pending.signed.headerName]: pending.signed.header },
           body: "{}",
           service: { retry: false, throwOnError: false, timeout: this.options.topUpTimeoutMs ?? 60_000 },
         });

@@ -45,7 +45,11 @@ export interface AllowedAsset {
 }
 
 export interface PaymentPolicyOptions {
-  /** USD per top-up (default: the service's suggested amount, else the minimum it asks for) */
+  /**
+   * USD per top-up (default: exactly what the service's top-up endpoint offers, its $5 minimum). A larger amount
+   * is paid on Base in the legacy x402 v1 form the service's own wallet SDK uses (any amount from $5 to $10,000, in
+   * one payment); on Solana, where only the offered requirement can be signed, it is refused before signing.
+   */
   amountUsd?: number;
   /** ceiling of one top-up in USD (default 20, or the period cap when lower) */
   maxPerTopUpUsd?: number;
@@ -55,7 +59,7 @@ export interface PaymentPolicyOptions {
   periodMs?: number;
   /** CAIP-2 ids or `base` / `solana` (default Base and Solana mainnet) */
   allowedNetworks?: string[];
-  /** assets allowed (default real USDC on Base and Solana); a local test token must be listed here */
+  /** assets allowed (default real USDC on Base and Solana; the emulator's test USDC lives at those addresses) */
   allowedAssets?: (string | AllowedAsset)[];
   /**
    * payees allowed. When absent, the first payee this policy pays on a network is pinned (trust on first
@@ -102,8 +106,13 @@ export interface PaymentRequirement {
 }
 
 export interface PaymentDecision {
-  /** the requirement to sign, with `amount` raised to what will be paid and the validity clamped */
+  /** the requirement to sign: `amount` is what will be paid, the validity clamped to `maxValiditySeconds` */
   requirement: PaymentRequirement;
+  /**
+   * "v2": exactly the offered requirement (`accepted` is the offer, unchanged), in `PAYMENT-SIGNATURE`.
+   * "v1": an owner-chosen amount above the offer, in the legacy v1 form (`maxAmountRequired`) in `X-402-Payment`.
+   */
+  form: "v2" | "v1";
   /** the requirement exactly as the service offered it */
   offered: Record<string, unknown>;
   amountUsd: number;
@@ -145,8 +154,6 @@ const RULE_ORDER: PolicyRule[] = ["noRequirements", "scheme", "network", "wallet
 
 export interface DecideContext {
   namespace: "eip155" | "solana";
-  /** the service's suggested top-up in USD */
-  suggestedUsd?: number;
   /** an explicit top-up's amount, instead of the policy's */
   amountUsd?: number;
 }
@@ -326,13 +333,22 @@ export class PaymentPolicy {
         note("maxPerTopUp", `the service asks for at least $${minimumUsd}, over the $${this.maxPerTopUpUsd} cap per top-up`);
         continue;
       }
-      // the owner's amount, else the service's suggestion capped by the owner's ceiling; never under the minimum
-      const wanted = context.amountUsd ?? this.amountUsd ?? Math.min(context.suggestedUsd ?? minimumUsd, this.maxPerTopUpUsd);
-      let amountAtomic = usdToAtomic(wanted, asset.decimals);
+      // The owner's amount, else exactly the offer; never under the offer. A service's "suggested" top-up is not
+      // the owner's choice: it never raises what is paid.
+      const wanted = context.amountUsd ?? this.amountUsd;
+      let amountAtomic = wanted === undefined ? minimumAtomic : usdToAtomic(wanted, asset.decimals);
       if (amountAtomic < minimumAtomic) amountAtomic = minimumAtomic;
       const amountUsd = atomicToUsd(amountAtomic, asset.decimals);
       if (amountUsd > this.maxPerTopUpUsd) {
         note("maxPerTopUp", `$${amountUsd} is over the $${this.maxPerTopUpUsd} cap per top-up`);
+        continue;
+      }
+      // x402 v2 signs exactly the offered requirement (a strict server refuses any other `accepted`). A larger
+      // amount goes in the legacy v1 form, as the service's own SDK sends it: one payment rather than several
+      // minimum ones (each a signature, a settlement and a round trip). v1 exists for EVM only here.
+      const form = amountAtomic === minimumAtomic ? "v2" : "v1";
+      if (form === "v1" && !network.startsWith("eip155:")) {
+        note("amount", `$${amountUsd} is more than the $${minimumUsd} the service offers on ${network}, where only the offered amount can be paid`);
         continue;
       }
       candidates.push({
@@ -346,6 +362,7 @@ export class PaymentPolicy {
           maxTimeoutSeconds: Math.min(Math.floor(offeredValidity) || 1, this.maxValiditySeconds),
           extra: r.extra ?? {},
         },
+        form,
         offered: raw as Record<string, unknown>,
         amountUsd,
         amountAtomic,

@@ -46,20 +46,23 @@ function payer(index: number): EvmWallet {
 }
 
 function policy(): PaymentPolicyOptions {
-  return { allowedAssets: [{ network: "eip155:8453", asset: emu.chain!.usdc.address }], allowedPayees: [emu.chain!.treasury] };
+  return { allowedPayees: [emu.chain!.treasury] };
 }
 
 interface Send {
   path: string;
   status: number;
   error?: string;
+  /** it carried a signed payment (not a read of the requirements) */
+  paid: boolean;
 }
 
 function countingFetch(): { fetch: FetchLike; sends: Send[] } {
   const sends: Send[] = [];
   const fetch: FetchLike = async (input, init) => {
     const path = new URL(String(input)).pathname.replace(/^\/api\/v1/, "");
-    const send: Send = { path, status: 0 };
+    const headers = new Headers(init?.headers);
+    const send: Send = { path, status: 0, paid: headers.has("payment-signature") || headers.has("x-402-payment") };
     sends.push(send);
     const response = await globalThis.fetch(input, init);
     send.status = response.status;
@@ -106,9 +109,10 @@ async function expectBooksBalance(wallet: EvmWallet, successes: number) {
 
 describe("money under faults on /x402/top-up", () => {
   it("injected 5xx before the top-up runs and a 503 after it settled: the same signature is re-sent, paid once", async () => {
-    // seeded: top-ups of one wallet are sequential (single flight), so this sequence repeats: an injected
-    // 500, then the send that settles (answered 503), then the replayed success
-    emu.setFaults({ errorRate: 0.5, statuses: [500, 503], seed: 7, paths: ["/x402/top-up"] });
+    // seeded: top-ups of one wallet are sequential (single flight), so this sequence repeats: the requirements
+    // are read, an injected 5xx meets the signed payment, then the send that settles (answered 503), then the
+    // re-send, answered "already used" (its nonce is spent), which is the settlement confirmed
+    emu.setFaults({ errorRate: 0.5, statuses: [500, 503], seed: 1, paths: ["/x402/top-up"] });
     Object.assign(x402Options, { topUpFailures: postSettlement503s + 1 });
     try {
       const wallet = payer(1);
@@ -128,12 +132,13 @@ describe("money under faults on /x402/top-up", () => {
       // a second wave on the credit already bought: no payment
       for (let i = 0; i < 4; i++) await model.invoke(`more ${i}`);
 
-      const topUpSends = sends.filter((s) => s.path === "/x402/top-up");
-      // the misbehaviour happened: injected faults, the post-settlement 503, then the replayed success
-      expect(topUpSends.filter((s) => s.error === "Service unavailable" || s.error === "Internal server error").length).toBeGreaterThan(0);
+      const topUpSends = sends.filter((s) => s.path === "/x402/top-up" && s.paid);
+      // the misbehaviour happened: injected faults, the post-settlement 503, then "already used"
+      expect(topUpSends[0]!.error === "Service unavailable" || topUpSends[0]!.error === "Internal server error").toBe(true);
       expect(topUpSends.filter((s) => s.error === "Service temporarily unavailable")).toHaveLength(1);
-      expect(topUpSends.at(-1)!.status).toBe(200);
-      expect(topUpSends.filter((s) => s.status === 200)).toHaveLength(1);
+      expect(topUpSends.at(-1)!.status).toBe(400);
+      expect(topUpSends.at(-1)!.error).toBe("PAYMENT_VERIFICATION_FAILED");
+      expect(topUpSends.filter((s) => s.status === 200)).toHaveLength(0);
       expect(events.filter((e) => e.type === "payment.signed")).toHaveLength(1);
       expect(events.filter((e) => e.type === "payment.settled")).toHaveLength(1);
       expect(events.find((e) => e.type === "payment.settled")!.resends).toBe(topUpSends.length - 1);
@@ -162,9 +167,11 @@ describe("money under faults on /x402/top-up", () => {
       const answers = await Promise.all(Array.from({ length: 5 }, (_, i) => model.invoke(`late ${i}`)));
       expect(answers.map((a) => a.content)).toEqual(Array.from({ length: 5 }, (_, i) => `Echo: late ${i}`));
 
-      const topUpSends = sends.filter((s) => s.path === "/x402/top-up");
-      // the first send timed out on the client (its late answer never counted), the re-send was replayed
+      const topUpSends = sends.filter((s) => s.path === "/x402/top-up" && s.paid);
+      // the first send timed out on the client (its late answer never counted); the re-send was answered
+      // "already used", which for a payment sent before is its settlement
       expect(topUpSends.length).toBe(2);
+      expect(topUpSends[1]!.error).toBe("PAYMENT_VERIFICATION_FAILED");
       expect(events.filter((e) => e.type === "payment.signed")).toHaveLength(1);
       expect(events.find((e) => e.type === "payment.settled")!.resends).toBe(1);
       await expectBooksBalance(wallet, 5);
@@ -175,8 +182,9 @@ describe("money under faults on /x402/top-up", () => {
   });
 
   it("a top-up whose answers are all lost is reconciled from the wallet's transactions: the call succeeds, nothing is re-signed", async () => {
-    // seed 3: the send that settles is answered 503, then three injected 5xx use up the re-sends
-    emu.setFaults({ errorRate: 0.5, statuses: [500, 503], seed: 3, paths: ["/x402/top-up"] });
+    // seed 34: the requirements are read, the send that settles is answered 503, then three injected 5xx use up
+    // the re-sends
+    emu.setFaults({ errorRate: 0.5, statuses: [500, 503], seed: 34, paths: ["/x402/top-up"] });
     Object.assign(x402Options, { topUpFailures: postSettlement503s + 1 });
     const wallet = payer(4);
     const { fetch, sends } = countingFetch();
@@ -199,12 +207,12 @@ describe("money under faults on /x402/top-up", () => {
       emu.setFaults({});
       delete x402Options.topUpFailures;
     }
-    expect(sends.filter((s) => s.path === "/x402/top-up")).toHaveLength(4);
+    expect(sends.filter((s) => s.path === "/x402/top-up" && s.paid)).toHaveLength(4);
     expect(sends.filter((s) => s.path.startsWith("/x402/transactions/"))).toHaveLength(1);
     expect((await model.invoke("second")).content).toBe("Echo: second");
     // served from the credit: no new top-up, nothing new signed
     expect(events.filter((e) => e.type === "payment.signed")).toHaveLength(1);
-    expect(sends.filter((s) => s.path === "/x402/top-up")).toHaveLength(4);
+    expect(sends.filter((s) => s.path === "/x402/top-up" && s.paid)).toHaveLength(4);
     await expectBooksBalance(wallet, 2); // both calls served
   });
 

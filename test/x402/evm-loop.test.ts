@@ -90,25 +90,26 @@ describe("x402 on Base against the emulator", () => {
     expect(header.accepts).toEqual(body.accepts);
   });
 
-  it("an agent with only a wallet hits 402, tops up, and succeeds in 3 round trips; the chain moved exactly what was credited", async () => {
+  it("an agent with only a wallet hits 402, reads the top-up endpoint's requirements, pays exactly the offer, and succeeds in 4 round trips; the chain moved exactly what was credited", async () => {
     const { wallet, events, sent, controller, chat, client } = walletClient(1);
     const payerBefore = await usdcBalance(emu, wallet.address);
     const treasuryBefore = await usdcBalance(emu, emu.chain!.treasury);
     const res = await chat();
     expect(res.status).toBe(200);
     expect(res.data.choices.length).toBeGreaterThan(0);
-    expect(sent).toEqual(["POST /api/v1/chat/completions", "POST /api/v1/x402/top-up", "POST /api/v1/chat/completions"]);
+    // the inference 402's requirements are a hint: what is signed comes from the top-up endpoint itself
+    expect(sent).toEqual(["POST /api/v1/chat/completions", "POST /api/v1/x402/top-up", "POST /api/v1/x402/top-up", "POST /api/v1/chat/completions"]);
     expect(events.map((e) => e.type)).toEqual(["payment.requested", "payment.signed", "payment.settled"]);
     const credited = topUps(wallet.address);
     expect(credited).toHaveLength(1);
-    expect(credited[0]!.amount).toBe(10); // the service's suggested amount
+    expect(credited[0]!.amount).toBe(5); // exactly the offered requirement, not the 402's "suggested" $10
     const moved = payerBefore - (await usdcBalance(emu, wallet.address));
-    expect(moved).toBe(10_000_000n);
+    expect(moved).toBe(5_000_000n);
     expect((await usdcBalance(emu, emu.chain!.treasury)) - treasuryBefore).toBe(moved);
     expect(credited[0]!.transaction).toBe(events[2]!.transaction);
-    // X-Balance-Remaining is tracked: 10 minus what the request cost
-    expect(controller.lastBalanceUsd).toBeGreaterThan(9.9);
-    expect(controller.lastBalanceUsd).toBeLessThan(10);
+    // X-Balance-Remaining is tracked: 5 minus what the request cost
+    expect(controller.lastBalanceUsd).toBeGreaterThan(4.9);
+    expect(controller.lastBalanceUsd).toBeLessThan(5);
     // next request: no payment
     await chat();
     expect(topUps(wallet.address)).toHaveLength(1);
@@ -125,7 +126,7 @@ describe("x402 on Base against the emulator", () => {
     expect(results.every((r) => r.status === 200)).toBe(true);
     expect(events.filter((e) => e.type === "payment.signed")).toHaveLength(1);
     expect(topUps(wallet.address)).toHaveLength(1);
-    expect(before - (await usdcBalance(emu, wallet.address))).toBe(10_000_000n);
+    expect(before - (await usdcBalance(emu, wallet.address))).toBe(5_000_000n);
   });
 
   it("a top-up that times out after settling is re-sent unchanged, never paid twice", async () => {
@@ -135,11 +136,12 @@ describe("x402 on Base against the emulator", () => {
       const before = await usdcBalance(emu, wallet.address);
       const res = await chat();
       expect(res.status).toBe(200);
-      expect(sent.filter((s) => s.endsWith("/x402/top-up"))).toHaveLength(2);
+      // the requirements, the signed payment, and its re-send after the timeout
+      expect(sent.filter((s) => s.endsWith("/x402/top-up"))).toHaveLength(3);
       expect(events.filter((e) => e.type === "payment.signed")).toHaveLength(1);
       expect(events.find((e) => e.type === "payment.settled")?.resends).toBe(1);
       expect(topUps(wallet.address)).toHaveLength(1);
-      expect(before - (await usdcBalance(emu, wallet.address))).toBe(10_000_000n);
+      expect(before - (await usdcBalance(emu, wallet.address))).toBe(5_000_000n);
     } finally {
       delete x402Options.topUpResponseDelayMs;
     }
@@ -153,14 +155,14 @@ describe("x402 on Base against the emulator", () => {
       expect((await chat()).status).toBe(200);
       expect(events.filter((e) => e.type === "payment.signed")).toHaveLength(1);
       expect(topUps(wallet.address)).toHaveLength(1);
-      expect(before - (await usdcBalance(emu, wallet.address))).toBe(10_000_000n);
+      expect(before - (await usdcBalance(emu, wallet.address))).toBe(5_000_000n);
     } finally {
       delete x402Options.topUpFailures;
     }
   });
 
   it("a second 402 right after a successful top-up is an error, not another payment", async () => {
-    x402Options.minimumBalanceUsd = 1_000; // the $10 top-up will not be enough
+    x402Options.minimumBalanceUsd = 1_000; // the $5 top-up will not be enough
     try {
       const { wallet, events, chat } = walletClient(5);
       await expect(chat()).rejects.toBeInstanceOf(PaymentFailedError);
@@ -184,7 +186,7 @@ describe("x402 on Base against the emulator", () => {
   });
 
   it("policy caps hold over the period, and explicit top-ups count against them", async () => {
-    const policy = new PaymentPolicy(testPolicy(emu, { maxPerPeriodUsd: 15 }));
+    const policy = new PaymentPolicy(testPolicy(emu, { maxPerPeriodUsd: 10 }));
     const { wallet, events, chat, client, controller } = walletClient(6, {}, { policy });
     expect((await chat()).status).toBe(200);
     const before = await usdcBalance(emu, wallet.address);
@@ -194,7 +196,7 @@ describe("x402 on Base against the emulator", () => {
     expect(await usdcBalance(emu, wallet.address)).toBe(before);
     const ok = await topUp(client, 5, { controller });
     expect(ok.amountUsd).toBe(5);
-    expect(await policy.spentUsd()).toBe(15);
+    expect(await policy.spentUsd()).toBe(10);
     expect(events.filter((e) => e.type === "payment.refused").map((e) => e.rule)).toEqual(["maxPerPeriod"]);
   });
 
@@ -231,10 +233,12 @@ describe("the emulator's top-up endpoint refuses bad payments", () => {
     extra: { name: "USD Coin", version: "2" },
     ...over,
   });
-  const decision = (over: Record<string, unknown> = {}) => {
+  /** A decision to sign `over` (amount, payee, validity) while `accepted` names the real offer unless `offered` says. */
+  const decision = (over: Record<string, unknown> = {}, form: "v2" | "v1" = "v2", offered: Record<string, unknown> = requirement()) => {
     const r = requirement(over);
-    return { requirement: r, offered: r, amountUsd: Number(r.amount) / 1e6, amountAtomic: BigInt(r.amount), minimumUsd: 5, decimals: 6, network: r.network, asset: r.asset, payTo: r.payTo };
+    return { requirement: r, form, offered, amountUsd: Number(r.amount) / 1e6, amountAtomic: BigInt(r.amount), minimumUsd: 5, decimals: 6, network: r.network, asset: r.asset, payTo: r.payTo };
   };
+  const errorOf = async (res: Response) => ((await res.json()) as { error: string; message: string });
 
   it("without a payment header: 402 with accepts", async () => {
     const res = await post({});
@@ -243,42 +247,56 @@ describe("the emulator's top-up endpoint refuses bad payments", () => {
     expect(accepts.map((a) => a.network)).toEqual(["eip155:8453", "solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp"]);
   });
 
-  it("wrong payee, amount under the minimum, expired authorization: 400, nothing credited", async () => {
+  it("v2: `accepted` must be exactly an offered requirement; wrong payee, other amount, expired: 400, nothing credited", async () => {
     const wallet = payer(emu, 1);
     const before = topUps(wallet.address).length;
-    const wrongPayee = await signPayment(wallet, decision({ payTo: emu.chain!.accounts[2]!.address }));
-    let res = await post({ "PAYMENT-SIGNATURE": wrongPayee.header });
-    expect(res.status).toBe(400);
-    expect(((await res.json()) as { error: string }).error).toBe("X402_WRONG_PAYEE");
-    const tooSmall = await signPayment(wallet, decision({ amount: "1000000" }));
-    res = await post({ "PAYMENT-SIGNATURE": tooSmall.header });
-    expect(((await res.json()) as { error: string }).error).toBe("X402_AMOUNT_OUT_OF_RANGE");
+    for (const over of [{ payTo: emu.chain!.accounts[2]!.address }, { amount: "5500000" }, { amount: "1000000" }]) {
+      // the signature matches what `accepted` claims, which is not what the service offered
+      const signed = await signPayment(wallet, decision(over, "v2", requirement(over)));
+      const res = await post({ "PAYMENT-SIGNATURE": signed.header });
+      expect(res.status).toBe(400);
+      expect((await errorOf(res)).error).toBe("PAYMENT_VERIFICATION_FAILED");
+    }
+    // the offer in `accepted`, but a signature that expires at once
     const expired = await signPayment(wallet, decision({ maxTimeoutSeconds: 1 }));
-    res = await post({ "PAYMENT-SIGNATURE": expired.header });
+    const res = await post({ "PAYMENT-SIGNATURE": expired.header });
     expect(res.status).toBe(400);
-    expect(((await res.json()) as { error: string }).error).toBe("X402_INVALID_PAYMENT");
+    expect((await errorOf(res)).error).toBe("PAYMENT_VERIFICATION_FAILED");
+    // a v1 payload in the v2 header
+    const v1 = await signPayment(wallet, decision({ amount: "6000000" }, "v1"));
+    const wrongHeader = await post({ "PAYMENT-SIGNATURE": v1.header });
+    expect(wrongHeader.status).toBe(400);
+    expect((await errorOf(wrongHeader)).error).toBe("X402_INVALID_PAYMENT");
     expect(topUps(wallet.address)).toHaveLength(before);
   });
 
-  it("a replayed payment is answered idempotently and credited once; legacy v1 headers are accepted", async () => {
+  it("a re-sent payment is refused as already used (in any header) and credited once; legacy v1 carries any amount from $5", async () => {
     const wallet = payer(emu, 1);
     const before = topUps(wallet.address).length;
-    const signed = await signPayment(wallet, decision({ amount: "5500000" }));
+    const signed = await signPayment(wallet, decision());
+    expect(signed.headerName).toBe("PAYMENT-SIGNATURE");
     const first = await post({ "PAYMENT-SIGNATURE": signed.header });
     expect(first.status).toBe(200);
     const receipt = JSON.parse(Buffer.from(first.headers.get("payment-response")!, "base64").toString()) as Record<string, unknown>;
     expect(receipt).toMatchObject({ success: true, network: "eip155:8453", payer: wallet.address });
-    const again = await post({ "X-PAYMENT": signed.header });
-    expect(again.status).toBe(200);
-    expect(again.headers.get("x-idempotent-replayed")).toBe("true");
+    for (const header of ["PAYMENT-SIGNATURE", "X-PAYMENT"]) {
+      const again = await post({ [header]: signed.header });
+      expect(again.status).toBe(400);
+      const body = await errorOf(again);
+      expect(body.error).toBe("PAYMENT_VERIFICATION_FAILED");
+      expect(body.message).toMatch(/nonce was already used/);
+    }
     expect(topUps(wallet.address)).toHaveLength(before + 1);
 
-    // as the service's own SDK sends it: v1, network "base", X-402-Payment
-    const v2 = await signPayment(wallet, decision({ amount: "5000000" }));
-    const v1 = { x402Version: 1, scheme: "exact", network: "base", payload: v2.payload.payload };
-    const legacy = await post({ "X-402-Payment": toBase64Json(v1) });
-    expect(legacy.status).toBe(200);
-    expect(((await legacy.json()) as { data: { amountCredited: number } }).data.amountCredited).toBe(5);
+    // as the service's own SDK sends it: v1, network "base", `maxAmountRequired` = the sum, X-402-Payment
+    const legacy = await signPayment(wallet, decision({ amount: "5500000" }, "v1"));
+    expect(legacy.headerName).toBe("X-402-Payment");
+    expect(legacy.payload).toMatchObject({ x402Version: 1, scheme: "exact", network: "base" });
+    const res = await post({ "X-402-Payment": legacy.header });
+    expect(res.status).toBe(200);
+    expect(((await res.json()) as { data: { amountCredited: number } }).data.amountCredited).toBe(5.5);
+    const under = await signPayment(wallet, decision({ amount: "4000000" }, "v1"));
+    expect((await post({ "X-402-Payment": under.header })).status).toBe(400);
     expect(topUps(wallet.address)).toHaveLength(before + 2);
   });
 
@@ -293,15 +311,15 @@ describe("the emulator's top-up endpoint refuses bad payments", () => {
     const stale = await createSiwxHeader(mine, emu.url, { now: Date.now() - 6 * 60_000, ttlMs: 60 * 60_000 });
     const res = await fetch(`${emu.url}/x402/balance/${mine.address}`, { headers: { "SIGN-IN-WITH-X": stale } });
     expect(res.status).toBe(401);
-    expect(((await res.json()) as { code: string }).code).toBe("X402_SIGN_IN_STALE");
+    expect(await res.json()).toMatchObject({ code: "X402_INVALID_SIGN_IN", details: { reason: "stale" } });
     const fresh = await createSiwxHeader(mine, emu.url);
     expect((await fetch(`${emu.url}/x402/balance/${mine.address}`, { headers: { "X-Sign-In-With-X": fresh } })).status).toBe(200);
     const reused = await fetch(`${emu.url}/x402/balance/${mine.address}`, { headers: { "SIGN-IN-WITH-X": fresh } });
-    expect(((await reused.json()) as { code: string }).code).toBe("X402_SIGN_IN_NONCE_REUSED");
+    expect(await reused.json()).toMatchObject({ code: "X402_INVALID_SIGN_IN", details: { reason: "nonce_reused" } });
     const wrongDomain = await createSiwxHeader(mine, "http://example.com/api/v1");
     const client2 = await fetch(`${emu.url}/chat/completions`, { method: "POST", headers: { "SIGN-IN-WITH-X": wrongDomain }, body: chatBody() });
     expect(client2.status).toBe(401);
-    expect(((await client2.json()) as { code: string }).code).toBe("X402_SIGN_IN_DOMAIN_MISMATCH");
+    expect(await client2.json()).toMatchObject({ code: "X402_INVALID_SIGN_IN", details: { reason: "domain_mismatch" } });
     void AuthenticationError;
   });
 });

@@ -29,21 +29,32 @@ function refusal(fn: () => unknown): PaymentPolicyError {
 }
 
 describe("PaymentPolicy.decide", () => {
-  it("pays real USDC on Base at the service's suggested amount, never under its minimum", () => {
+  it("pays real USDC on Base exactly as offered (x402 v2) by default, never under the offer", () => {
     const policy = new PaymentPolicy();
-    const d = policy.decide([base()], { ...evm, suggestedUsd: 10 });
-    expect(d.amountUsd).toBe(10);
-    expect(d.requirement.amount).toBe("10000000");
-    expect(d.minimumUsd).toBe(5);
-    expect(policy.decide([base()], evm).amountUsd).toBe(5);
+    const d = policy.decide([base()], evm);
+    expect(d.amountUsd).toBe(5);
+    expect(d.form).toBe("v2");
+    expect(d.requirement.amount).toBe("5000000");
+    expect(d.offered).toEqual(base());
     // an owner's amount under the service's minimum is raised to the minimum
     expect(new PaymentPolicy({ amountUsd: 1 }).decide([base()], evm).amountUsd).toBe(5);
-    expect(new PaymentPolicy({ amountUsd: 7.25 }).decide([base()], evm).requirement.amount).toBe("7250000");
+    expect(new PaymentPolicy({ amountUsd: 1 }).decide([base()], evm).form).toBe("v2");
   });
 
-  it("caps a large suggestion at the owner's ceiling instead of following it", () => {
-    const d = new PaymentPolicy({ maxPerTopUpUsd: 12 }).decide([base()], { ...evm, suggestedUsd: 1000 });
-    expect(d.amountUsd).toBe(12);
+  it("an owner-chosen larger amount is one legacy v1 payment on Base, and refused before signing on Solana", () => {
+    const d = new PaymentPolicy({ amountUsd: 7.25 }).decide([base()], evm);
+    expect(d.requirement.amount).toBe("7250000");
+    expect(d.form).toBe("v1");
+    const solana = { scheme: "exact", network: SOLANA_MAINNET, amount: "5000000", asset: USDC_SOLANA, payTo: "8qUL23aSj7mDWdoLMXGHFvnVCT9wd7jXcysiekroADEL", maxTimeoutSeconds: 300, extra: { feePayer: "BFK9TLC3edb13K6v4YyH3DwPb5DSUpkWvb7XnqCL9b4F" } };
+    const err = refusal(() => new PaymentPolicy({ amountUsd: 10 }).decide([solana], { namespace: "solana" }));
+    expect(err.rule).toBe("amount");
+    expect(new PaymentPolicy().decide([solana], { namespace: "solana" }).form).toBe("v2");
+  });
+
+  it("the validity is clamped in what is signed, while `accepted` stays the offer", () => {
+    const d = new PaymentPolicy({ maxValiditySeconds: 60 }).decide([base()], evm);
+    expect(d.requirement.maxTimeoutSeconds).toBe(60);
+    expect(d.offered.maxTimeoutSeconds).toBe(300);
   });
 
   it("refuses an unknown asset by default (the emulator's token must be listed)", () => {
@@ -111,24 +122,24 @@ describe("PaymentPolicy.authorize (decide + reserve in one step of the store)", 
     let now = 1_000_000;
     const store = new MemoryStore();
     const policy = new PaymentPolicy({ maxPerPeriodUsd: 25, periodMs: 60_000, now: () => now });
-    await policy.authorize([base()], ctx(store, { suggestedUsd: 10 }));
-    await policy.authorize([base()], ctx(store, { suggestedUsd: 10 }));
+    await policy.authorize([base()], ctx(store, { amountUsd: 10 }));
+    await policy.authorize([base()], ctx(store, { amountUsd: 10 }));
     expect(await policy.spentUsd(undefined, store)).toBe(20);
     expect(await policy.spentUsd({ address: W }, store)).toBe(20);
-    expect((await refusedAsync(policy.authorize([base()], ctx(store, { suggestedUsd: 10 })))).rule).toBe("maxPerPeriod");
+    expect((await refusedAsync(policy.authorize([base()], ctx(store, { amountUsd: 10 })))).rule).toBe("maxPerPeriod");
     now += 60_001; // the first two roll off
     expect(await policy.spentUsd(undefined, store)).toBe(0);
-    await policy.authorize([base()], ctx(store, { suggestedUsd: 10 }));
+    await policy.authorize([base()], ctx(store, { amountUsd: 10 }));
     expect(await policy.spentUsd(undefined, store)).toBe(10);
   });
 
   it("releases a reservation when nothing was signed", async () => {
     const store = new MemoryStore();
     const policy = new PaymentPolicy({ maxPerPeriodUsd: 10 });
-    await (await policy.authorize([base()], ctx(store, { suggestedUsd: 10 }))).release();
+    await (await policy.authorize([base()], ctx(store, { amountUsd: 10 }))).release();
     expect(await policy.spentUsd(undefined, store)).toBe(0);
-    await policy.authorize([base()], ctx(store, { suggestedUsd: 10 }));
-    expect((await refusedAsync(policy.authorize([base()], ctx(store, { suggestedUsd: 10 })))).rule).toBe("maxPerPeriod");
+    await policy.authorize([base()], ctx(store, { amountUsd: 10 }));
+    expect((await refusedAsync(policy.authorize([base()], ctx(store, { amountUsd: 10 })))).rule).toBe("maxPerPeriod");
   });
 
   it("dry-run decides and reports but refuses to go further", async () => {

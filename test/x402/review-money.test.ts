@@ -26,10 +26,13 @@ const offer = (payTo: string) => ({
 function endpoint(offered: string, answer: (n: number) => Response | Error) {
   const signed: { payTo: string; amount: string; header: string }[] = [];
   const send = async (_url: unknown, init: { headers?: HeadersInit } = {}) => {
-    const header = new Headers(init.headers).get("PAYMENT-SIGNATURE");
+    // v2 in PAYMENT-SIGNATURE; an amount above the offer in the legacy v1 form, in X-402-Payment
+    const h = new Headers(init.headers);
+    const header = h.get("PAYMENT-SIGNATURE") ?? h.get("X-402-Payment");
     if (!header) return new Response(JSON.stringify({ x402Version: 2, accepts: [offer(offered)] }), { status: 402 });
     const payload = JSON.parse(Buffer.from(header, "base64").toString("utf8"));
-    signed.push({ payTo: payload.accepted.payTo, amount: payload.accepted.amount, header });
+    const { to, value } = payload.payload.authorization;
+    signed.push({ payTo: to, amount: value, header });
     const out = answer(signed.length);
     if (out instanceof Error) throw out;
     return out;

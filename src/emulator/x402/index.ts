@@ -3,6 +3,10 @@
  * insufficient-credit 402s, `/x402/top-up` settling for real (EVM on the local chain through `@x402/evm`'s
  * facilitator, Solana on LiteSVM), `/x402/balance/:wallet` and `/x402/transactions/:wallet`.
  *
+ * Payments: `PAYMENT-SIGNATURE` takes x402 v2 payloads whose `accepted` is exactly one offered requirement (the $5
+ * minimum); `X-402-Payment` / `X-PAYMENT` also take v1 payloads (as the service's own wallet SDK sends them) of any
+ * amount from $5 to $10,000. A re-sent payment is a 400 `PAYMENT_VERIFICATION_FAILED`: its nonce was already used.
+ *
  * Options (`startEmulator({ x402: {...} })`):
  *   minimumBalanceUsd (0.10), suggestedTopUpUsd (10), minimumTopUpUsd (5), maximumTopUpUsd (10000),
  *   solana (true: start a LiteSVM rail when `litesvm` is installed; false: Base only),
@@ -87,6 +91,13 @@ function base64Json(value: unknown): string {
   return Buffer.from(JSON.stringify(value), "utf8").toString("base64");
 }
 
+/** JSON with object keys sorted: two requirements are equal when this is. */
+function canonicalJson(value: unknown): string {
+  return JSON.stringify(value, (_k, v: unknown) =>
+    v && typeof v === "object" && !Array.isArray(v) ? Object.fromEntries(Object.entries(v as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) : v,
+  );
+}
+
 function sleep(ms: number): Promise<void> {
   return new Promise((r) => setTimeout(r, ms));
 }
@@ -134,11 +145,13 @@ export async function createX402Hooks(ctx: EmulatorContext): Promise<X402Hooks &
 
   const accepts = () => [...rails.values()].map((r) => r.requirement(usdToAtomic(minimumTopUpUsd, DECIMALS)));
 
-  const siwxInfo = (req: EmulatorRequest) => {
+  // the challenge names the public origin (option `publicOrigin`), the one sign-ins are checked against
+  const siwxInfo = (_req: EmulatorRequest) => {
     const now = ctx.now();
+    const origin = new URL(ctx.publicOrigin);
     return {
-      domain: req.url.host,
-      uri: req.url.origin,
+      domain: origin.host,
+      uri: origin.origin,
       version: "1",
       nonce: randomUUID().replace(/-/g, "").slice(0, 16),
       issuedAt: new Date(now).toISOString(),
@@ -159,15 +172,26 @@ export async function createX402Hooks(ctx: EmulatorContext): Promise<X402Hooks &
   };
   const resourceOf = (req: EmulatorRequest) => ({ url: req.url.toString(), description: `${ctx.names.brand} API`, mimeType: "application/json" });
 
-  async function settleOnce(header: string, raw: Record<string, unknown>): Promise<Settled> {
+  async function settleOnce(viaSignatureHeader: boolean, raw: Record<string, unknown>): Promise<Settled> {
     const version = raw.x402Version;
     const accepted = (version === 2 ? raw.accepted : undefined) as Record<string, unknown> | undefined;
     const network = normalizeNetwork(accepted?.network ?? raw.network);
     const scheme = accepted?.scheme ?? raw.scheme;
     if (version !== 1 && version !== 2) paymentError(400, "X402_INVALID_PAYMENT", "Unsupported x402Version");
+    // PAYMENT-SIGNATURE is the v2 header; v1 payloads (the service's own SDK) come in X-402-Payment / X-PAYMENT
+    if (viaSignatureHeader && version !== 2) paymentError(400, "X402_INVALID_PAYMENT", "PAYMENT-SIGNATURE carries x402 v2 payloads; send v1 payloads in X-402-Payment");
+    if (version === 2) {
+      // the x402 reference rule: `accepted` is one of the offered requirements, exactly (amount, payee, validity...)
+      if (!accepted || typeof accepted !== "object") paymentError(400, "X402_INVALID_PAYMENT", "x402 v2 payment without `accepted`");
+      if (!accepts().some((offer) => canonicalJson(offer) === canonicalJson(accepted))) {
+        paymentError(400, "PAYMENT_VERIFICATION_FAILED", "Payment verification failed: `accepted` does not match any offered payment requirement", {
+          reason: "accepted_requirement_mismatch",
+        });
+      }
+    }
     if (scheme !== "exact") paymentError(400, "X402_INVALID_PAYMENT", "Only the exact scheme is accepted");
     const rail = network ? rails.get(network) : undefined;
-    if (!rail) paymentError(400, "X402_UNSUPPORTED_NETWORK", `Network ${String(network)} is not accepted here`, { accepted: [...rails.keys()] });
+    if (!rail) paymentError(400, "X402_INVALID_PAYMENT", `Network ${String(network)} is not accepted here`, { reason: "unsupported_network", accepted: [...rails.keys()] });
     if (!raw.payload || typeof raw.payload !== "object") paymentError(400, "X402_INVALID_PAYMENT", "Payment payload missing");
     const amount = rail.amountOf(raw, accepted);
     if (amount === undefined) paymentError(400, "X402_INVALID_PAYMENT", "Payment amount unreadable");
@@ -176,14 +200,14 @@ export async function createX402Hooks(ctx: EmulatorContext): Promise<X402Hooks &
     }
     const usd = Number(amount) / 10 ** DECIMALS;
     if (usd < minimumTopUpUsd || usd > maximumTopUpUsd) {
-      paymentError(400, "X402_AMOUNT_OUT_OF_RANGE", `Top-ups must be between $${minimumTopUpUsd} and $${maximumTopUpUsd}`, { amountUsd: usd });
+      paymentError(400, "X402_INVALID_PAYMENT", `Top-ups must be between $${minimumTopUpUsd} and $${maximumTopUpUsd}`, { reason: "amount_out_of_range", amountUsd: usd });
     }
     const requirement = rail.requirement(amount);
     if (accepted) {
       const sameAddr = (a: unknown, b: unknown) =>
         typeof a === "string" && typeof b === "string" && (network!.startsWith("eip155:") ? a.toLowerCase() === b.toLowerCase() : a === b);
-      if (!sameAddr(accepted.asset, requirement.asset)) paymentError(400, "X402_WRONG_ASSET", "The payment is not in the accepted asset");
-      if (!sameAddr(accepted.payTo, requirement.payTo)) paymentError(400, "X402_WRONG_PAYEE", "The payment is not to the service's wallet");
+      if (!sameAddr(accepted.asset, requirement.asset)) paymentError(400, "X402_INVALID_PAYMENT", "The payment is not in the accepted asset", { reason: "wrong_asset" });
+      if (!sameAddr(accepted.payTo, requirement.payTo)) paymentError(400, "X402_INVALID_PAYMENT", "The payment is not to the service's wallet", { reason: "wrong_payee" });
     }
     // the facilitator verifies against our requirement, never against what the client claims
     const payload = { x402Version: 2, accepted: requirement, payload: raw.payload, resource: raw.resource };
@@ -191,15 +215,14 @@ export async function createX402Hooks(ctx: EmulatorContext): Promise<X402Hooks &
     try {
       result = await rail.settle(payload, requirement);
     } catch (err) {
-      paymentError(500, "X402_SETTLEMENT_ERROR", "Settlement failed unexpectedly", { reason: String((err as Error)?.message ?? err).slice(0, 300) });
+      paymentError(500, "X402_INVALID_PAYMENT", "Settlement failed unexpectedly", { reason: String((err as Error)?.message ?? err).slice(0, 300) });
     }
     if (!result.success || !result.payer) {
-      paymentError(400, "X402_INVALID_PAYMENT", "Payment verification or settlement failed", { reason: result.errorReason ?? "unknown" });
+      paymentError(400, "PAYMENT_VERIFICATION_FAILED", "Payment verification or settlement failed", { reason: result.errorReason ?? "unknown" });
     }
     const payer = network!.startsWith("eip155:") ? getAddress(result.payer) : result.payer;
     const account = ctx.ledger.wallet(payer, ctx.options.walletStartingUsd ?? 0);
     const entry = ctx.ledger.topUp(account, usd, { transaction: result.transaction, network: network!, paidAtomic: amount.toString() });
-    void header;
     return {
       walletAddress: account.id,
       amountCredited: usd,
@@ -223,27 +246,32 @@ export async function createX402Hooks(ctx: EmulatorContext): Promise<X402Hooks &
       paymentError(400, "X402_INVALID_PAYMENT", "Invalid payment header: not base64 JSON");
     }
     const fingerprint = createHash("sha256").update(JSON.stringify(raw.payload ?? null)).digest("hex");
-    let settlement = settlements.get(fingerprint);
-    const replayed = settlement !== undefined;
-    if (!settlement) {
-      settlement = settleOnce(header, raw);
-      settlements.set(fingerprint, settlement);
-      // a refused payment may be corrected and re-signed; only settled ones are remembered
-      settlement.catch(() => settlements.delete(fingerprint));
+    const earlier = settlements.get(fingerprint);
+    if (earlier) {
+      // A re-send of a payment seen before: its nonce is spent once it settled. Like the live service (and the
+      // chain), answer that, never a second 200; a twin still settling waits for it and shares its refusal.
+      await earlier;
+      paymentError(400, "PAYMENT_VERIFICATION_FAILED", "Payment verification failed: the authorization's nonce was already used", {
+        reason: "nonce_already_used",
+      });
     }
+    const settlement = settleOnce(req.headers["payment-signature"] !== undefined, raw);
+    settlements.set(fingerprint, settlement);
+    // a refused payment may be corrected and re-signed; only settled ones are remembered
+    settlement.catch(() => settlements.delete(fingerprint));
     const done = await settlement;
-    if (!replayed && o.topUpFailures && failed < o.topUpFailures) {
+    if (o.topUpFailures && failed < o.topUpFailures) {
       failed++;
       return { status: 503, body: { error: "Service temporarily unavailable" } };
     }
-    if (!replayed && o.topUpResponseDelayMs && delayed < (o.delayedTopUps ?? 1)) {
+    if (o.topUpResponseDelayMs && delayed < (o.delayedTopUps ?? 1)) {
       delayed++;
       await sleep(o.topUpResponseDelayMs);
     }
     const { receipt, ...data } = done;
     return {
       status: 200,
-      headers: { "PAYMENT-RESPONSE": base64Json(receipt), ...(replayed ? { "x-idempotent-replayed": "true" } : {}) },
+      headers: { "PAYMENT-RESPONSE": base64Json(receipt) },
       body: { success: true, data },
     };
   }
@@ -254,7 +282,8 @@ export async function createX402Hooks(ctx: EmulatorContext): Promise<X402Hooks &
       throw new EmulatorHttpError(400, { error: "Invalid wallet address", details: { walletAddress: { _errors: ["Expected an EVM or Solana address"] } } });
     }
     if (caller.kind !== "wallet") {
-      throw new EmulatorHttpError(401, { error: "Sign in with the wallet (SIGN-IN-WITH-X) to read its x402 data", code: "X402_SIGN_IN_REQUIRED" });
+      // published: 401 StandardError `{error}` (no invented code)
+      throw new EmulatorHttpError(401, { error: "Sign in with the wallet (SIGN-IN-WITH-X) to read its x402 data" });
     }
     const same = wanted.startsWith("0x") ? wanted.toLowerCase() === caller.address.toLowerCase() : wanted === caller.address;
     if (!same) throw new EmulatorHttpError(403, { error: "The signed-in wallet does not match the requested wallet" });
