@@ -298,6 +298,15 @@ describe("the emulator's top-up endpoint refuses bad payments", () => {
     const under = await signPayment(wallet, decision({ amount: "4000000" }, "v1"));
     expect((await post({ "X-402-Payment": under.header })).status).toBe(400);
     expect(topUps(wallet.address)).toHaveLength(before + 2);
+
+    // the SDK's legacy `x402` package labels that v1 shape with the 402's own version (2): the shape decides
+    const labelled = await signPayment(wallet, decision({ amount: "7000000" }, "v1"));
+    const asSdkSends = toBase64Json({ ...labelled.payload, x402Version: 2 });
+    expect((await post({ "PAYMENT-SIGNATURE": asSdkSends })).status).toBe(400); // no `accepted`: not a v2 payment
+    const sdk = await post({ "X-402-Payment": asSdkSends });
+    expect(sdk.status).toBe(200);
+    expect(((await sdk.json()) as { data: { amountCredited: number } }).data.amountCredited).toBe(7);
+    expect(topUps(wallet.address)).toHaveLength(before + 3);
   });
 
   it("balance and transactions need the same wallet's sign-in (401 without, 403 for another wallet)", async () => {

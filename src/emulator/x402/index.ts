@@ -174,21 +174,27 @@ export async function createX402Hooks(ctx: EmulatorContext): Promise<X402Hooks &
 
   async function settleOnce(viaSignatureHeader: boolean, raw: Record<string, unknown>): Promise<Settled> {
     const version = raw.x402Version;
-    const accepted = (version === 2 ? raw.accepted : undefined) as Record<string, unknown> | undefined;
-    const network = normalizeNetwork(accepted?.network ?? raw.network);
-    const scheme = accepted?.scheme ?? raw.scheme;
     if (version !== 1 && version !== 2) paymentError(400, "X402_INVALID_PAYMENT", "Unsupported x402Version");
-    // PAYMENT-SIGNATURE is the v2 header; v1 payloads (the service's own SDK) come in X-402-Payment / X-PAYMENT
-    if (viaSignatureHeader && version !== 2) paymentError(400, "X402_INVALID_PAYMENT", "PAYMENT-SIGNATURE carries x402 v2 payloads; send v1 payloads in X-402-Payment");
-    if (version === 2) {
+    // The v2 shape names the requirement it accepts; the v1 shape carries scheme and network at its top. The
+    // service's own SDK sends the v1 shape through the legacy `x402` package, labelled with the 402's version (2),
+    // so in the legacy headers the shape decides, not the label.
+    const v2Shape = raw.accepted !== undefined;
+    const accepted = (v2Shape ? raw.accepted : undefined) as Record<string, unknown> | undefined;
+    // PAYMENT-SIGNATURE is the v2 header; v1 payloads come in X-402-Payment / X-PAYMENT
+    if (viaSignatureHeader && !(version === 2 && v2Shape)) {
+      paymentError(400, "X402_INVALID_PAYMENT", "PAYMENT-SIGNATURE carries x402 v2 payloads (with `accepted`); send v1 payloads in X-402-Payment");
+    }
+    if (v2Shape) {
       // the x402 reference rule: `accepted` is one of the offered requirements, exactly (amount, payee, validity...)
-      if (!accepted || typeof accepted !== "object") paymentError(400, "X402_INVALID_PAYMENT", "x402 v2 payment without `accepted`");
+      if (!accepted || typeof accepted !== "object") paymentError(400, "X402_INVALID_PAYMENT", "`accepted` is not a payment requirement");
       if (!accepts().some((offer) => canonicalJson(offer) === canonicalJson(accepted))) {
         paymentError(400, "PAYMENT_VERIFICATION_FAILED", "Payment verification failed: `accepted` does not match any offered payment requirement", {
           reason: "accepted_requirement_mismatch",
         });
       }
     }
+    const network = normalizeNetwork(accepted?.network ?? raw.network);
+    const scheme = accepted?.scheme ?? raw.scheme;
     if (scheme !== "exact") paymentError(400, "X402_INVALID_PAYMENT", "Only the exact scheme is accepted");
     const rail = network ? rails.get(network) : undefined;
     if (!rail) paymentError(400, "X402_INVALID_PAYMENT", `Network ${String(network)} is not accepted here`, { reason: "unsupported_network", accepted: [...rails.keys()] });
