@@ -9,7 +9,7 @@
  */
 import { parseArgs } from "node:util";
 import { pathToFileURL } from "node:url";
-import { startEmulator, type Emulator } from "./index.js";
+import { cryptoNetworks, startEmulator, type Emulator } from "./index.js";
 import type { ApiKeyOption, EmulatorOptions } from "./types.js";
 
 export const USAGE = `Usage: langchain-service emulator [options]
@@ -139,7 +139,8 @@ async function startWithFallback(options: EmulatorOptions, io: CliIo): Promise<E
     return await startEmulator(options);
   } catch (err) {
     const reason = ((err as Error)?.message ?? String(err)).split("\n")[0];
-    io.err(`warning: local chain not started (${reason}); continuing without it`);
+    // what is lost, in true words: the Base rail and the EVM networks the chain would have served
+    io.err(`warning: local chain not started (${reason}); continuing without it: no Base x402 top-ups, and EVM crypto RPC networks only where --upstream gives a node`);
     return startEmulator({ ...options, chain: false });
   }
 }
@@ -163,6 +164,14 @@ function describe(emulator: Emulator, io: CliIo): void {
   }
   const solanaMint = (emulator.context.x402 as { solana?: { mint?: string } } | undefined)?.solana?.mint;
   if (solanaMint) io.out(`Solana test USDC (LiteSVM, RPC ${emulator.url}/x402/solana/rpc) at the real USDC mint: ${solanaMint}`);
+  // the rails and networks it really has (the EVM rail runs exactly when the chain does)
+  const rails = [chain ? "Base (local chain)" : undefined, solanaMint ? "Solana (LiteSVM)" : undefined].filter(Boolean);
+  if (rails.length === 2) io.out(`x402 top-ups: ${rails.join(", ")}`);
+  else if (chain) io.out("x402 top-ups: Base (local chain) only; Solana needs litesvm (npm i -D litesvm)");
+  else if (solanaMint) io.out("x402 top-ups: Solana (LiteSVM) only; Base needs the local chain (run without --no-chain)");
+  else io.out("x402 top-ups: none (no local chain, no litesvm): wallets can sign in but not top up; API keys work");
+  const networks = cryptoNetworks(emulator.context);
+  io.out(`crypto RPC networks: ${networks.length ? networks.join(", ") : "none (no local chain, no --upstream)"}`);
   io.out(`try: curl -H "Authorization: Bearer ${emulator.apiKeys[0] ?? ""}" ${emulator.url}/models`);
 }
 

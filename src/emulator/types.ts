@@ -135,7 +135,10 @@ export interface EmulatorOptions {
   x402?: Record<string, unknown>;
   /** log each request to stderr */
   log?: boolean;
-  /** crypto RPC network slugs served by GET /crypto/rpc/networks (default: the 23 of spec 4.2) */
+  /**
+   * crypto RPC network slugs listed by GET /crypto/rpc/networks, taken as given (default: those of the 23 of spec
+   * 4.2 with a node behind them: an upstream, the local chain for EVM slugs, LiteSVM for Solana)
+   */
   networks?: string[];
   /** ms clock for rate limits, the abuse block, SIWX checks and the `Date` header (default Date.now); tests may inject one */
   now?: () => number;

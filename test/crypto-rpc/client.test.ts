@@ -19,7 +19,8 @@ let solana: Awaited<ReturnType<typeof startSolanaStandIn>>;
 
 beforeAll(async () => {
   solana = await startSolanaStandIn({ [SOL_ADDRESS]: 2_500_000_000 });
-  emu = await startEmulator({ chain: true, apiKeys: [KEY], upstreams: { "solana-devnet": solana.url } });
+  // starknet-mainnet: an upstream that is down (nothing listens on port 1), so the slug is listed and its calls fail 500
+  emu = await startEmulator({ chain: true, apiKeys: [KEY], upstreams: { "solana-devnet": solana.url, "starknet-mainnet": "http://127.0.0.1:1" } });
 });
 afterAll(async () => {
   await emu?.close();

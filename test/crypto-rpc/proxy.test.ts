@@ -190,10 +190,10 @@ describe("POST /crypto/rpc/{network}", () => {
     expect(otherCaller.headers.get("idempotent-replayed")).toBeNull();
   });
 
-  it("answers 500 when a slug has no upstream, the upstream is down, or it answers non-JSON", async () => {
+  it("answers 400 for a published slug it has no node for (not listed); 500 when the upstream is down or answers non-JSON", async () => {
     const none = await rpc("starknet-mainnet", { jsonrpc: "2.0", id: 1, method: "starknet_blockNumber" });
-    expect(none.status).toBe(500);
-    expect(none.json.error).toMatch(/no upstream node for starknet-mainnet/);
+    expect(none.status).toBe(400);
+    expect(none.json.details.reason).toMatch(/no upstream node for starknet-mainnet/);
     const down = await rpc("bsc-testnet", { jsonrpc: "2.0", id: 1, method: "eth_chainId" });
     expect(down.status).toBe(500);
     expect(down.json.error).toMatch(/Upstream RPC request failed/);

@@ -4,11 +4,13 @@
  * for EVM slugs). Billed per credit (base 20 EVM/Starknet, 30 zkSync/Solana; × 1/2/4 by method tier; JSON-RPC
  * errors 5 credits) at $7e-7 per credit, with the pricing headers, idempotency replay and the per-key cap
  * (100/min by default, `rateLimits.cryptoRpc`; counted by the server's RateLimiter).
- * A slug without an upstream answers as the service does when its upstream fails: 500.
+ * A published slug with no node behind it is not listed, and is refused 400 like any unlisted slug (saying what
+ * would serve it); a slug listed by an explicit `networks` option without an upstream answers as the service
+ * does when its upstream fails: 500.
  */
 import { createHash, randomBytes } from "node:crypto";
 import { accountIdentity } from "../auth.js";
-import { cryptoNetworks } from "./networks.js";
+import { DEFAULT_NETWORKS, cryptoNetworks, upstreamOf } from "./networks.js";
 import { EmulatorHttpError, type Account, type Caller, type EmulatorContext, type EmulatorRequest, type EmulatorResponse, type Route } from "../types.js";
 
 export const RPC_PRICE_PER_CREDIT_USD = 7e-7;
@@ -78,6 +80,17 @@ export function unsupportedReason(family: Family, method: string): string | unde
     case "solana":
       return /^[a-z][A-Za-z0-9]*$/.test(method) && !method.includes("_") ? undefined : "method is not a Solana JSON-RPC method";
   }
+}
+
+function noNodeReason(slug: string, family: Family): string {
+  const upstream = "or give it an upstream (`upstreams`; the CLI's --upstream slug=URL)";
+  const way =
+    family === "evm"
+      ? `start it with the local chain (\`chain: true\`; the CLI without --no-chain) ${upstream}`
+      : family === "solana"
+        ? `install litesvm (the Solana x402 rail serves it) ${upstream}`
+        : `give it an upstream (\`upstreams\`; the CLI's --upstream slug=URL)`;
+  return `this emulator has no upstream node for ${slug}: ${way}`;
 }
 
 interface IdempotentEntry {
@@ -201,8 +214,13 @@ async function handle(req: EmulatorRequest, ctx: EmulatorContext, caller: Caller
   const account = caller.account;
   const slug = req.params.network ?? "";
   const networks = cryptoNetworks(ctx);
-  if (!networks.includes(slug)) throw badRequest(`Unsupported network: ${slug}`, { network: slug, supportedNetworks: networks });
   const family = familyOf(slug);
+  if (!networks.includes(slug)) {
+    const details: Record<string, unknown> = { network: slug, supportedNetworks: networks };
+    // a published slug left out for want of a node: say what would serve it
+    if (!ctx.options.networks && DEFAULT_NETWORKS.includes(slug)) details.reason = noNodeReason(slug, family);
+    throw badRequest(`Unsupported network: ${slug}`, details);
+  }
 
   const idempotencyKey = req.headers["idempotency-key"];
   if (idempotencyKey !== undefined && !IDEMPOTENCY_KEY_RE.test(idempotencyKey)) {
@@ -247,7 +265,7 @@ async function handle(req: EmulatorRequest, ctx: EmulatorContext, caller: Caller
       if (hit.bodyHash !== bodyHash) throw badRequest("Idempotency-Key was already used with a different request body");
       return { ...hit.response, headers: { ...hit.response.headers, "idempotent-replayed": "true" } };
     }
-    const done = serve(req, ctx, caller, account, slug, family, items, methods);
+    const done = serve(req, ctx, caller, account, slug, items, methods);
     state.inflight.set(cacheKey, { bodyHash, done });
     try {
       const response = await done;
@@ -261,7 +279,7 @@ async function handle(req: EmulatorRequest, ctx: EmulatorContext, caller: Caller
       state.inflight.delete(cacheKey);
     }
   }
-  return serve(req, ctx, caller, account, slug, family, items, methods);
+  return serve(req, ctx, caller, account, slug, items, methods);
 }
 
 /** Admits, checks the balance, forwards and bills one (already validated) request. */
@@ -271,7 +289,6 @@ async function serve(
   caller: Caller,
   account: Account,
   slug: string,
-  family: Family,
   items: unknown[],
   methods: string[],
 ): Promise<EmulatorResponse> {
@@ -282,7 +299,7 @@ async function serve(
   if (caller.kind === "wallet" && account.usd < ctx.x402.minimumBalanceUsd) return ctx.x402.insufficientCredit402(req, ctx, account);
 
   // --- forward ---
-  const upstream = ctx.options.upstreams?.[slug] ?? (family === "evm" ? ctx.chain?.rpcUrl : undefined);
+  const upstream = upstreamOf(ctx, slug);
   if (!upstream) throw new EmulatorHttpError(500, { error: `Upstream RPC request failed: no upstream node for ${slug}` });
   const answer = await forward(upstream, req.body, options(ctx).upstreamTimeoutMs ?? RPC_UPSTREAM_TIMEOUT_MS);
 

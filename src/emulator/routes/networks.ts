@@ -1,4 +1,8 @@
-/** GET /crypto/rpc/networks (spec 4.2): public, the alphabetically sorted slugs the proxy serves. */
+/**
+ * GET /crypto/rpc/networks (spec 4.2): public, the alphabetically sorted slugs the proxy serves. The published
+ * description makes the list the set of valid `:network` values, so a slug with no node behind it (no local
+ * chain, no upstream) is left out: a client refuses it at once instead of retrying a 500.
+ */
 import type { EmulatorContext, Route } from "../types.js";
 
 /** The 23 slugs of spec 4.2. Deployments differ: `EmulatorOptions.networks` replaces the list. */
@@ -28,9 +32,20 @@ export const DEFAULT_NETWORKS: readonly string[] = [
   "zksync-sepolia",
 ];
 
-/** The slugs this emulator serves, sorted and without duplicates (the crypto RPC route checks against it). */
-export function cryptoNetworks(ctx: Pick<EmulatorContext, "options">): string[] {
-  return [...new Set(ctx.options.networks ?? DEFAULT_NETWORKS)].sort();
+/** The JSON-RPC node behind a slug: its configured upstream, else the local chain for an EVM slug; undefined when none. */
+export function upstreamOf(ctx: Pick<EmulatorContext, "options" | "chain">, slug: string): string | undefined {
+  const evm = !slug.startsWith("solana-") && !slug.startsWith("starknet-");
+  return ctx.options.upstreams?.[slug] ?? (evm ? ctx.chain?.rpcUrl : undefined);
+}
+
+/**
+ * The slugs this emulator serves, sorted and without duplicates (the crypto RPC route checks against it). An
+ * explicit `networks` option is the deployment the caller describes, taken as given; the default list keeps
+ * only the slugs with a node behind them.
+ */
+export function cryptoNetworks(ctx: Pick<EmulatorContext, "options" | "chain">): string[] {
+  const listed = ctx.options.networks ?? DEFAULT_NETWORKS.filter((slug) => upstreamOf(ctx, slug) !== undefined);
+  return [...new Set(listed)].sort();
 }
 
 export const networkRoutes: Route[] = [

@@ -24,7 +24,12 @@ export async function createEvmRail(chain: LocalChain, maxTimeoutSeconds = 300):
     import("@x402/evm"),
     import("viem"),
     import("viem/accounts"),
-  ]);
+  ]).catch((err: unknown) => {
+    // optional peers: say what to install rather than Node's bare "Cannot find package"
+    const code = (err as { code?: string } | undefined)?.code;
+    if (code !== "ERR_MODULE_NOT_FOUND" && code !== "MODULE_NOT_FOUND") throw err;
+    throw new Error(`The emulator's Base payment rail needs its optional packages: npm i -D @x402/core @x402/evm (${(err as Error).message})`);
+  });
   const network = `eip155:${chain.chainId}`;
   const gasPayer = chain.accounts[0];
   if (!gasPayer) throw new Error("the local chain has no accounts");

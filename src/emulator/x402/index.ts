@@ -45,11 +45,11 @@ export interface X402EmulatorOptions {
   solanaImporter?: () => Promise<unknown>;
 }
 
-let warned = false;
-/** The missing-litesvm notice, once per process (every emulator start would repeat it). */
+const warned = new Set<string>();
+/** The missing-litesvm notice, once per process and wording (every emulator start would repeat it). */
 function warnOnce(message: string): void {
-  if (warned) return;
-  warned = true;
+  if (warned.has(message)) return;
+  warned.add(message);
   console.warn(message);
 }
 
@@ -67,6 +67,10 @@ export interface Rail {
 
 const DECIMALS = 6;
 const SIWX_STATEMENT = "Sign in with your wallet to use the API";
+/** Why an emulator with no rail offers nothing to pay: said in each answer that would otherwise offer a rail. */
+export const NO_PAYMENT_RAIL_MESSAGE =
+  "No payment rail is available in this emulator: the local chain (Base) is off and the Solana rail (litesvm) is off or not installed. " +
+  "Start it with the chain (`chain: true`; the CLI without --no-chain) to top up a wallet; API keys work.";
 
 function evmRail(rail: EvmRail): Rail {
   return {
@@ -128,14 +132,15 @@ export async function createX402Hooks(ctx: EmulatorContext): Promise<X402Hooks &
   }
   let solana: SolanaRail | undefined;
   if (o.solana !== false) {
-    const { createSolanaRail, SolanaRailUnavailableError } = await import("./solana.js");
+    const { createSolanaRail, SolanaRailUnavailableError, LITESVM_MISSING_NO_RAIL_MESSAGE } = await import("./solana.js");
     try {
       solana = await createSolanaRail(ctx, o.solanaImporter ? { importer: o.solanaImporter } : {});
       rails.set(solana.network, solana);
     } catch (err) {
-      // litesvm is optional: without it the emulator offers Base only, and says so once, in one line
+      // litesvm is optional: without it the emulator offers what is left, and says so once, in one line
+      // (that Base is unaffected only when the chain runs: else no rail is left)
       if (!(err instanceof SolanaRailUnavailableError)) throw err;
-      warnOnce(err.message);
+      warnOnce(rails.size > 0 ? err.message : LITESVM_MISSING_NO_RAIL_MESSAGE);
     }
   }
   let delayed = 0;
@@ -241,9 +246,14 @@ export async function createX402Hooks(ctx: EmulatorContext): Promise<X402Hooks &
   async function topUp(req: EmulatorRequest): Promise<EmulatorResponse> {
     const header = req.headers["payment-signature"] ?? req.headers["x-402-payment"] ?? req.headers["x-payment"];
     if (!header) {
-      const paymentRequired = { x402Version: 2, error: "Payment required", resource: resourceOf(req), accepts: accepts() };
+      // No rail: the published shape still (its body admits no other field), offering nothing; the reason goes
+      // in the x402 object's own `error`. Clients fail on an empty `accepts` at once, and a 402 is never retried.
+      const error = rails.size > 0 ? "Payment required" : NO_PAYMENT_RAIL_MESSAGE;
+      const paymentRequired = { x402Version: 2, error, resource: resourceOf(req), accepts: accepts() };
       return { status: 402, headers: { "PAYMENT-REQUIRED": base64Json(paymentRequired) }, body: { x402Version: 2, accepts: paymentRequired.accepts } };
     }
+    // a payment no rail could settle: the published 400, saying why (never a 5xx a client would retry)
+    if (rails.size === 0) paymentError(400, "X402_INVALID_PAYMENT", NO_PAYMENT_RAIL_MESSAGE, { reason: "no_payment_rail" });
     let raw: Record<string, unknown>;
     try {
       raw = JSON.parse(Buffer.from(header.trim(), "base64").toString("utf8")) as Record<string, unknown>;
@@ -389,9 +399,11 @@ export async function createX402Hooks(ctx: EmulatorContext): Promise<X402Hooks &
     },
     insufficientCredit402(req, _ctx, account) {
       const offered = accepts();
-      // Base when it is offered, else the rail that is (the instructions must name a payee the client can pay)
+      // Base when it is offered, else the rail that is (the instructions must name a payee the client can pay);
+      // with no rail, empty payee and token: never a made-up one
       const base = offered.find((a) => String(a.network).startsWith("eip155:")) ?? offered[0];
-      const paymentRequired = { x402Version: 2, error: "Payment required", resource: resourceOf(req), accepts: offered };
+      const error = offered.length > 0 ? "Payment required" : NO_PAYMENT_RAIL_MESSAGE;
+      const paymentRequired = { x402Version: 2, error, resource: resourceOf(req), accepts: offered };
       return {
         status: 402,
         headers: { "PAYMENT-REQUIRED": base64Json(paymentRequired) },
@@ -399,7 +411,9 @@ export async function createX402Hooks(ctx: EmulatorContext): Promise<X402Hooks &
           error: "Payment required",
           code: "PAYMENT_REQUIRED",
           reason: "insufficient_balance",
-          message: `Insufficient x402 balance: $${account.usd.toFixed(6)} is under the $${minimumBalance()} minimum`,
+          message:
+            `Insufficient x402 balance: $${account.usd.toFixed(6)} is under the $${minimumBalance()} minimum` +
+            (offered.length > 0 ? "" : `. ${NO_PAYMENT_RAIL_MESSAGE}`),
           currentBalanceUsd: account.usd,
           minimumBalanceUsd: minimumBalance(),
           description: `${ctx.names.brand} API`,

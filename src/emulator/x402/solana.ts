@@ -41,6 +41,9 @@ export class SolanaRailUnavailableError extends Error {
 
 export const LITESVM_MISSING_MESSAGE =
   "emulator: Solana x402 rail disabled: the optional peer dependency `litesvm` is not installed (npm i -D litesvm); the Base rail is unaffected";
+/** The same notice when the local chain is off too: then no rail is left, and it must not say otherwise. */
+export const LITESVM_MISSING_NO_RAIL_MESSAGE =
+  "emulator: Solana x402 rail disabled: the optional peer dependency `litesvm` is not installed (npm i -D litesvm); without the local chain either, no payment rail is available: wallet top-ups are refused, API keys work";
 
 type LiteSvmModule = typeof import("litesvm");
 let liteSvmModule: Promise<LiteSvmModule> | undefined;
@@ -70,6 +73,24 @@ export async function loadLiteSvm(importer?: () => Promise<unknown>): Promise<Li
     liteSvmModule.catch(() => (liteSvmModule = undefined));
   }
   return liteSvmModule;
+}
+
+/**
+ * The rail's other packages are optional peer dependencies of langchain-service (an API-key user installs
+ * none of them): one that is missing turns the rail off, as a missing litesvm does, instead of failing the start.
+ */
+async function railImport<T>(load: () => Promise<T>): Promise<T> {
+  try {
+    return await load();
+  } catch (err) {
+    const text = String((err as Error)?.message ?? err);
+    const missing = /Cannot find (?:module|package) '([^']+)'/.exec(text)?.[1];
+    if (!missing && !/ERR_MODULE_NOT_FOUND|MODULE_NOT_FOUND/.test(text)) throw err;
+    throw new SolanaRailUnavailableError(
+      `emulator: Solana x402 rail disabled: the optional peer dependency \`${missing ?? "?"}\` is not installed ` +
+        "(the rail needs litesvm, @solana/kit, @solana-program/token, @x402/core and @x402/svm); the Base rail is unaffected",
+    );
+  }
 }
 
 type JsonRpcCall = { jsonrpc?: string; id?: unknown; method?: unknown; params?: unknown };
@@ -109,12 +130,15 @@ export interface SolanaLedger {
 
 /** A LiteSVM with a test USDC mint, and a JSON-RPC front over it. */
 export async function createSolanaLedger(options: { importer?: () => Promise<unknown> } = {}): Promise<SolanaLedger> {
-  const [{ LiteSVM }, kit, token] = await Promise.all([
-    loadLiteSvm(options.importer),
-    import("@solana/kit"),
-    // a dependency of @x402/svm: the SPL Token program's layouts and ATA derivation
-    import("@solana-program/token"),
-  ]);
+  // litesvm first: without it the rail is off whatever else is installed (the packages below are optional peers too)
+  const { LiteSVM } = await loadLiteSvm(options.importer);
+  const [kit, token] = await railImport(() =>
+    Promise.all([
+      import("@solana/kit"),
+      // a dependency of @x402/svm: the SPL Token program's layouts and ATA derivation
+      import("@solana-program/token"),
+    ]),
+  );
   type Addr = ReturnType<typeof kit.address>;
   // litesvm bundles its own @solana/kit: the same runtime shapes, other nominal types
   const svm = new LiteSVM();
@@ -446,12 +470,14 @@ export interface SolanaRail extends Rail {
 
 export async function createSolanaRail(_ctx: EmulatorContext, options: { importer?: () => Promise<unknown> } = {}): Promise<SolanaRail> {
   const ledger = await createSolanaLedger(options);
-  const [kit, token, { x402Facilitator }, { ExactSvmScheme }] = await Promise.all([
-    import("@solana/kit"),
-    import("@solana-program/token"),
-    import("@x402/core/facilitator"),
-    import("@x402/svm/exact/facilitator"),
-  ]);
+  const [kit, token, { x402Facilitator }, { ExactSvmScheme }] = await railImport(() =>
+    Promise.all([
+      import("@solana/kit"),
+      import("@solana-program/token"),
+      import("@x402/core/facilitator"),
+      import("@x402/svm/exact/facilitator"),
+    ]),
+  );
   const { mint } = ledger;
   const feePayer = await kit.generateKeyPairSigner();
   const treasury = (await kit.generateKeyPairSigner()).address;
