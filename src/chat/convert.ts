@@ -5,7 +5,7 @@
  * tool-call members (`thought_signature`...) both ways, tool message content as the string the service
  * takes, cache/reasoning token details, and the service's search-documents tool call.
  */
-import type { BaseMessage, UsageMetadata } from "@langchain/core/messages";
+import { HumanMessage, type BaseMessage, type UsageMetadata } from "@langchain/core/messages";
 import { Document } from "@langchain/core/documents";
 import { convertMessagesToCompletionsMessageParams } from "@langchain/openai";
 import { ValidationError } from "../http/errors.js";
@@ -155,7 +155,7 @@ function toolContentString(content: unknown): string {
 export function toWireMessages(messages: readonly BaseMessage[], model?: string): WireMessageParam[] {
   const out: WireMessageParam[] = [];
   for (const message of messages) {
-    const params = convertMessagesToCompletionsMessageParams({ messages: [message], model }) as WireMessageParam[];
+    const params = convertMessagesToCompletionsMessageParams({ messages: [withUrlFileParts(message)], model }) as WireMessageParam[];
     const type = message.getType();
     if (type === "ai") {
       const first = params[0];
@@ -172,6 +172,29 @@ export function toWireMessages(messages: readonly BaseMessage[], model?: string)
     for (const p of params) out.push(p);
   }
   return out;
+}
+
+/**
+ * `file_data` may be "a data URL ... or a publicly accessible URL" (spec), but the OpenAI converter refuses URL
+ * file blocks (standard v0 `source_type: "url"` or v1 `url`): they become file parts here, before it runs.
+ */
+function withUrlFileParts(message: BaseMessage): BaseMessage {
+  if (message.getType() !== "human" || !Array.isArray(message.content)) return message;
+  let changed = false;
+  const content = (message.content as Array<Record<string, any>>).map((block) => {
+    const isUrlFile =
+      block?.type === "file" &&
+      typeof block.url === "string" &&
+      /^https?:\/\//i.test(block.url) &&
+      (block.source_type === undefined || block.source_type === "url");
+    if (!isUrlFile) return block;
+    changed = true;
+    const filename = block.metadata?.filename ?? block.metadata?.name ?? block.filename;
+    return { type: "file", file: { file_data: block.url, ...(typeof filename === "string" ? { filename } : {}) } };
+  });
+  if (!changed) return message;
+  const { name, id, additional_kwargs, response_metadata } = message;
+  return new HumanMessage({ content: content as never, name, id, additional_kwargs, response_metadata });
 }
 
 /** Wire usage -> `usage_metadata` with cache and reasoning details. */

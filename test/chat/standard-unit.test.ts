@@ -5,7 +5,8 @@ import { inspect } from "node:util";
  */
 import { describe, expect, it, vi } from "vitest";
 import { z } from "zod";
-import { tool } from "@langchain/core/tools";
+import { z as z3 } from "zod/v3";
+import { StructuredTool, tool } from "@langchain/core/tools";
 import { AIMessage, HumanMessage, SystemMessage, ToolMessage } from "@langchain/core/messages";
 import { RunnableBinding } from "@langchain/core/runnables";
 import { ChatService, toWireMessages } from "../../src/chat/index.js";
@@ -188,6 +189,17 @@ describe("request building", () => {
     const [wire] = toWireMessages([new HumanMessage({ content: parts as never })]);
     expect(wire!.content).toEqual(parts);
   });
+  it("sends a URL file block as a file part with the URL in file_data (the service fetches public URLs)", () => {
+    const url = "https://www.w3.org/WAI/ER/tests/xhtml/testfiles/resources/pdf/dummy.pdf";
+    const v0 = { type: "file", source_type: "url", url, mime_type: "application/pdf", metadata: { filename: "dummy.pdf" } };
+    const v1 = { type: "file", url, mimeType: "application/pdf" };
+    const [wire] = toWireMessages([new HumanMessage({ content: [{ type: "text", text: "read" }, v0, v1] as never })]);
+    expect(wire!.content).toEqual([
+      { type: "text", text: "read" },
+      { type: "file", file: { file_data: url, filename: "dummy.pdf" } },
+      { type: "file", file: { file_data: url } },
+    ]);
+  });
   it("invalid per-call parameters fail before the network", async () => {
     const fetchSpy = vi.fn(globalThis.fetch);
     const m = model({ fetch: fetchSpy });
@@ -201,5 +213,89 @@ describe("request building", () => {
     const p = m.invoke("hi", { signal: controller.signal });
     setTimeout(() => controller.abort(), 10);
     await expect(p).rejects.toBeInstanceOf(AbortError);
+  });
+});
+
+
+// ---------------------------------------------------------------------------------------------------------
+// LangChain's standard chat-model unit tests (`ChatModelUnitTests`, `internal/standard-tests` in the
+// langchainjs monorepo; private, not on npm), one `it` per test, named after it, with the suite's
+// constructor arguments. All eight apply.
+// ---------------------------------------------------------------------------------------------------------
+
+/** The suite's `standardChatModelParams`, then the model's own arguments. */
+const standardArgs = (fields: Record<string, unknown> = {}) =>
+  ({ temperature: 0, maxTokens: 100, timeout: 60, stopSequences: [], maxRetries: 2, model: "emu-s", baseUrl: BASE, ...fields }) as never;
+
+const person = z3
+  .object({
+    name: z3.string().describe("Name of the person"),
+    age: z3.number().int().positive().describe("Age of the person"),
+  })
+  .describe("A person");
+
+class PersonTool extends StructuredTool {
+  name = "PersonTool";
+  description = "A person";
+  schema = person;
+  async _call(input: z3.infer<typeof person>) {
+    return JSON.stringify(input);
+  }
+}
+
+describe("LangChain standard unit tests (ChatModelUnitTests)", () => {
+  it("testChatModelInit: should initialize chat model successfully", () => {
+    const m = new ChatService(standardArgs({ apiKey: "k" }));
+    expect(m).toBeInstanceOf(ChatService);
+    expect(m.temperature).toBe(0);
+    expect(m.maxTokens).toBe(100);
+  });
+  it("testChatModelInitApiKey: should initialize chat model with API key", () => {
+    vi.stubEnv("SERVICE_API_KEY", ""); // the key must come from the argument
+    try {
+      const m = new ChatService(standardArgs({ apiKey: "test" }));
+      expect(m.serviceFetch.hasCredentials).toBe(true);
+      expect(new ChatService(standardArgs()).serviceFetch.hasCredentials).toBe(false);
+    } finally {
+      vi.unstubAllEnvs();
+    }
+  });
+  it("testChatModelInitStreaming: should initialize chat model with streaming enabled", () => {
+    expect(new ChatService(standardArgs({ apiKey: "k", streaming: true })).streaming).toBe(true);
+  });
+  it("testChatModelWithBindTools: should bind tools when tool calling is supported", () => {
+    const bound = new ChatService(standardArgs({ apiKey: "k" })).bindTools([new PersonTool()]);
+    expect(bound).toBeInstanceOf(RunnableBinding);
+    const tools = (bound.config as any).tools;
+    expect(tools[0].function.name).toBe("PersonTool");
+    expect(tools[0].function.parameters.required.sort()).toEqual(["age", "name"]);
+  });
+  it("testChatModelWithStructuredOutput: should work with structured output when supported", () => {
+    expect(new ChatService(standardArgs({ apiKey: "k" })).withStructuredOutput(person)).toBeDefined();
+  });
+  it("testStandardParams: should return standard LangSmith parameters", () => {
+    const params = new ChatService(standardArgs({ apiKey: "k" })).getLsParams({} as never);
+    expect(Object.keys(params).sort()).toEqual(
+      ["ls_provider", "ls_model_name", "ls_model_type", "ls_temperature", "ls_max_tokens", "ls_stop"].sort(),
+    );
+    expect(params).toMatchObject({ ls_provider: "service", ls_model_name: "emu-s", ls_model_type: "chat", ls_temperature: 0, ls_max_tokens: 100 });
+  });
+  it("testInvokeThrowsWithAbortedSignal: invoke should throw when signal is already aborted", async () => {
+    const fetchSpy = vi.fn(globalThis.fetch);
+    const m = new ChatService(standardArgs({ apiKey: "k", fetch: fetchSpy }));
+    await expect(m.invoke([new HumanMessage("hello")], { signal: AbortSignal.abort() })).rejects.toThrow();
+    expect(fetchSpy).not.toHaveBeenCalled();
+  });
+  it("testStreamReturnsEarlyWithAbortedSignal: stream should handle aborted signal correctly", async () => {
+    // the suite accepts a throw or no chunks; ChatService throws, before any request
+    const fetchSpy = vi.fn(globalThis.fetch);
+    const m = new ChatService(standardArgs({ apiKey: "k", fetch: fetchSpy }));
+    const chunks: unknown[] = [];
+    const drain = async () => {
+      for await (const c of await m.stream([new HumanMessage("hello")], { signal: AbortSignal.abort() })) chunks.push(c);
+    };
+    await expect(drain()).rejects.toThrow();
+    expect(chunks).toHaveLength(0);
+    expect(fetchSpy).not.toHaveBeenCalled();
   });
 });

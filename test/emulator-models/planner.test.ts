@@ -63,6 +63,20 @@ describe("planner", () => {
     expect(plan("Weather in Berlin in fahrenheit", [weather])).toEqual([{ name: "get_weather", arguments: { city: "Berlin", unit: "fahrenheit" } }]);
   });
 
+  it("fills a place with all its words, not a quoted tool name (LangChain's standard tool prompts)", () => {
+    const location: ToolSpec = {
+      name: "get_current_weather",
+      parameters: { type: "object", properties: { location: { type: "string" } }, required: ["location"] },
+    };
+    expect(plan("What's the weather like in San Francisco today?", [location])).toEqual([
+      { name: "get_current_weather", arguments: { location: "San Francisco" } },
+    ]);
+    expect(
+      plan("What's the weather like in San Francisco right now? Use the 'get_current_weather' tool to find the answer.", [location]),
+    ).toEqual([{ name: "get_current_weather", arguments: { location: "San Francisco" } }]);
+    expect(plan("Weather for 'New York' please", [location])[0]!.arguments).toEqual({ location: "New York" });
+  });
+
   it("does not call tools for small talk", () => {
     expect(plan("Hello!", [weather, networks, rpc, balance])).toEqual([]);
   });

@@ -14,6 +14,8 @@ export interface PromptFacts {
   numbers: number[];
   quoted: string[];
   capitalized: string[];
+  /** runs of capitalized words ("San Francisco"), after "in/at/near/from/for/about" first, then the others */
+  places: string[];
 }
 
 const SLUG_RE = /\b[a-z]+-(?:mainnet|testnet|sepolia|devnet|holesky|amoy|fuji)\b/g;
@@ -44,7 +46,16 @@ export function extractFacts(text: string): PromptFacts {
   const scrubbed = text.replace(/\b0x[0-9a-fA-F]+\b/g, " ").replace(/\b[\w-]*[A-Za-z_][\w-]*\b/g, " ");
   const numbers = (scrubbed.match(/-?\d+(?:\.\d+)?/g) ?? []).map(Number).filter((n) => Number.isFinite(n));
   const capitalized = (text.match(/\b[A-Z][a-zA-Z]+\b/g) ?? []).filter((w) => !COMMON_CAPITALIZED.has(w));
-  return { text, lower: text.toLowerCase(), addresses, txHashes, slugs, rpcMethods, numbers, quoted, capitalized };
+  // a place is several words ("San Francisco", "New York"); one named after a preposition is the likeliest
+  const afterPreposition: string[] = [];
+  const runs: string[] = [];
+  for (const m of text.matchAll(/(?:\b(in|at|near|from|for|about)[ \t]+)?\b([A-Z][a-zA-Z]+(?:[ \t]+[A-Z][a-zA-Z]+)*)\b/g)) {
+    const words = m[2]!.split(/[ \t]+/);
+    while (words.length && COMMON_CAPITALIZED.has(words[0]!)) words.shift();
+    if (words.length) (m[1] ? afterPreposition : runs).push(words.join(" "));
+  }
+  const places = [...afterPreposition.reverse(), ...runs.reverse()];
+  return { text, lower: text.toLowerCase(), addresses, txHashes, slugs, rpcMethods, numbers, quoted, capitalized, places };
 }
 
 /** Words of an identifier: `getWeather_now` -> ["get", "weather", "now"]. */

@@ -4,7 +4,8 @@
  * - a property whose name appears in the prompt followed by a value ("city: Paris", "age is 30") takes it;
  * - strings by name: address, wallet, account, owner, contract -> an EVM address from the prompt, hash or tx ->
  *   a tx hash, network/chain/slug -> a network slug, method -> an inferred JSON-RPC method, city/location/
- *   name/... -> quoted text or the last capitalized word, query/question/text/... -> quoted text or the prompt;
+ *   place... -> quoted text (not an identifier) or the last capitalized words (after "in"/"at"/... first),
+ *   name/person/company -> quoted text or the last capitalized word, query/question/text/... -> quoted text or the prompt;
  * - numbers: the prompt's numbers in order; enums: a value mentioned in the prompt, else the first value;
  * - arrays: one item (all addresses for address arrays; inferred JSON-RPC params for `params`);
  * - nested objects recursively; `$ref`, `anyOf`/`oneOf` (first branch), nullable types are understood.
@@ -148,7 +149,13 @@ function fillString(name: string, s: JsonSchema, ctx: Ctx): Value {
     ctx.strong = true;
     return named;
   }
-  if (/city|location|place|country|town|region|name|person|company|where/.test(lname)) {
+  if (/city|location|place|country|town|region|where/.test(lname)) {
+    // quoted text that is not an identifier ('get_current_weather' names a tool, not a place), else the
+    // last capitalized words after "in"/"at"/..., else the last capitalized words
+    const v = f.quoted.find((q) => !/^[A-Za-z]\w*_\w+$/.test(q)) ?? f.places[0];
+    if (v) return v;
+  }
+  if (/name|person|company/.test(lname)) {
     const v = f.quoted[0] ?? f.capitalized[f.capitalized.length - 1];
     if (v) return v;
   }
