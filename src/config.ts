@@ -42,7 +42,8 @@ export function brandNames(brand: string = DEFAULT_BRAND): BrandNames {
     rpcCreditsHeader: `x-${brand}-rpc-credits`,
     rpcCostUsdHeader: `x-${brand}-rpc-cost-usd`,
   };
-  brandCache.set(brand, names);
+  // a deployment has one brand; the cap only stops a stream of odd ones from growing the cache (the rest are rebuilt)
+  if (brandCache.size < 64) brandCache.set(brand, names);
   return names;
 }
 

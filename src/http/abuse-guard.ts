@@ -65,6 +65,12 @@ export class AbuseGuard {
     this.#failures.push(now);
   }
 
+  /** Until when the failures this guard counts still count at the service (the newest one's window end), or 0. */
+  rememberUntil(now = Date.now()): number {
+    const newest = this.#failures[this.#failures.length - 1];
+    return newest !== undefined && newest + this.options.windowMs > now ? newest + this.options.windowMs : 0;
+  }
+
   /**
    * ms to wait before one more send is safe, or 0. A send is safe while the failures in the window plus the
    * sends in flight (each may still fail: a sudden outage fails them all) stay below `maxFailures` + 1, so
@@ -113,7 +119,8 @@ export class AbuseGuard {
   }
 }
 
-export function abuseGuardLayer(guard: AbuseGuard, maxWaitMs?: number): FetchLayer {
+/** `onSettled` runs after each send's outcome is counted (the stack uses it to keep a shared guard while it matters). */
+export function abuseGuardLayer(guard: AbuseGuard, maxWaitMs?: number, onSettled?: (guard: AbuseGuard) => void): FetchLayer {
   return (next) => async (input, init) => {
     await guard.acquire(init?.signal, maxWaitMs);
     let failed = true;
@@ -123,6 +130,7 @@ export function abuseGuardLayer(guard: AbuseGuard, maxWaitMs?: number): FetchLay
       return response;
     } finally {
       guard.release(failed);
+      onSettled?.(guard);
     }
   };
 }

@@ -7,6 +7,7 @@
  * `Date` has 1 s resolution and is stamped before the response leaves, so `date - receivedAt` never exceeds the
  * true offset: the corrected clock is at most about a second behind the service's, never ahead of it.
  */
+import { LruMap } from "./bounded.js";
 
 /** a `Date` further off than this is not believed (a broken or hostile server): the local clock is kept */
 export const MAX_CLOCK_OFFSET_MS = 24 * 3_600_000;
@@ -16,8 +17,14 @@ export const MAX_CLOCK_OFFSET_MS = 24 * 3_600_000;
  */
 export const CLOCK_RETRY_MS = 2_000;
 
+/**
+ * origins whose offset is remembered (least recently used forgotten first): a process talks to a handful; one
+ * forgotten costs at most one refused sign-in, signed again on the service's time (CLOCK_RETRY_MS)
+ */
+const MAX_ORIGINS = 1_000;
+
 export class ServiceClock {
-  readonly #offsets = new Map<string, number>();
+  readonly #offsets = new LruMap<string, number>(MAX_ORIGINS);
   readonly #localNow: () => number;
 
   constructor(localNow: () => number = Date.now) {

@@ -16,6 +16,7 @@ import type { FetchLayer } from "./fetch-stack.js";
 import { abortErrorOf } from "./errors.js";
 import { parseServiceHeaders, rateLimitResetAtMs, resetRequestsAtMs, toNumber } from "./headers.js";
 import { sleep } from "./retry.js";
+import { SharedRegistry } from "./bounded.js";
 
 export interface PacingOptions {
   /** extra ms to wait past a reset instant, for clock granularity (default 50) */
@@ -28,6 +29,11 @@ export interface PacingOptions {
 const MAX_PAUSE_MS = 60_000;
 /** the longest window an `X-RateLimit-*` cap has (the crypto RPC proxy's is a minute): learned windows stay within it */
 const MAX_CAP_WINDOW_MS = 60_000;
+/**
+ * the longest a limiter no client holds is kept for what it learned: a minute's window and a 429's pause fit;
+ * a longer (daily) window is learned again by the next client's first request
+ */
+const MAX_REMEMBER_MS = 120_000;
 
 interface Window {
   limit: number;
@@ -162,6 +168,18 @@ export class RateLimiter {
     this.#cap = { limit, remaining: Math.min(kept, remaining), resetAt, anchor };
   }
 
+  /**
+   * Until when this limiter knows something the service still counts (a window not yet reset, a 429's pause),
+   * at most `MAX_REMEMBER_MS` ahead; 0 when nothing. Past it, a new limiter on the same key learns as much.
+   */
+  rememberUntil(now = Date.now()): number {
+    let until = this.#pausedUntil;
+    for (const w of [this.#requests, this.#tokens, this.#cap]) {
+      if (w && Number.isFinite(w.resetAt)) until = Math.max(until, w.resetAt);
+    }
+    return until > now ? Math.min(until, now + MAX_REMEMBER_MS) : 0;
+  }
+
   /** Reads the answer's headers (and status); frees the reservation. */
   release(tokens: number, headers: Headers | undefined, now = Date.now(), status?: number) {
     this.#inFlight--;
@@ -214,7 +232,12 @@ export class RateLimiter {
   }
 }
 
-const limiters = new Map<string, RateLimiter>();
+/**
+ * One limiter per (service, caller, bucket), shared by every live pacing layer on it: held weakly here and
+ * strongly by each layer that used it, so a dropped tenant's limiter goes with its clients (once its window
+ * no longer matters: `rememberUntil`), while two live clients on one key always share one.
+ */
+const limiters = new SharedRegistry<RateLimiter>();
 
 /** `POST /crypto/rpc/{network}` (not the public network list): the proxy's cap is apart from the key's other limits */
 const CRYPTO_RPC_CALL = /\/crypto\/rpc\/(?!networks(?:[/?#]|$))[^/?#]+(?:[?#]|$)/;
@@ -228,11 +251,13 @@ function bucketOf(input: string | URL | Request, model: string | undefined): str
 /** The pacing layer for one caller of one service: one limiter per rate-limit bucket (a model, or the crypto RPC cap). */
 export function pacingLayer(scope: string, options: Partial<PacingOptions> = {}): FetchLayer {
   const o: PacingOptions = { resetMarginMs: 20, maxHoldMs: 120_000, ...options };
+  // this layer's own strong hold on the limiters it uses (a few: one per model it paces)
+  const own = new Map<string, RateLimiter>();
   return (next) => async (input, init) => {
     if (init?.service?.auth === false) return next(input, init); // public endpoints are not metered per caller
     const key = `${scope}|${bucketOf(input, init?.service?.model)}`;
-    let limiter = limiters.get(key);
-    if (!limiter) limiters.set(key, (limiter = new RateLimiter(o)));
+    let limiter = own.get(key);
+    if (!limiter) own.set(key, (limiter = limiters.get(key, () => new RateLimiter(o))));
     const tokens = init?.service?.estimatedTokens ?? 0;
     await limiter.acquire(tokens, init?.signal);
     let response: Response | undefined;
@@ -240,7 +265,9 @@ export function pacingLayer(scope: string, options: Partial<PacingOptions> = {})
       response = await next(input, init);
       return response;
     } finally {
-      limiter.release(tokens, response?.headers, Date.now(), response?.status);
+      const now = Date.now();
+      limiter.release(tokens, response?.headers, now, response?.status);
+      limiters.keep(limiter, limiter.rememberUntil(now));
     }
   };
 }

@@ -36,6 +36,7 @@ import { signPayment, type SignedPayment } from "./payment.js";
 import { isX402Wallet, walletNamespace, type X402Wallet } from "./wallets.js";
 import { defaultStore } from "../store/memory.js";
 import type { PaymentStore } from "../store/types.js";
+import { SharedRegistry } from "../http/bounded.js";
 
 export const PAYMENT_SIGNATURE_HEADER = "PAYMENT-SIGNATURE";
 export const PAYMENT_REQUIRED_HEADER = "PAYMENT-REQUIRED";
@@ -103,17 +104,20 @@ interface PendingPayment {
   sent?: boolean;
 }
 
-/** Money-flow state of one wallet in this process: shared by every client and layer using that wallet. */
-interface WalletState {
+/**
+ * Money-flow state of one wallet in this process: shared by every client and layer using that wallet. It lives
+ * while a controller holds it, and while a signed payment's outcome is unknown even without one (`pending`).
+ */
+class WalletState {
   inFlight?: Promise<TopUpResult>;
   /** the top-up in flight was asked for explicitly (`client.topUp(amount)`) */
   inFlightExplicit?: boolean;
   /** completed top-ups */
-  epoch: number;
-  pending?: PendingPayment;
+  epoch = 0;
+  #pending?: PendingPayment;
   lastBalanceUsd?: number;
   /** the service served this wallet and no 402 came since: requests flow freely */
-  creditOk: boolean;
+  creditOk = false;
   /**
    * While the credit is unknown (first use, or after a 402) one request goes alone and every other one waits
    * here; it resolves when that request (and the top-up it led to) is done: with undefined to go on, or with
@@ -121,15 +125,24 @@ interface WalletState {
    * failure towards its abuse block).
    */
   gate?: Promise<Error | undefined>;
+
+  /** a signed payment whose outcome is unknown: re-sent, never re-signed, so never forgotten while set */
+  get pending(): PendingPayment | undefined {
+    return this.#pending;
+  }
+  set pending(p: PendingPayment | undefined) {
+    this.#pending = p;
+    walletStates.keep(this, p ? Number.POSITIVE_INFINITY : 0);
+  }
 }
 
-/** One state per wallet ADDRESS: two wallet objects holding one key are one wallet (one single flight). */
-const walletStates = new Map<string, WalletState>();
+/**
+ * One state per wallet ADDRESS: two wallet objects holding one key are one wallet (one single flight). Held
+ * weakly (each controller holds its own strongly), so a process serving many wallets keeps only live ones.
+ */
+const walletStates = new SharedRegistry<WalletState>();
 function stateOf(wallet: X402Wallet): WalletState {
-  const key = walletScopeKey(walletNamespace(wallet), wallet.address);
-  let s = walletStates.get(key);
-  if (!s) walletStates.set(key, (s = { epoch: 0, creditOk: false }));
-  return s;
+  return walletStates.get(walletScopeKey(walletNamespace(wallet), wallet.address), () => new WalletState());
 }
 
 /**
