@@ -50,7 +50,10 @@ import { z } from "zod";
 import { brandNames, DEFAULT_BRAND, type BrandNames } from "../config.js";
 import { PAYMENT_EVENT_NAME } from "../x402/event-name.js";
 import { createServiceFetch, responseHeaders, type FetchStackOptions, type ServiceFetch } from "../http/fetch-stack.js";
-import { ResponseFormatError, ValidationError } from "../http/errors.js";
+import { ConfigurationError, ResponseFormatError, ValidationError } from "../http/errors.js";
+import { readResponseText } from "../http/body.js";
+import { LruMap } from "../http/bounded.js";
+import type { RetryOptions } from "../http/retry.js";
 import type { ServiceResponseHeaders } from "../http/headers.js";
 import {
   toWireServiceParameters,
@@ -60,6 +63,7 @@ import {
   type WebSearchCitation,
 } from "./service-parameters.js";
 import { parseModelId } from "./model-id.js";
+import { checkChunk, checkCompletion } from "./wire-check.js";
 import { ThinkTagSplitter, splitThinkTags } from "./think-tags.js";
 import { parseSseBatches } from "./sse.js";
 import {
@@ -98,7 +102,12 @@ export type ServiceResponseFormat =
 const SamplingSchema = z.object({
   temperature: z.number().min(0).max(2).optional(),
   topP: z.number().min(0).max(1).optional(),
-  maxTokens: z.number().int().optional(),
+  // -1 as in ChatOpenAI: no limit (not sent); the service silently ignores 0 and below, so they are refused
+  maxTokens: z
+    .number()
+    .int()
+    .refine((v) => v === -1 || v >= 1, "must be a positive integer, or -1 for no limit")
+    .optional(),
   maxCompletionTokens: z.number().int().positive().optional(),
   stop: z.union([z.string(), z.array(z.string()).min(1).max(4)]).optional(),
   seed: z.number().int().positive().optional(),
@@ -200,8 +209,12 @@ interface WireCompletion {
   [key: string]: unknown;
 }
 
-/** Models whose deprecation was already reported in this process. */
-const deprecationWarned = new Set<string>();
+/**
+ * Models whose deprecation was already reported in this process. Model ids come from the service's answers:
+ * capped (the least recently warned forgotten first; a forgotten one only warns again), as no process serves
+ * anywhere near 256 deprecated models.
+ */
+const deprecationWarned = new LruMap<string, true>(256);
 
 function formatToolChoice(choice: ServiceToolChoice | undefined): unknown {
   if (choice === undefined) return undefined;
@@ -222,6 +235,38 @@ function isEmpty(obj: object | undefined): boolean {
   if (!obj) return true;
   for (const _ in obj) return false;
   return true;
+}
+
+/**
+ * LangChain's `maxRetries` (BaseChatModel's AsyncCaller, ChatOpenAI's client: retries after the first attempt)
+ * is applied by the fetch stack, the only place this model retries (the AsyncCaller is never used): it becomes
+ * `retry.maxRetries`, so `maxRetries: 0` is exactly one attempt and `.withRetry()` or fallbacks multiply
+ * nothing hidden. Absent, the stack's default holds (4 retries, 5xx and one 429 wait only). Given with a
+ * `retry.maxRetries` (or `retry: false`) that disagrees, or with a shared `serviceFetch` (whose policy is set
+ * where it was built; only 0 applies, per request), it is a ConfigurationError rather than a silent choice.
+ */
+function retryFromMaxRetries(fields: ChatServiceInput): { retry: ChatServiceInput["retry"]; noRetry: boolean } {
+  const max: unknown = fields.maxRetries;
+  if (max === undefined) return { retry: fields.retry, noRetry: false };
+  if (!(typeof max === "number" && Number.isInteger(max) && max >= 0)) {
+    throw new ConfigurationError(`maxRetries must be a non-negative integer (retries after the first attempt); got ${String(max)}`);
+  }
+  if (fields.serviceFetch) {
+    if (max === 0) return { retry: undefined, noRetry: true };
+    throw new ConfigurationError(
+      `maxRetries: ${max} cannot change a shared serviceFetch's retry policy; set retry.maxRetries where the stack is built (maxRetries: 0 is allowed: it turns retries off for this model)`,
+    );
+  }
+  const retry = fields.retry;
+  if (retry === false) {
+    if (max === 0) return { retry: false, noRetry: false };
+    throw new ConfigurationError(`maxRetries: ${max} contradicts retry: false; give one of them`);
+  }
+  const stackMax = (retry as Partial<RetryOptions> | undefined)?.maxRetries;
+  if (stackMax !== undefined && stackMax !== max) {
+    throw new ConfigurationError(`maxRetries (${max}) and retry.maxRetries (${String(stackMax)}) disagree; give one of them`);
+  }
+  return { retry: { ...retry, maxRetries: max }, noRetry: false };
 }
 
 /** Per-choice state while a stream is read. */
@@ -259,6 +304,7 @@ export class ChatService extends BaseChatModel<ChatServiceCallOptions, AIMessage
   /** Only data options are serialized: never the wallet, payment hooks, fetch functions or callbacks. */
   override get lc_serializable_keys(): string[] {
     return [
+      "idleTimeout", "totalTimeout", "maxResponseBytes", "maxEventBytes",
       "model", "apiKey", "baseUrl", "brand", "timeout", "defaultHeaders", "modelKwargs", "temperature", "topP",
       "maxTokens", "maxCompletionTokens", "stop", "seed", "frequencyPenalty", "presencePenalty", "repetitionPenalty",
       "topK", "minP", "reasoningEffort", "responseFormat", "logprobs", "topLogprobs", "n", "parallelToolCalls",
@@ -299,6 +345,8 @@ export class ChatService extends BaseChatModel<ChatServiceCallOptions, AIMessage
   /** model id without suffix: the stack paces per key and model */
   readonly #baseModelId: string;
   readonly #url: string;
+  /** `maxRetries: 0` on a shared stack: every request asks the stack not to retry */
+  readonly #noRetry: boolean;
 
   constructor(fields: ChatServiceInput) {
     super(fields ?? {});
@@ -326,6 +374,15 @@ export class ChatService extends BaseChatModel<ChatServiceCallOptions, AIMessage
       const detail = sampling.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ");
       throw new ValidationError(`invalid ChatService options: ${detail}`, { issues: sampling.error.issues });
     }
+    for (const key of ["streaming", "streamUsage", "splitThinkTags"] as const) {
+      if (fields[key] !== undefined && typeof fields[key] !== "boolean") throw new ValidationError(`${key} must be a boolean`);
+    }
+    const kwargs = fields.modelKwargs;
+    if (kwargs !== undefined && (typeof kwargs !== "object" || kwargs === null || Array.isArray(kwargs))) {
+      throw new ValidationError("modelKwargs must be an object of request body fields");
+    }
+    const { retry, noRetry } = retryFromMaxRetries(fields);
+    this.#noRetry = noRetry;
     this.brand = fields.serviceFetch?.brand ?? fields.brand ?? DEFAULT_BRAND;
     this.#names = brandNames(this.brand);
     this.model = fields.model;
@@ -345,8 +402,12 @@ export class ChatService extends BaseChatModel<ChatServiceCallOptions, AIMessage
         baseUrl: fields.baseUrl,
         brand: this.brand,
         timeout: fields.timeout,
+        idleTimeout: fields.idleTimeout,
+        totalTimeout: fields.totalTimeout,
+        maxResponseBytes: fields.maxResponseBytes,
+        maxEventBytes: fields.maxEventBytes,
         fetch: fields.fetch,
-        retry: fields.retry,
+        retry,
         abuseGuard: fields.abuseGuard,
         auth: fields.auth,
         wallet: fields.wallet,
@@ -461,7 +522,7 @@ export class ChatService extends BaseChatModel<ChatServiceCallOptions, AIMessage
       model: this.model,
       temperature: this.temperature,
       top_p: this.topP,
-      max_tokens: this.maxTokens,
+      max_tokens: this.maxTokens === -1 ? undefined : this.maxTokens,
       max_completion_tokens: this.maxCompletionTokens,
       stop,
       seed: options?.seed ?? this.seed,
@@ -502,6 +563,7 @@ export class ChatService extends BaseChatModel<ChatServiceCallOptions, AIMessage
       service: {
         model: this.#baseModelId,
         timeout: options.timeout,
+        ...(this.#noRetry ? { retry: false } : {}),
         // the payments this request causes reach this run's own callbacks (`invoke(x, { callbacks })`)
         onPaymentEvent: runManager ? (event) => runManager.handleCustomEvent(PAYMENT_EVENT_NAME, event) : undefined,
       },
@@ -514,7 +576,7 @@ export class ChatService extends BaseChatModel<ChatServiceCallOptions, AIMessage
     if (dep?.warning || dep?.date) {
       const id = headers.model?.id ?? this.#baseModelId;
       if (!deprecationWarned.has(id)) {
-        deprecationWarned.add(id);
+        deprecationWarned.set(id, true);
         console.warn(
           `[${this.brand}] model ${id} is deprecated${dep.date ? ` (date: ${dep.date})` : ""}${dep.warning ? `: ${dep.warning}` : ""}`,
         );
@@ -551,7 +613,7 @@ export class ChatService extends BaseChatModel<ChatServiceCallOptions, AIMessage
     const body: Record<string, unknown> = { ...this.invocationParams(options, { streaming: false }), messages: toWireMessages(messages, this.model) };
     const response = await this.#post(body, options, runManager);
     const headers = this.#headers(response);
-    const text = await response.text();
+    const text = await readResponseText(response, { what: "the chat completion", signal: options.signal, headers });
     let data: WireCompletion;
     try {
       data = JSON.parse(text) as WireCompletion;
@@ -565,6 +627,7 @@ export class ChatService extends BaseChatModel<ChatServiceCallOptions, AIMessage
     if (!data || typeof data !== "object" || !Array.isArray(data.choices) || data.choices.length === 0) {
       throw new ResponseFormatError("response has no choices", { status: 200, body: data, headers });
     }
+    checkCompletion(data, this.#names.parameters, headers);
     const echo = data[this.#names.parameters] as ServiceParametersEcho | undefined;
     const requestMeta = this.#requestMetadata({
       usage: data.usage,
@@ -604,6 +667,8 @@ export class ChatService extends BaseChatModel<ChatServiceCallOptions, AIMessage
       if (Array.isArray(wire.reasoning_details)) additional_kwargs.reasoning_details = wire.reasoning_details;
       const response_metadata: Record<string, unknown> = {
         model_provider: CONTENT_BLOCK_PROVIDER,
+        // `model` is what LangChain's standard tests read; `model_name` is ChatOpenAI's key
+        model: data.model,
         model_name: data.model,
         headers,
         finish_reason: choice.finish_reason ?? undefined,
@@ -796,8 +861,9 @@ export class ChatService extends BaseChatModel<ChatServiceCallOptions, AIMessage
       return meta;
     };
 
-    for await (const batch of parseSseBatches<WireCompletion>(response.body, { signal: options.signal, headers })) {
+    for await (const batch of parseSseBatches<WireCompletion>(response.body, { signal: options.signal, headers, maxEventBytes: this.#fetch.limits?.maxEventBytes })) {
       for (const data of batch) {
+        checkChunk(data, paramsKey, headers);
         id ??= data.id;
         model ??= data.model;
         if (data.usage) usage = data.usage;
@@ -897,6 +963,7 @@ export class ChatService extends BaseChatModel<ChatServiceCallOptions, AIMessage
       if (state.details) additional_kwargs.reasoning_details = state.details;
       if (state.extras) Object.assign(additional_kwargs, state.extras);
       const meta = baseMeta();
+      meta.model = model; // on this one chunk only, as model_name: concat joins strings
       meta.model_name = model;
       if (state.finishReason) meta.finish_reason = state.finishReason;
       if (state.stopReason) meta.stop_reason = state.stopReason;
@@ -1118,10 +1185,12 @@ function structuredOutput<RunOutput extends Record<string, any>>(
   const method = config?.method ?? "jsonSchema";
   const isTyped = isInteropZodSchema(schema) || isSerializableSchema(schema);
   const asJsonSchema = (isTyped ? toJsonSchema(schema as never) : schema) as Record<string, any>;
+  // for tracing (handleChatModelStart's options, LangSmith), never sent: the method as named here, the JSON schema
+  const traced = (jsonSchema: unknown) => ({ ls_structured_output_format: { kwargs: { method }, schema: jsonSchema } });
   let llm: Runnable<BaseLanguageModelInput, AIMessageChunk>;
   let parser: Runnable<any, RunOutput>;
   if (method === "jsonMode") {
-    llm = base.withConfig({ outputVersion: "v0", response_format: { type: "json_object" } } as Partial<ChatServiceCallOptions>);
+    llm = base.withConfig({ outputVersion: "v0", response_format: { type: "json_object" }, ...traced(asJsonSchema) } as Partial<ChatServiceCallOptions>);
     parser = createContentParser(schema) as Runnable<any, RunOutput>;
   } else if (method === "jsonSchema") {
     const name: string = config?.name ?? (asJsonSchema.title as string | undefined) ?? "extract";
@@ -1132,6 +1201,7 @@ function structuredOutput<RunOutput extends Record<string, any>>(
         type: "json_schema",
         json_schema: { name, ...(description ? { description } : {}), schema: asJsonSchema, ...(config?.strict !== undefined ? { strict: config.strict } : {}) },
       },
+      ...traced(asJsonSchema),
     } as Partial<ChatServiceCallOptions>);
     parser = (isTyped ? createContentParser(schema) : new JsonOutputParser()) as Runnable<any, RunOutput>;
   } else if (method === "functionCalling") {
@@ -1149,6 +1219,7 @@ function structuredOutput<RunOutput extends Record<string, any>>(
       tools: [{ type: "function", function: fn }],
       tool_choice: { type: "function", function: { name } },
       ...(config?.strict !== undefined ? { strict: config.strict } : {}),
+      ...traced(fn.parameters),
     } as Partial<ChatServiceCallOptions>);
     parser = createFunctionCallingParser(schema, name) as unknown as Runnable<any, RunOutput>;
   } else {

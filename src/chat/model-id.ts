@@ -39,6 +39,15 @@ function coerce(key: ServiceParameterKey, raw: string): unknown {
   return raw; // left as a string: the schema reports it as the wrong type
 }
 
+/** URL-decodes one half of a suffix member; a malformed `%` escape is a ValidationError, not a URIError. */
+function decodeMember(raw: string, pair: string): string {
+  try {
+    return decodeURIComponent(raw);
+  } catch {
+    throw new ValidationError(`model suffix member ${JSON.stringify(pair)} has a malformed percent-escape (% must be followed by two hex digits of UTF-8)`);
+  }
+}
+
 /** Splits and validates a model id with an optional feature suffix. Throws `ValidationError`. */
 export function parseModelId(model: string, brand?: string): ParsedModelId {
   if (typeof model !== "string" || model.trim() === "") throw new ValidationError("model must be a non-empty string");
@@ -54,8 +63,8 @@ export function parseModelId(model: string, brand?: string): ParsedModelId {
   for (const pair of rest.split("&")) {
     const eq = pair.indexOf("=");
     if (eq <= 0) throw new ValidationError(`model suffix member ${JSON.stringify(pair)} is not key=value`);
-    const wire = decodeURIComponent(pair.slice(0, eq));
-    const value = decodeURIComponent(pair.slice(eq + 1));
+    const wire = decodeMember(pair.slice(0, eq), pair);
+    const value = decodeMember(pair.slice(eq + 1), pair);
     const key = keys.get(wire);
     if (!key) {
       throw new ValidationError(

@@ -4,7 +4,7 @@
  * this package decides whether a slug is valid, because deployments differ (spec 4.2). What is derived from a
  * slug here (family, mainnet/testnet) only groups and labels it.
  */
-import { UnsupportedNetworkError } from "../http/errors.js";
+import { UnsupportedNetworkError, abortErrorOf } from "../http/errors.js";
 import type { ServiceClient } from "../http/client.js";
 
 export type NetworkFamily = "evm" | "solana" | "starknet";
@@ -63,7 +63,7 @@ export class NetworkCache {
   readonly #ttlMs: number;
   readonly #now: () => number;
   #value?: { networks: string[]; set: Set<string>; fetchedAt: number };
-  #inflight?: Promise<string[]>;
+  #inflight?: Flight;
 
   constructor(client: Pick<ServiceClient, "listCryptoNetworks">, options: NetworkCacheOptions = {}) {
     this.#client = client;
@@ -80,20 +80,29 @@ export class NetworkCache {
     return this.#value !== undefined && this.#now() - this.#value.fetchedAt < this.#ttlMs;
   }
 
-  /** The sorted list: cached while fresh; concurrent callers share one request. */
+  /**
+   * The sorted list: cached while fresh; concurrent callers share one request. Each caller's `signal` ends its
+   * own wait; the shared request is aborted only when every caller waiting for it has aborted.
+   */
   async get(options: { signal?: AbortSignal; refresh?: boolean } = {}): Promise<string[]> {
     if (!options.refresh && this.isFresh) return this.#value!.networks;
-    this.#inflight ??= this.#client
-      .listCryptoNetworks({ signal: options.signal })
-      .then((networks) => {
-        const sorted = [...new Set(networks)].sort();
-        this.#value = { networks: sorted, set: new Set(sorted), fetchedAt: this.#now() };
-        return sorted;
-      })
-      .finally(() => {
-        this.#inflight = undefined;
-      });
-    return this.#inflight;
+    let flight = this.#inflight;
+    if (!flight || flight.controller.signal.aborted) {
+      const controller = new AbortController();
+      const started: Flight = { controller, waiters: 0, promise: undefined as unknown as Promise<string[]> };
+      started.promise = this.#client
+        .listCryptoNetworks({ signal: controller.signal })
+        .then((networks) => {
+          const sorted = [...new Set(networks)].sort();
+          this.#value = { networks: sorted, set: new Set(sorted), fetchedAt: this.#now() };
+          return sorted;
+        })
+        .finally(() => {
+          if (this.#inflight === started) this.#inflight = undefined;
+        });
+      this.#inflight = flight = started;
+    }
+    return join(flight, options.signal);
   }
 
   /** Forgets the list (the next `get()` fetches). */
@@ -120,6 +129,43 @@ export class NetworkCache {
   check(slug: string): boolean | undefined {
     return this.#value ? this.#value.set.has(slug) : undefined;
   }
+}
+
+/** One shared request for the list, and how many callers still wait for it. */
+interface Flight {
+  promise: Promise<string[]>;
+  controller: AbortController;
+  waiters: number;
+}
+
+function join(flight: Flight, signal: AbortSignal | undefined): Promise<string[]> {
+  flight.waiters++;
+  // a caller without a signal waits to the end: the request is never abandoned under it
+  if (!signal) return flight.promise;
+  const leave = () => {
+    if (--flight.waiters === 0) flight.controller.abort(signal.reason);
+  };
+  if (signal.aborted) {
+    leave();
+    return Promise.reject(abortErrorOf(signal.reason));
+  }
+  return new Promise((resolve, reject) => {
+    const onAbort = () => {
+      leave();
+      reject(abortErrorOf(signal.reason));
+    };
+    signal.addEventListener("abort", onAbort, { once: true });
+    flight.promise.then(
+      (networks) => {
+        signal.removeEventListener("abort", onAbort);
+        resolve(networks);
+      },
+      (err) => {
+        signal.removeEventListener("abort", onAbort);
+        reject(err);
+      },
+    );
+  });
 }
 
 export function unsupportedNetwork(slug: string, validNetworks: readonly string[]): UnsupportedNetworkError {

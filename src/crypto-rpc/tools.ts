@@ -10,7 +10,7 @@
  * SYSTEM got wrong (auth, payment, rate limits after retries, network down, 5xx) is thrown: no rephrasing of
  * the arguments fixes those, and the caller's error handling must see them.
  */
-import { StructuredTool, type ToolParams } from "@langchain/core/tools";
+import { StructuredTool, type ToolParams, type ToolRunnableConfig } from "@langchain/core/tools";
 import { Interface, decodeBase58, formatUnits, isAddress, isHexString, getAddress, decodeBytes32String } from "ethers";
 import { z } from "zod";
 import { BadRequestError, UnsupportedNetworkError, ValidationError } from "../http/errors.js";
@@ -61,6 +61,10 @@ function shared(options: CryptoToolOptions): Shared {
   if (!options?.client) throw new ValidationError("crypto tools need a `client` (a ServiceClient)");
   const max = options.maxOutputChars ?? DEFAULT_MAX_OUTPUT_CHARS;
   if (!(Number.isInteger(max) && max >= 200)) throw new ValidationError("maxOutputChars must be an integer >= 200");
+  const range = options.maxLogBlockRange;
+  if (range !== undefined && !(Number.isInteger(range) && range >= 1)) throw new ValidationError("maxLogBlockRange must be a positive integer");
+  const ttl = options.networksTtlMs;
+  if (ttl !== undefined && !(typeof ttl === "number" && ttl >= 0)) throw new ValidationError("networksTtlMs must be a non-negative number of ms");
   return {
     client: options.client,
     networks: options.networks ?? networkCacheFor(options.client, { ttlMs: options.networksTtlMs }),
@@ -104,8 +108,8 @@ async function guard(body: () => Promise<ToolResult>): Promise<ToolResult> {
   }
 }
 
-async function network(s: Shared, slug: string, family?: NetworkFamily, what?: string): Promise<NetworkInfo> {
-  const info = await s.networks.assertSupported(slug);
+async function network(s: Shared, slug: string, signal: AbortSignal | undefined, family?: NetworkFamily, what?: string): Promise<NetworkInfo> {
+  const info = await s.networks.assertSupported(slug, { signal });
   if (family && info.family !== family) {
     throw new ToolInputError(
       "UNSUPPORTED_FAMILY",
@@ -188,6 +192,10 @@ function billing(res: CryptoRpcSingleResult | CryptoRpcBatchResult) {
   return { credits: res.credits, costUsd: res.costUsd, requestId: res.requestId, idempotentReplayed: res.idempotentReplayed };
 }
 
+/**
+ * Each tool's `_call` takes the run's `signal` (LangChain's third argument: `invoke(x, { signal })`, an agent's
+ * timeout) and hands it to every request, so an abort ends a stalled call at once.
+ */
 abstract class CryptoTool<S extends z.ZodObject> extends StructuredTool<S> {
   override responseFormat = "content_and_artifact" as const;
   protected readonly s: Shared;
@@ -216,9 +224,10 @@ export class CryptoNetworksTool extends CryptoTool<typeof networksSchema> {
     "List the blockchain networks the crypto RPC proxy serves right now, grouped by family (EVM, Solana, Starknet) and mainnet/testnet. Call it before the other crypto tools when you are not sure of a network slug.";
   schema = networksSchema;
 
-  protected async _call(input: z.infer<typeof networksSchema>): Promise<ToolResult> {
+  protected async _call(input: z.infer<typeof networksSchema>, _run?: unknown, config?: ToolRunnableConfig): Promise<ToolResult> {
+    const signal = config?.signal;
     return guard(async () => {
-      const slugs = await this.s.networks.get();
+      const slugs = await this.s.networks.get({ signal });
       const grouped = groupNetworks(slugs);
       const out: Record<string, unknown> = {};
       for (const family of ["evm", "solana", "starknet"] as const) {
@@ -262,18 +271,20 @@ export class CryptoRpcTool extends CryptoTool<typeof rpcSchema> {
       "Prefer the typed tools (native_balance, erc20_balance, transaction_status, latest_block, contract_read) when they fit.";
   }
 
-  protected async _call(input: z.infer<typeof rpcSchema>): Promise<ToolResult> {
+  protected async _call(input: z.infer<typeof rpcSchema>, _run?: unknown, config?: ToolRunnableConfig): Promise<ToolResult> {
+    const signal = config?.signal;
     return guard(async () => {
-      const info = await network(this.s, input.network);
+      const info = await network(this.s, input.network, signal);
       const decision = checkMethod(info.family, input.method, this.s.policy);
       if (!decision.allowed) {
         throw new ToolInputError(decision.code, `${decision.reason}. Read methods here include ${exampleReads(info.family).join(", ")}.`);
       }
       let params = parseParams(input.params);
-      if (input.method === "eth_getLogs") params = await this.boundedLogParams(input.network, params);
+      if (input.method === "eth_getLogs") params = await this.boundedLogParams(input.network, params, signal);
       const request: JsonRpcRequest = { method: input.method, ...(params !== undefined ? { params: params as JsonRpcRequest["params"] } : {}) };
       const res = await cryptoRpc(this.s.client, input.network, request, {
         networks: this.s.networks,
+        signal,
         // a write retried by the stack must not run twice
         idempotencyKey: decision.kind === "write" ? true : undefined,
       });
@@ -290,7 +301,7 @@ export class CryptoRpcTool extends CryptoTool<typeof rpcSchema> {
   }
 
   /** eth_getLogs over a bounded range: providers cap it, and a wide range floods the model's context. */
-  private async boundedLogParams(slug: string, params: unknown): Promise<unknown> {
+  private async boundedLogParams(slug: string, params: unknown, signal: AbortSignal | undefined): Promise<unknown> {
     const filter = Array.isArray(params) ? params[0] : undefined;
     if (!filter || typeof filter !== "object" || Array.isArray(filter) || (params as unknown[]).length !== 1) {
       throw new ToolInputError("INVALID_PARAMS", 'eth_getLogs takes one filter object: [{"address": "0x...", "fromBlock": "0x...", "toBlock": "0x...", "topics": [...]}]');
@@ -313,7 +324,7 @@ export class CryptoRpcTool extends CryptoTool<typeof rpcSchema> {
     const resolve = async (tag: string): Promise<bigint> => {
       if (tag === "earliest") return 0n;
       if (isHexQuantity(tag)) return BigInt(tag);
-      latest ??= BigInt(single(await cryptoRpc<string>(this.s.client, slug, { method: "eth_blockNumber" }, { networks: this.s.networks })));
+      latest ??= BigInt(single(await cryptoRpc<string>(this.s.client, slug, { method: "eth_blockNumber" }, { networks: this.s.networks, signal })));
       return latest;
     };
     const from = await resolve(f.fromBlock as string);
@@ -370,13 +381,14 @@ export class NativeBalanceTool extends CryptoTool<typeof nativeBalanceSchema> {
     "Native coin balance of an address (ETH and other EVM gas coins in wei and whole units; SOL in lamports and SOL). Works on EVM and Solana networks.";
   schema = nativeBalanceSchema;
 
-  protected async _call(input: z.infer<typeof nativeBalanceSchema>): Promise<ToolResult> {
+  protected async _call(input: z.infer<typeof nativeBalanceSchema>, _run?: unknown, config?: ToolRunnableConfig): Promise<ToolResult> {
+    const signal = config?.signal;
     return guard(async () => {
-      const info = await network(this.s, input.network);
+      const info = await network(this.s, input.network, signal);
       if (info.family === "solana") {
         const address = solanaAddress(input.address, "address");
         const request: JsonRpcRequest = { method: "getBalance", params: [address, { commitment: "confirmed" }] };
-        const res = await cryptoRpc<{ value: number; context?: { slot?: number } }>(this.s.client, input.network, request, { networks: this.s.networks });
+        const res = await cryptoRpc<{ value: number; context?: { slot?: number } }>(this.s.client, input.network, request, { networks: this.s.networks, signal });
         const value = single(res);
         const lamports = BigInt(value.value);
         return this.content(
@@ -384,11 +396,11 @@ export class NativeBalanceTool extends CryptoTool<typeof nativeBalanceSchema> {
           { network: input.network, request, response: res.response, ...billing(res) },
         );
       }
-      if (info.family !== "evm") await network(this.s, input.network, "evm", "native_balance");
+      if (info.family !== "evm") await network(this.s, input.network, signal, "evm", "native_balance");
       const address = evmAddress(input.address, "address");
       const tag = blockTag(input.blockTag);
       const request: JsonRpcRequest = { method: "eth_getBalance", params: [address, tag] };
-      const res = await cryptoRpc<string>(this.s.client, input.network, request, { networks: this.s.networks });
+      const res = await cryptoRpc<string>(this.s.client, input.network, request, { networks: this.s.networks, signal });
       const wei = BigInt(single(res));
       const unit = nativeUnit(input.network);
       return this.content(
@@ -425,9 +437,10 @@ export class Erc20BalanceTool extends CryptoTool<typeof erc20BalanceSchema> {
     "ERC-20 token balance of an owner on an EVM network, with the token's symbol and decimals: raw base units and the human amount.";
   schema = erc20BalanceSchema;
 
-  protected async _call(input: z.infer<typeof erc20BalanceSchema>): Promise<ToolResult> {
+  protected async _call(input: z.infer<typeof erc20BalanceSchema>, _run?: unknown, config?: ToolRunnableConfig): Promise<ToolResult> {
+    const signal = config?.signal;
     return guard(async () => {
-      await network(this.s, input.network, "evm", "erc20_balance");
+      await network(this.s, input.network, signal, "evm", "erc20_balance");
       const token = evmAddress(input.token, "token");
       const owner = evmAddress(input.owner, "owner");
       const tag = blockTag(input.blockTag);
@@ -438,7 +451,7 @@ export class Erc20BalanceTool extends CryptoTool<typeof erc20BalanceSchema> {
         call(ERC20.encodeFunctionData("symbol")),
         call(ERC20.encodeFunctionData("name")),
       ];
-      const res = await cryptoRpc(this.s.client, input.network, requests, { networks: this.s.networks });
+      const res = await cryptoRpc(this.s.client, input.network, requests, { networks: this.s.networks, signal });
       const artifact = { network: input.network, requests, responses: res.responses, ...billing(res) };
       const raw = batchResult(res, 0) as string;
       if (raw === "0x" || raw === undefined) {
@@ -538,9 +551,10 @@ export class TransactionStatusTool extends CryptoTool<typeof txStatusSchema> {
     "Did an EVM transaction succeed? Returns success / reverted / pending / not_found, with block, confirmations, from, to, value, gas used and fee.";
   schema = txStatusSchema;
 
-  protected async _call(input: z.infer<typeof txStatusSchema>): Promise<ToolResult> {
+  protected async _call(input: z.infer<typeof txStatusSchema>, _run?: unknown, config?: ToolRunnableConfig): Promise<ToolResult> {
+    const signal = config?.signal;
     return guard(async () => {
-      await network(this.s, input.network, "evm", "transaction_status");
+      await network(this.s, input.network, signal, "evm", "transaction_status");
       if (typeof input.hash !== "string" || !isHexString(input.hash, 32)) {
         throw new ToolInputError("INVALID_PARAMS", `hash ${JSON.stringify(input.hash)} is not a transaction hash (0x + 64 hex characters)`);
       }
@@ -549,7 +563,7 @@ export class TransactionStatusTool extends CryptoTool<typeof txStatusSchema> {
         { method: "eth_getTransactionReceipt", params: [input.hash] },
         { method: "eth_blockNumber" },
       ];
-      const res = await cryptoRpc(this.s.client, input.network, requests, { networks: this.s.networks });
+      const res = await cryptoRpc(this.s.client, input.network, requests, { networks: this.s.networks, signal });
       const artifact = { network: input.network, requests, responses: res.responses, ...billing(res) };
       const tx = batchResult(res, 0) as RpcTx | null;
       const receipt = batchResult(res, 1) as RpcReceipt | null;
@@ -598,12 +612,13 @@ export class LatestBlockTool extends CryptoTool<typeof latestBlockSchema> {
   description = "The newest block of a network: number, hash, time, transaction count (EVM); slot and block height (Solana); number and hash (Starknet).";
   schema = latestBlockSchema;
 
-  protected async _call(input: z.infer<typeof latestBlockSchema>): Promise<ToolResult> {
+  protected async _call(input: z.infer<typeof latestBlockSchema>, _run?: unknown, config?: ToolRunnableConfig): Promise<ToolResult> {
+    const signal = config?.signal;
     return guard(async () => {
-      const info = await network(this.s, input.network);
+      const info = await network(this.s, input.network, signal);
       if (info.family === "solana") {
         const requests: JsonRpcRequest[] = [{ method: "getSlot" }, { method: "getBlockHeight" }];
-        const res = await cryptoRpc(this.s.client, input.network, requests, { networks: this.s.networks });
+        const res = await cryptoRpc(this.s.client, input.network, requests, { networks: this.s.networks, signal });
         return this.content(
           { network: input.network, slot: String(batchResult(res, 0)), blockHeight: String(batchResult(res, 1)) },
           { network: input.network, requests, responses: res.responses, ...billing(res) },
@@ -611,7 +626,7 @@ export class LatestBlockTool extends CryptoTool<typeof latestBlockSchema> {
       }
       if (info.family === "starknet") {
         const request: JsonRpcRequest = { method: "starknet_blockHashAndNumber" };
-        const res = await cryptoRpc<{ block_hash: string; block_number: number }>(this.s.client, input.network, request, { networks: this.s.networks });
+        const res = await cryptoRpc<{ block_hash: string; block_number: number }>(this.s.client, input.network, request, { networks: this.s.networks, signal });
         const r = single(res);
         return this.content(
           { network: input.network, number: String(r.block_number), hash: r.block_hash },
@@ -619,7 +634,7 @@ export class LatestBlockTool extends CryptoTool<typeof latestBlockSchema> {
         );
       }
       const request: JsonRpcRequest = { method: "eth_getBlockByNumber", params: ["latest", false] };
-      const res = await cryptoRpc<Record<string, unknown> | null>(this.s.client, input.network, request, { networks: this.s.networks });
+      const res = await cryptoRpc<Record<string, unknown> | null>(this.s.client, input.network, request, { networks: this.s.networks, signal });
       const b = single(res);
       if (!b) throw new ToolInputError("RPC_ERROR", "the node returned no latest block");
       const dec = (k: string) => (isHexQuantity(b[k]) ? hexToDecimal(b[k] as string) : undefined);
@@ -666,9 +681,10 @@ export class ContractReadTool extends CryptoTool<typeof contractReadSchema> {
     "Call a read-only (view/pure) function of an EVM contract by its ABI fragment and get the decoded result (integers as decimal strings).";
   schema = contractReadSchema;
 
-  protected async _call(input: z.infer<typeof contractReadSchema>): Promise<ToolResult> {
+  protected async _call(input: z.infer<typeof contractReadSchema>, _run?: unknown, config?: ToolRunnableConfig): Promise<ToolResult> {
+    const signal = config?.signal;
     return guard(async () => {
-      await network(this.s, input.network, "evm", "contract_read");
+      await network(this.s, input.network, signal, "evm", "contract_read");
       const address = evmAddress(input.address, "address");
       const fragmentText = input.function.trim().startsWith("function ") ? input.function.trim() : `function ${input.function.trim()}`;
       let iface: Interface;
@@ -690,7 +706,7 @@ export class ContractReadTool extends CryptoTool<typeof contractReadSchema> {
       }
       const tag = blockTag(input.blockTag);
       const request: JsonRpcRequest = { method: "eth_call", params: [{ to: address, data }, tag] };
-      const res = await cryptoRpc<string>(this.s.client, input.network, request, { networks: this.s.networks });
+      const res = await cryptoRpc<string>(this.s.client, input.network, request, { networks: this.s.networks, signal });
       const artifact = { network: input.network, request, response: res.response, ...billing(res) };
       const raw = single(res);
       if (raw === "0x") {

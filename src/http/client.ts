@@ -7,6 +7,7 @@ import { z } from "zod";
 import { createServiceFetch, responseHeaders, type FetchStackOptions, type ServiceFetch, type ServiceRequestHints, type ServiceRequestInit } from "./fetch-stack.js";
 import type { ServiceResponseHeaders } from "./headers.js";
 import { ConfigurationError, ResponseFormatError, ValidationError } from "./errors.js";
+import { readResponseText } from "./body.js";
 import { networkCacheFor, type NetworkCache } from "../crypto-rpc/networks.js";
 import { cryptoRpc, type JsonRpcRequest, type CryptoRpcOptions, type CryptoRpcSingleResult, type CryptoRpcBatchResult } from "../crypto-rpc/rpc.js";
 import type { X402Wallet } from "../x402/wallets.js";
@@ -180,7 +181,7 @@ export class ServiceClient {
       ...(body && typeof (body as ReadableStream).getReader === "function" ? { duplex: "half" } : {}),
     } as ServiceRequestInit);
     const parsedHeaders = responseHeaders(response, this.brand);
-    const text = await response.text();
+    const text = await readResponseText(response, { what: path, signal: options.signal, headers: parsedHeaders });
     // an empty body (204, 205, HEAD) is undefined, not ""
     let data: unknown = text === "" ? undefined : text;
     if (text && (parsedHeaders.contentType ?? "").includes("json")) {

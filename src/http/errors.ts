@@ -171,6 +171,23 @@ export class ResponseFormatError extends ServiceError {
   override name = "ResponseFormatError";
 }
 /**
+ * A body past a size cap: a JSON response over `maxResponseBytes`, or one stream event over `maxEventBytes`.
+ * The read stops there (the connection is dropped); raise the option named in the message if the answer is
+ * legitimately that large.
+ */
+export class ResponseTooLargeError extends ServiceError {
+  override name = "ResponseTooLargeError";
+  /** the option that set the cap */
+  readonly option: "maxResponseBytes" | "maxEventBytes";
+  /** the cap, in bytes */
+  readonly limit: number;
+  constructor(message: string, init: ServiceErrorInit & { option: "maxResponseBytes" | "maxEventBytes"; limit: number }) {
+    super(message, init);
+    this.option = init.option;
+    this.limit = init.limit;
+  }
+}
+/**
  * A redirect this client will not follow: a request carrying credentials (API key, wallet sign-in, payment)
  * sent to another origin, too many hops, or `redirect: "error"`. Nothing was sent to the redirect's target.
  */

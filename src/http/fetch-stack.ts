@@ -3,7 +3,7 @@
  * goes through a function built here, so auth, payment, pacing, retries, the abuse guard, typed errors and
  * header parsing exist once. The result is `fetch`-compatible, so it also plugs into the `openai` SDK.
  *
- *   errors -> payment (x402) -> retry -> pacing -> abuse guard -> auth -> timeout -> fetch
+ *   errors -> deadline -> payment (x402) -> retry -> pacing -> abuse guard -> auth -> timeout -> fetch
  *
  * Auth sits inside retry so that every attempt is signed afresh (a SIWX header is single-use).
  */
@@ -22,6 +22,9 @@ import { retryLayer, type RetryOptions } from "./retry.js";
 import { pacingLayer, type PacingOptions } from "./pacing.js";
 import { sendFollowingSafely } from "./redirects.js";
 import { CLOCK_RETRY_MS, serviceClock } from "./clock.js";
+import { DEFAULT_MAX_EVENT_BYTES, DEFAULT_MAX_RESPONSE_BYTES, deadlineLayer, deadlineOf, guardBody, validateBodyOptions, type BodyLimits } from "./body-guard.js";
+import { SharedRegistry } from "./bounded.js";
+import { validateHints, validateStackOptions } from "./options.js";
 // Types only: the x402 code (and ethers, @x402/*) loads on first use, so a chat-only user never pays for it.
 import type { X402Wallet } from "../x402/wallets.js";
 import type { PaymentPolicy, PaymentPolicyOptions } from "../x402/policy.js";
@@ -41,6 +44,12 @@ export interface ServiceRequestHints {
   retry?: boolean;
   /** per-request timeout in ms (overrides the stack's) */
   timeout?: number;
+  /** per-request idle timeout of the body read, in ms (overrides the stack's `idleTimeout`) */
+  idleTimeout?: number;
+  /** per-request deadline of the whole call, body included, in ms (overrides the stack's `totalTimeout`) */
+  totalTimeout?: number;
+  /** per-request cap of a non-stream body, in bytes (overrides the stack's `maxResponseBytes`) */
+  maxResponseBytes?: number;
   /** false: hand back non-success responses instead of throwing typed errors */
   throwOnError?: boolean;
   /** receives the events of payments this request causes (a LangChain run's callbacks) */
@@ -75,6 +84,20 @@ export interface FetchStackOptions {
   brand?: string;
   /** per-attempt timeout in ms until the response headers arrive (default 120000) */
   timeout?: number;
+  /**
+   * longest silence in ms while a response body (JSON or stream) is read: past it the read ends in a
+   * TimeoutError (default: `timeout`). Counts only while a read is waiting, so a slow consumer is never idle.
+   */
+  idleTimeout?: number;
+  /**
+   * one deadline in ms for a whole call: every attempt, retry and pacing wait, payment, and reading the body
+   * (or stream) to its end; past it a TimeoutError (default: none)
+   */
+  totalTimeout?: number;
+  /** largest non-stream response body in bytes; past it a ResponseTooLargeError (default 64 MiB) */
+  maxResponseBytes?: number;
+  /** largest single stream event, in characters of its text; past it a ResponseTooLargeError (default 32 MiB) */
+  maxEventBytes?: number;
   /** the underlying fetch (default `globalThis.fetch`) */
   fetch?: FetchLike;
   /** retry policy; `false` or `{ maxRetries: 0 }` turns retries off */
@@ -121,6 +144,8 @@ export interface ServiceFetch extends FetchLike {
   readonly wallet?: X402Wallet;
   /** resolves a path relative to the base URL */
   url(path: string): string;
+  /** the effective body limits (`idleTimeout`, `totalTimeout`, `maxResponseBytes`, `maxEventBytes`) */
+  readonly limits: Readonly<BodyLimits>;
   /** the x402 payment controller (money state, caps) of a wallet stack; undefined without a wallet */
   paymentController(): Promise<X402PaymentController | undefined>;
 }
@@ -212,6 +237,7 @@ function transportLayer(
   defaultHeaders: Record<string, string> | undefined,
   timeoutMs: number,
   origin: string,
+  limits: BodyLimits,
 ): FetchLike {
   return async (input, init = {}) => {
     const url = typeof input === "string" ? input : input instanceof URL ? input.href : input.url;
@@ -234,6 +260,15 @@ function transportLayer(
     const controller = new AbortController();
     const timer = setTimeout(() => controller.abort(new TimeoutError(`no response within ${timeout} ms`)), timeout);
     const userSignal = init.signal;
+    // the body is read after this returns: bounded by idle time, the call's deadline and (JSON) size
+    const guard = (response: Response) =>
+      guardBody(response, {
+        idleMs: hints?.idleTimeout ?? (limits.idleTimeout || timeout),
+        deadline: deadlineOf(hints),
+        maxBytes: hints?.maxResponseBytes ?? limits.maxResponseBytes,
+        signal: userSignal,
+        abort: (reason) => controller.abort(reason),
+      });
     try {
       const { service: _hints, ...rest } = init;
       const sendInit = { ...rest, headers, signal: mergeSignals(userSignal, controller.signal) };
@@ -252,14 +287,14 @@ function transportLayer(
         Math.abs(serviceClock.offset(origin) - signedOffset) < CLOCK_RETRY_MS ||
         isStream(rest.body)
       ) {
-        return response;
+        return guard(response);
       }
       // refused while our clock was off: once more, signed with the service's time
       await response.body?.cancel().catch(() => undefined);
       const again = new Headers(headers);
       const fresh = await auth!.headers(url, init);
       for (const k in fresh) again.set(k, fresh[k]!);
-      return await send(again);
+      return guard(await send(again));
     } catch (err) {
       // a caller's deadline (LangChain turns `timeout` into AbortSignal.timeout) is a timeout, not an abort
       if (userSignal?.aborted) throw abortErrorOf(userSignal.reason);
@@ -332,6 +367,7 @@ function fromOpenAiSdk(headers: HeadersInit | undefined): boolean {
 function errorsLayer(next: FetchLike, brand: string): FetchLike {
   return async (input, init) => {
     if (typeof input !== "string" && !(input instanceof URL)) [input, init] = await fromRequest(input, init);
+    validateHints(init?.service); // a bad per-request timeout is refused before anything waits or sends
     const response = await next(input, init);
     if (response.ok || init?.service?.throwOnError === false) return response;
     if (fromOpenAiSdk(init?.headers)) {
@@ -345,14 +381,20 @@ function errorsLayer(next: FetchLike, brand: string): FetchLike {
   };
 }
 
-const sharedGuards = new Map<string, AbuseGuard>();
-const guardWarned = new Set<string>();
+/**
+ * One guard per credential and origin, shared by every live stack on it: held weakly here and strongly by each
+ * stack, and kept while its failures still count at the service (a client made per request must see them).
+ */
+const sharedGuards = new SharedRegistry<AbuseGuard>();
+const keepGuard = (g: AbuseGuard) => sharedGuards.keep(g, g.rememberUntil());
+const guardWarned = new WeakSet<AbuseGuard>();
 
 /** Builds the stack. Throws `ConfigurationError` on bad options, before any request. */
 export function createServiceFetch(options: FetchStackOptions = {}): ServiceFetch {
   const baseUrl = normalizeBaseUrl(options.baseUrl);
   const brand = options.brand ?? DEFAULT_BRAND;
   brandNames(brand); // validates
+  validateStackOptions(options); // timeout, retry, pacing, topUp, defaultHeaders, fetch: named in the error
   const base: FetchLike = options.fetch ?? ((input, init) => globalThis.fetch(input, init));
   const wallet = options.auth ? undefined : options.wallet;
   if (wallet !== undefined && typeof (wallet as { address?: unknown })?.address !== "string") {
@@ -393,7 +435,14 @@ export function createServiceFetch(options: FetchStackOptions = {}): ServiceFetc
   }
   const identity = auth?.identity ?? "anonymous";
   const timeout = options.timeout ?? 120_000;
-  if (!(timeout > 0)) throw new ConfigurationError("timeout must be a positive number of milliseconds");
+  validateBodyOptions(options);
+  const limits: BodyLimits = {
+    // 0: follow each request's `timeout`
+    idleTimeout: options.idleTimeout ?? 0,
+    totalTimeout: options.totalTimeout,
+    maxResponseBytes: options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES,
+    maxEventBytes: options.maxEventBytes ?? DEFAULT_MAX_EVENT_BYTES,
+  };
 
   let guard: AbuseGuard | undefined;
   let guardWaitMs: number | undefined;
@@ -404,10 +453,10 @@ export function createServiceFetch(options: FetchStackOptions = {}): ServiceFetc
     const asked = options.abuseGuard ?? {};
     guardWaitMs = asked.maxWaitMs ?? 0; // each stack's own wait, whatever the others asked
     const key = `${new URL(baseUrl).origin}|${identity}`;
-    guard = sharedGuards.get(key);
-    if (!guard) sharedGuards.set(key, (guard = new AbuseGuard(asked)));
-    else if (guard.tighten(asked) && !guardWarned.has(key)) {
-      guardWarned.add(key);
+    let created = false;
+    guard = sharedGuards.get(key, () => ((created = true), new AbuseGuard(asked)));
+    if (!created && guard.tighten(asked) && !guardWarned.has(guard)) {
+      guardWarned.add(guard);
       console.warn(
         `[${brand}] two clients of one credential asked for different abuseGuard limits; both now use the strictest ` +
           `(maxFailures ${guard.options.maxFailures}, windowMs ${guard.options.windowMs}), since the service counts failures per caller`,
@@ -415,12 +464,14 @@ export function createServiceFetch(options: FetchStackOptions = {}): ServiceFetc
     }
   }
 
-  let f = transportLayer(base, auth, options.defaultHeaders, timeout, new URL(baseUrl).origin);
-  if (guard) f = abuseGuardLayer(guard, guardWaitMs)(f);
+  let f = transportLayer(base, auth, options.defaultHeaders, timeout, new URL(baseUrl).origin, limits);
+  // a shared guard (guardWaitMs set) is kept past its stacks while its failures count; a caller's own is theirs
+  if (guard) f = abuseGuardLayer(guard, guardWaitMs, guardWaitMs === undefined ? undefined : keepGuard)(f);
   if (options.pacingLayer) f = options.pacingLayer(f);
   else if (options.pacing !== false) f = pacingLayer(`${baseUrl}|${identity}`, options.pacing || {})(f);
   if (options.retry !== false) f = retryLayer(options.retry ?? {}, brand)(f);
   if (paymentLayer) f = paymentLayer(f);
+  f = deadlineLayer(f, limits.totalTimeout);
   f = errorsLayer(f, brand);
 
   const stack = f as ServiceFetch;
@@ -431,6 +482,7 @@ export function createServiceFetch(options: FetchStackOptions = {}): ServiceFetc
     hasCredentials: { value: auth !== undefined, enumerable: true },
     wallet: { value: wallet },
     paymentController: { value: () => controller ?? Promise.resolve(undefined) },
+    limits: { value: Object.freeze({ ...limits, idleTimeout: limits.idleTimeout || timeout }), enumerable: true },
     url: { value: (path: string) => (/^https?:\/\//.test(path) ? path : `${baseUrl}${path.startsWith("/") ? "" : "/"}${path}`) },
   });
   return stack;

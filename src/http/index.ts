@@ -1,6 +1,7 @@
 export * from "./errors.js";
 export * from "./headers.js";
 export * from "./fetch-stack.js";
+export { DEFAULT_MAX_EVENT_BYTES, DEFAULT_MAX_RESPONSE_BYTES, type BodyLimits } from "./body-guard.js";
 export { AbuseGuard, abuseGuardLayer, type AbuseGuardOptions } from "./abuse-guard.js";
 export { retryLayer, backoffDelay, rateLimitWaitMs, sleep, RETRYABLE_STATUSES, type RetryOptions } from "./retry.js";
 export * from "./client.js";

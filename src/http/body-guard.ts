@@ -1,0 +1,216 @@
+/**
+ * Bounds on reading a response body, for every face of the stack (ChatService JSON and streams,
+ * ServiceClient, crypto tools, the `openai` SDK plugged onto the stack):
+ *
+ * - `idleTimeout`: the longest silence while a read is pending. `timeout` only covers the wait for the
+ *   headers; a service that sends its headers and then stops would otherwise hang the read forever.
+ * - `totalTimeout`: one deadline for the whole call (every attempt, the retries' and pacing waits, payment, and
+ *   reading the body to its end).
+ * - `maxResponseBytes`: the largest non-stream body read (streams are capped per event by the SSE parser,
+ *   `maxEventBytes`).
+ *
+ * The body is handed on through a pull stream that reads only when its consumer reads (a slow consumer is
+ * never "idle"), with one lazily re-armed timer instead of a timer per chunk.
+ */
+import { ConfigurationError, ResponseTooLargeError, TimeoutError, ValidationError, abortErrorOf } from "./errors.js";
+import type { FetchLike } from "./fetch-stack.js";
+
+/** 64 MiB: far above any chat completion; large crypto RPC answers (logs, full blocks) still fit */
+export const DEFAULT_MAX_RESPONSE_BYTES = 64 * 1024 * 1024;
+/** 32 MiB: a stream event is one chunk of an answer, normally well under a kilobyte */
+export const DEFAULT_MAX_EVENT_BYTES = 32 * 1024 * 1024;
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
+/** The stack's effective limits (`ServiceFetch.limits`). */
+export interface BodyLimits {
+  /** ms of silence allowed while reading a body (default: `timeout`) */
+  idleTimeout: number;
+  /** ms for a whole call, body included; undefined: no overall deadline */
+  totalTimeout?: number;
+  /** largest non-stream body, in bytes */
+  maxResponseBytes: number;
+  /** largest single stream event, in characters of its decoded text */
+  maxEventBytes: number;
+}
+
+type ErrorClass = typeof ConfigurationError | typeof ValidationError;
+
+function shown(value: unknown): string {
+  return typeof value === "string" ? JSON.stringify(value.slice(0, 40)) : typeof value === "object" && value ? `a ${typeof value}` : String(value);
+}
+
+function checkTimer(value: unknown, name: string, Err: ErrorClass): void {
+  if (value === undefined) return;
+  if (typeof value !== "number" || !(value > 0) || !(value <= MAX_TIMER_MS)) {
+    throw new Err(`${name} must be a positive number of ms, at most ${MAX_TIMER_MS} (got ${shown(value)})`);
+  }
+}
+
+function checkBytes(value: unknown, name: string, Err: ErrorClass): void {
+  if (value === undefined) return;
+  if (typeof value !== "number" || !Number.isSafeInteger(value) || value <= 0) {
+    throw new Err(`${name} must be a positive whole number of bytes (got ${shown(value)})`);
+  }
+}
+
+/** The stack options this module reads; a bad one is a ConfigurationError naming it. */
+export function validateBodyOptions(options: { idleTimeout?: unknown; totalTimeout?: unknown; maxResponseBytes?: unknown; maxEventBytes?: unknown }): void {
+  checkTimer(options.idleTimeout, "idleTimeout", ConfigurationError);
+  checkTimer(options.totalTimeout, "totalTimeout", ConfigurationError);
+  checkBytes(options.maxResponseBytes, "maxResponseBytes", ConfigurationError);
+  checkBytes(options.maxEventBytes, "maxEventBytes", ConfigurationError);
+}
+
+/** Per-request hints this module reads: a ValidationError, like the other hints. */
+function validateBodyHints(hints: { idleTimeout?: unknown; totalTimeout?: unknown; maxResponseBytes?: unknown }): void {
+  checkTimer(hints.idleTimeout, "idleTimeout", ValidationError);
+  checkTimer(hints.totalTimeout, "totalTimeout", ValidationError);
+  checkBytes(hints.maxResponseBytes, "maxResponseBytes", ValidationError);
+}
+
+/** The call's deadline, carried on the hints from the deadline layer to the transport (not a public hint). */
+const DEADLINE = Symbol("serviceDeadline");
+interface Deadline {
+  at: number;
+  ms: number;
+}
+
+export function deadlineOf(hints: object | undefined): Deadline | undefined {
+  return hints ? (hints as { [DEADLINE]?: Deadline })[DEADLINE] : undefined;
+}
+
+function totalTimeoutError(ms: number): TimeoutError {
+  return new TimeoutError(`no complete answer within ${ms} ms (totalTimeout)`);
+}
+
+function unref(timer: ReturnType<typeof setTimeout>): ReturnType<typeof setTimeout> {
+  // a guard must never keep a process alive on its own
+  (timer as { unref?: () => void }).unref?.();
+  return timer;
+}
+
+/**
+ * Checks the per-request body hints and, when a `totalTimeout` applies, aborts everything inside (attempts,
+ * waits, payment) at the deadline and hands the deadline on to the transport, which bounds the body with it.
+ */
+export function deadlineLayer(next: FetchLike, stackTotalTimeout: number | undefined): FetchLike {
+  return async (input, init) => {
+    const hints = init?.service as ({ totalTimeout?: number } & object) | undefined;
+    if (hints) validateBodyHints(hints);
+    const total = hints?.totalTimeout ?? stackTotalTimeout;
+    if (total === undefined) return next(input, init);
+    const controller = new AbortController();
+    const timer = setTimeout(() => controller.abort(totalTimeoutError(total)), total);
+    const signal = init?.signal ? AbortSignal.any([init.signal, controller.signal]) : controller.signal;
+    const deadline: Deadline = { at: Date.now() + total, ms: total };
+    try {
+      return await next(input, { ...init, signal, service: { ...hints, [DEADLINE]: deadline } as typeof hints });
+    } finally {
+      clearTimeout(timer);
+    }
+  };
+}
+
+export interface BodyGuardOptions {
+  idleMs: number;
+  deadline?: Deadline;
+  /** cap of a non-stream body */
+  maxBytes: number;
+  /** the request's signal (the caller's, with the deadline's) */
+  signal?: AbortSignal | null;
+  /** drops the connection */
+  abort(reason: unknown): void;
+}
+
+const NULL_BODY_STATUSES = new Set([204, 205, 304]);
+
+/** The response with its body bounded by idle time, the deadline and (unless a stream) size. */
+export function guardBody(response: Response, g: BodyGuardOptions): Response {
+  const inner = response.body;
+  if (!inner || response.status < 200 || NULL_BODY_STATUSES.has(response.status)) return response;
+  const isStream = (response.headers.get("content-type") ?? "").includes("text/event-stream");
+  const maxBytes = isStream ? Infinity : g.maxBytes;
+  const tooLarge = () =>
+    new ResponseTooLargeError(
+      `response body larger than maxResponseBytes (${maxBytes} bytes); raise maxResponseBytes if answers this large are expected`,
+      { status: response.status, option: "maxResponseBytes", limit: maxBytes },
+    );
+  let reader: ReadableStreamDefaultReader<Uint8Array> | undefined;
+  let out!: ReadableStreamDefaultController<Uint8Array>;
+  let received = 0;
+  /** when the pending read started; 0: no read pending */
+  let waitingSince = 0;
+  let idleTimer: ReturnType<typeof setTimeout> | undefined;
+  let deadlineTimer: ReturnType<typeof setTimeout> | undefined;
+  let finished = false;
+
+  const finish = () => {
+    finished = true;
+    if (idleTimer !== undefined) clearTimeout(idleTimer);
+    if (deadlineTimer !== undefined) clearTimeout(deadlineTimer);
+  };
+  const fail = (err: unknown) => {
+    if (finished) return;
+    finish();
+    out.error(err);
+    g.abort(err);
+    (reader ? reader.cancel(err) : inner.cancel(err)).catch(() => undefined);
+  };
+  // One timer, re-armed only when it fires: no timer work per chunk.
+  const checkIdle = () => {
+    idleTimer = undefined;
+    if (finished || waitingSince === 0) return; // nobody is waiting: the next read arms it again
+    const left = waitingSince + g.idleMs - Date.now();
+    if (left <= 0) fail(new TimeoutError(`no data for ${g.idleMs} ms while reading the response body (idleTimeout)`));
+    else idleTimer = unref(setTimeout(checkIdle, left));
+  };
+
+  const body = new ReadableStream<Uint8Array>(
+    {
+      start(controller) {
+        out = controller;
+        const declared = Number(response.headers.get("content-length") ?? NaN);
+        if (declared > maxBytes) return fail(tooLarge());
+        if (g.deadline) {
+          const { at, ms } = g.deadline;
+          deadlineTimer = unref(setTimeout(() => fail(totalTimeoutError(ms)), Math.max(0, at - Date.now())));
+        }
+      },
+      async pull(controller) {
+        reader ??= inner.getReader();
+        waitingSince = Date.now();
+        idleTimer ??= unref(setTimeout(checkIdle, g.idleMs));
+        let read: ReadableStreamReadResult<Uint8Array>;
+        try {
+          read = await reader.read();
+        } catch (err) {
+          if (finished) return;
+          finish();
+          // the caller's abort (or the deadline's) is typed; other breaks pass as they are
+          throw g.signal?.aborted ? abortErrorOf(g.signal.reason) : err;
+        } finally {
+          waitingSince = 0;
+        }
+        if (finished) return;
+        if (read.done) {
+          finish();
+          controller.close();
+          return;
+        }
+        received += read.value.byteLength;
+        if (received > maxBytes) return fail(tooLarge());
+        controller.enqueue(read.value);
+      },
+      cancel(reason) {
+        finish();
+        return reader ? reader.cancel(reason) : inner.cancel(reason);
+      },
+    },
+    { highWaterMark: 0 },
+  );
+  const wrapped = new Response(body, { status: response.status, statusText: response.statusText, headers: response.headers });
+  // what `new Response` cannot set
+  if (response.url) Object.defineProperty(wrapped, "url", { value: response.url });
+  if (response.redirected) Object.defineProperty(wrapped, "redirected", { value: true });
+  return wrapped;
+}
