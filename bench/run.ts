@@ -17,6 +17,8 @@ const sections: Record<string, () => Promise<BenchRow[]>> = {
   pacing: async () => (await import("./pacing.js")).benchPacing(),
   crypto: async () => (await import("./crypto.js")).benchCrypto(),
   memory: async () => (await import("./memory.js")).benchMemory(),
+  sse: async () => (await import("./sse.js")).benchSse(),
+  package: async () => (await import("./package.js")).benchPackage(),
 };
 
 function fmt(n: number): string {

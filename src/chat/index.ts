@@ -24,6 +24,7 @@ export {
 } from "./service-parameters.js";
 export { buildModelId, parseModelId, type ParsedModelId } from "./model-id.js";
 export { mapCitations, type MapCitationsOptions, type MappedCitations, type CitationReference } from "./citations.js";
+export { webSearchCitations, webSearchDocuments, costOf, responseHeadersOf, type WithResponseMetadata } from "./accessors.js";
 export { splitThinkTags, ThinkTagSplitter, type ThinkSplit } from "./think-tags.js";
 export { parseSseJson, type SseOptions } from "./sse.js";
 export {

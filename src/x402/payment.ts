@@ -7,6 +7,7 @@
  */
 import { PaymentFailedError } from "../http/errors.js";
 import { toBase64Json } from "./encoding.js";
+import { loadWalletPeer } from "./peers.js";
 import type { PaymentDecision } from "./policy.js";
 import { EvmWallet, SolanaWallet, type X402Wallet } from "./wallets.js";
 
@@ -39,7 +40,7 @@ const load = {
 };
 
 async function evmSigner(wallet: EvmWallet) {
-  const [, { toClientEvmSigner }] = await (load.evm ??= Promise.all([import("@x402/evm/exact/client"), import("@x402/evm")]));
+  const [, { toClientEvmSigner }] = await (load.evm ??= loadWalletPeer("evm", () => Promise.all([import("@x402/evm/exact/client"), import("@x402/evm")])));
   return toClientEvmSigner({
     address: wallet.address as `0x${string}`,
     signTypedData: (request) => wallet.signTypedData(request),
@@ -48,11 +49,11 @@ async function evmSigner(wallet: EvmWallet) {
 
 async function schemeFor(wallet: X402Wallet, options: SignPaymentOptions): Promise<unknown> {
   if (wallet instanceof EvmWallet) {
-    const [{ ExactEvmScheme }] = await (load.evm ??= Promise.all([import("@x402/evm/exact/client"), import("@x402/evm")]));
+    const [{ ExactEvmScheme }] = await (load.evm ??= loadWalletPeer("evm", () => Promise.all([import("@x402/evm/exact/client"), import("@x402/evm")])));
     return new ExactEvmScheme(await evmSigner(wallet));
   }
   if (wallet instanceof SolanaWallet) {
-    const { ExactSvmScheme } = await (load.svm ??= import("@x402/svm/exact/client"));
+    const { ExactSvmScheme } = await (load.svm ??= loadWalletPeer("solana", () => import("@x402/svm/exact/client")));
     const signer = (await wallet.kitSigner()) as ConstructorParameters<typeof ExactSvmScheme>[0];
     return new ExactSvmScheme(signer, options.solanaRpcUrl ? { rpcUrl: options.solanaRpcUrl } : undefined);
   }
@@ -62,7 +63,7 @@ async function schemeFor(wallet: X402Wallet, options: SignPaymentOptions): Promi
 /** Signs the payment the policy decided on. Nothing is sent. */
 export async function signPayment(wallet: X402Wallet, decision: PaymentDecision, options: SignPaymentOptions = {}): Promise<SignedPayment> {
   if (decision.form === "v1") return signLegacyV1(wallet, decision, options);
-  const [{ x402Client }, { encodePaymentSignatureHeader }] = await (load.core ??= Promise.all([import("@x402/core/client"), import("@x402/core/http")]));
+  const [{ x402Client }, { encodePaymentSignatureHeader }] = await (load.core ??= loadWalletPeer(wallet instanceof SolanaWallet ? "solana" : "evm", () => Promise.all([import("@x402/core/client"), import("@x402/core/http")])));
   const scheme = await schemeFor(wallet, options);
   const { requirement } = decision;
   const client = new x402Client((_version, accepts) => accepts[0]!);
@@ -114,7 +115,7 @@ async function signLegacyV1(wallet: X402Wallet, decision: PaymentDecision, optio
   if (!(wallet instanceof EvmWallet) || !network) {
     throw new PaymentFailedError(`a top-up above the offered amount can only be paid on Base (not ${requirement.network})`);
   }
-  const { ExactEvmSchemeV1 } = await (load.evmV1 ??= import("@x402/evm/v1"));
+  const { ExactEvmSchemeV1 } = await (load.evmV1 ??= loadWalletPeer("evm", () => import("@x402/evm/v1")));
   const scheme = new ExactEvmSchemeV1(await evmSigner(wallet));
   const v1Requirement = {
     scheme: "exact",

@@ -5,6 +5,7 @@
  * the request URL; nonce and `issuedAt` are fresh for every call, because the service accepts each nonce
  * once and wants `issuedAt` at most 5 minutes old: every attempt, retries included, signs anew.
  */
+import { loadWalletPeer } from "./peers.js";
 import { randomBytes } from "node:crypto";
 import type { AuthProvider } from "../http/fetch-stack.js";
 import { serviceClock } from "../http/clock.js";
@@ -73,7 +74,8 @@ export function formatSolanaSiwxMessage(f: SiwxFields): string {
 // a dynamic import is re-resolved on every call under some loaders: keep the module promise
 let siweModule: Promise<typeof import("siwe")> | undefined;
 function loadSiwe(): Promise<typeof import("siwe")> {
-  siweModule ??= import("siwe");
+  siweModule ??= loadWalletPeer("evm", () => import("siwe"));
+  siweModule.catch(() => (siweModule = undefined)); // installed later: try again
   return siweModule;
 }
 

@@ -3,6 +3,7 @@
  * Keys live in private fields only: they are never printed, serialized (toJSON / util.inspect show the address)
  * or put in error messages. Heavy payment modules (@x402/*, @solana/kit) load on first payment, not here.
  */
+import { loadWalletPeer } from "./peers.js";
 import { createPrivateKey, createPublicKey, generateKeyPairSync, sign as nodeSign, type KeyObject } from "node:crypto";
 import { inspect } from "node:util";
 import { Wallet as EthersWallet, getAddress, isHexString, encodeBase58, type Signer, type TypedDataField } from "ethers";
@@ -188,7 +189,7 @@ export class SolanaWallet implements X402Wallet {
 
   /** A `@solana/kit` TransactionSigner for `@x402/svm` (loaded on first use). */
   async kitSigner(): Promise<unknown> {
-    const kit = await import("@solana/kit");
+    const kit = await loadWalletPeer("solana", () => import("@solana/kit"));
     return kit.createKeyPairSignerFromBytes(this.#secretKey);
   }
 

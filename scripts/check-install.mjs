@@ -1,0 +1,100 @@
+#!/usr/bin/env node
+/**
+ * The package as an API-key user gets it: `npm pack` (of the built dist), then `npm install <tarball>
+ * @langchain/core` into an empty project under the OS temp dir (never under this checkout, whose node_modules
+ * would answer an import the package forgot to declare). Checks that none of the optional peers (wallet,
+ * adapter and emulator faces) was installed, that every entry point loads by `import` and by `require`, and
+ * that a chat request with an API key works against the emulator started without its chain, with nothing
+ * else installed. Prints the installed packages and MB. Run after `npm run build`; part of `.ci/run`.
+ *
+ *   node scripts/check-install.mjs [--keep]
+ */
+import { execFileSync } from "node:child_process";
+import { existsSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+
+const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..");
+const pkg = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8"));
+const npm = process.platform === "win32" ? "npm.cmd" : "npm";
+const keep = process.argv.includes("--keep");
+/** what an API-key user may install: today 24 (langchain-service, @langchain/openai + openai, zod, ethers, @langchain/core) */
+const MAX_PACKAGES = 30;
+
+function diskBytes(path) {
+  const st = lstatSync(path);
+  let total = st.blocks * 512;
+  if (st.isDirectory()) for (const name of readdirSync(path)) total += diskBytes(join(path, name));
+  return total;
+}
+
+if (!existsSync(join(ROOT, "dist", "index.js"))) {
+  console.error("check-install: no dist/ (run `npm run build` first)");
+  process.exit(1);
+}
+
+const work = mkdtempSync(join(tmpdir(), "lcs-check-install-"));
+let failed = false;
+try {
+  const [{ filename }] = JSON.parse(execFileSync(npm, ["pack", "--json", "--pack-destination", work], { cwd: ROOT, encoding: "utf8", stdio: ["ignore", "pipe", "inherit"] }));
+  const project = join(work, "user");
+  mkdirSync(project);
+  writeFileSync(join(project, "package.json"), '{"name":"check-install","version":"1.0.0","private":true,"type":"module"}\n');
+  const core = JSON.parse(readFileSync(join(ROOT, "node_modules/@langchain/core/package.json"), "utf8")).version;
+  execFileSync(npm, ["install", "--no-audit", "--no-fund", "--loglevel=error", join(work, filename), `@langchain/core@${core}`], { cwd: project, stdio: "inherit" });
+
+  const lock = JSON.parse(readFileSync(join(project, "node_modules/.package-lock.json"), "utf8"));
+  const installed = Object.keys(lock.packages).filter((k) => k !== "");
+  const mb = diskBytes(join(project, "node_modules")) / 2 ** 20;
+  console.log(`check-install: an API-key user installs ${installed.length} packages, ${mb.toFixed(0)} MB (langchain-service + @langchain/core@${core})`);
+
+  // @langchain/openai alone is 14 packages (with @langchain/core); ethers adds 9. The 150 of the old manifest,
+  // where every wallet and emulator library was a dependency, must not come back.
+  if (installed.length > MAX_PACKAGES) {
+    console.error(`check-install: ${installed.length} packages is over the budget of ${MAX_PACKAGES}`);
+    failed = true;
+  }
+
+  const optional = Object.keys(pkg.peerDependenciesMeta ?? {}).filter((n) => pkg.peerDependenciesMeta[n]?.optional);
+  const present = optional.filter((n) => installed.some((k) => k === `node_modules/${n}` || k.endsWith(`/node_modules/${n}`)));
+  if (present.length) {
+    console.error(`check-install: optional peers were installed for an API-key user: ${present.join(", ")}`);
+    failed = true;
+  }
+
+  // every entry by import and by require, then an API-key chat round trip against the chainless emulator
+  const smoke = `
+    import { createRequire } from "node:module";
+    const require = createRequire(import.meta.url);
+    for (const entry of ["langchain-service", "langchain-service/chat", "langchain-service/emulator"]) {
+      const esm = await import(entry);
+      const cjs = require(entry);
+      if (!Object.keys(esm).length || !Object.keys(cjs).length) throw new Error(entry + " exports nothing");
+    }
+    const { ChatService, costOf } = await import("langchain-service");
+    const { startEmulator } = await import("langchain-service/emulator");
+    const emu = await startEmulator({ apiKeys: [{ key: "k1", usd: 5 }] });
+    try {
+      const msg = await new ChatService({ model: "emu-s", baseUrl: emu.url, apiKey: "k1" }).invoke("hello");
+      if (!msg.text || !costOf(msg)) throw new Error("no answer or no cost: " + JSON.stringify(msg));
+    } finally {
+      await emu.close();
+    }
+    // a wallet user who has not installed the wallet face's optional peers is told what to install
+    const { EvmWallet, createSiwxHeader, ConfigurationError } = await import("langchain-service");
+    const err = await createSiwxHeader(EvmWallet.random(), "http://127.0.0.1:1/api/v1/models").catch((e) => e);
+    if (!(err instanceof ConfigurationError) || !err.message.includes("npm install @x402/core @x402/evm siwe")) {
+      throw new Error("a wallet without its peers should be a ConfigurationError naming the install line, got: " + String(err));
+    }
+    console.log("check-install: import and require of every entry, an API-key chat request against the emulator, and a clear error for a wallet without its peers: ok");
+  `;
+  execFileSync(process.execPath, ["--input-type=module", "-e", smoke], { cwd: project, stdio: "inherit" });
+} catch (err) {
+  console.error(`check-install: ${err instanceof Error ? err.message : String(err)}`);
+  failed = true;
+} finally {
+  if (keep) console.log(`check-install: kept ${work}`);
+  else rmSync(work, { recursive: true, force: true });
+}
+process.exit(failed ? 1 : 0);

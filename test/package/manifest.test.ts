@@ -1,0 +1,161 @@
+/**
+ * Install weight, checked against the source: what package.json declares is exactly what src imports, and
+ * what a user must install is only what is loaded eagerly. A package imported only through `import()` (the
+ * wallet, emulator and adapter faces) is an optional peer, so an API-key chat user does not install it;
+ * `langchain-service/chat` loads nothing but LangChain and zod. (`npm run bench -- package` measures the
+ * installed packages, MB and cold-import time beside `@langchain/openai`.)
+ */
+import { readdirSync, readFileSync } from "node:fs";
+import { builtinModules } from "node:module";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import ts from "typescript";
+import { describe, expect, it } from "vitest";
+
+const ROOT = fileURLToPath(new URL("../../", import.meta.url));
+const pkg = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")) as {
+  dependencies?: Record<string, string>;
+  peerDependencies?: Record<string, string>;
+  peerDependenciesMeta?: Record<string, { optional?: boolean }>;
+  devDependencies?: Record<string, string>;
+};
+const deps = pkg.dependencies ?? {};
+const peers = pkg.peerDependencies ?? {};
+const optionalPeers = new Set(Object.keys(peers).filter((n) => pkg.peerDependenciesMeta?.[n]?.optional));
+const requiredPeers = new Set(Object.keys(peers).filter((n) => !optionalPeers.has(n)));
+
+interface Imports {
+  /** value imports loaded when the module loads: `import x from`, `export … from`, `import "x"` */
+  static: string[];
+  /** `import("x")` */
+  dynamic: string[];
+}
+
+/** A module's imports (type-only ones left out: they do not load anything). */
+function importsOf(file: string): Imports {
+  const source = ts.createSourceFile(file, readFileSync(file, "utf8"), ts.ScriptTarget.Latest, true);
+  const out: Imports = { static: [], dynamic: [] };
+  const visit = (node: ts.Node): void => {
+    if (ts.isImportDeclaration(node) && ts.isStringLiteral(node.moduleSpecifier)) {
+      const clause = node.importClause;
+      const typeOnly =
+        clause?.isTypeOnly ||
+        (clause && !clause.name && clause.namedBindings && ts.isNamedImports(clause.namedBindings) && clause.namedBindings.elements.length > 0 && clause.namedBindings.elements.every((e) => e.isTypeOnly));
+      if (!typeOnly) out.static.push(node.moduleSpecifier.text);
+    } else if (ts.isExportDeclaration(node) && node.moduleSpecifier && ts.isStringLiteral(node.moduleSpecifier)) {
+      const typeOnly = node.isTypeOnly || (node.exportClause && ts.isNamedExports(node.exportClause) && node.exportClause.elements.length > 0 && node.exportClause.elements.every((e) => e.isTypeOnly));
+      if (!typeOnly) out.static.push(node.moduleSpecifier.text);
+    } else if (ts.isCallExpression(node) && node.expression.kind === ts.SyntaxKind.ImportKeyword) {
+      const arg = node.arguments[0];
+      if (arg && ts.isStringLiteralLike(arg)) out.dynamic.push(arg.text);
+    }
+    ts.forEachChild(node, visit);
+  };
+  visit(source);
+  return out;
+}
+
+/** `@scope/name/sub` → `@scope/name`; `name/sub` → `name`; undefined for relative and node builtins. */
+function packageOf(specifier: string): string | undefined {
+  if (specifier.startsWith(".") || specifier.startsWith("node:") || builtinModules.includes(specifier)) return undefined;
+  const parts = specifier.split("/");
+  return specifier.startsWith("@") ? parts.slice(0, 2).join("/") : parts[0];
+}
+
+function sourceFiles(dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
+    e.isDirectory() ? sourceFiles(join(dir, e.name)) : /\.ts$/.test(e.name) && !/\.d\.ts$/.test(e.name) ? [join(dir, e.name)] : [],
+  );
+}
+
+const files = sourceFiles(join(ROOT, "src"));
+const staticPackages = new Set<string>();
+const dynamicPackages = new Set<string>();
+for (const file of files) {
+  const { static: s, dynamic: d } = importsOf(file);
+  for (const spec of s) {
+    const name = packageOf(spec);
+    if (name) staticPackages.add(name);
+  }
+  for (const spec of d) {
+    const name = packageOf(spec);
+    if (name) dynamicPackages.add(name);
+  }
+}
+/** Type-only references count as uses for "nothing declared is unused" (a peer can be there for its types). */
+const referenced = new Set<string>([...staticPackages, ...dynamicPackages]);
+for (const file of files) {
+  for (const m of readFileSync(file, "utf8").matchAll(/(?:from\s+|import\()\s*["']([^"'.][^"']*)["']/g)) {
+    const name = packageOf(m[1]!);
+    if (name) referenced.add(name);
+  }
+}
+
+/** Bare packages reached from `entry` through static value imports only (what loading it loads). */
+function eagerPackages(entry: string): Set<string> {
+  const seen = new Set<string>();
+  const packages = new Set<string>();
+  const walk = (file: string) => {
+    if (seen.has(file)) return;
+    seen.add(file);
+    for (const spec of importsOf(file).static) {
+      if (spec.startsWith(".")) walk(resolve(dirname(file), spec.replace(/\.js$/, ".ts")));
+      else {
+        const name = packageOf(spec);
+        if (name) packages.add(name);
+      }
+    }
+  };
+  walk(join(ROOT, entry));
+  return packages;
+}
+
+describe("package.json declares what src uses, and no more", () => {
+  it("every package src imports is a dependency or a peer", () => {
+    const undeclared = [...referenced].filter((n) => !(n in deps) && !(n in peers));
+    expect(undeclared).toEqual([]);
+  });
+
+  it("every dependency and peer is imported somewhere in src", () => {
+    const unused = [...Object.keys(deps), ...Object.keys(peers)].filter((n) => !referenced.has(n));
+    expect(unused).toEqual([]);
+  });
+
+  it("a package loaded eagerly is installed for everyone (a dependency or a required peer)", () => {
+    const optional = [...staticPackages].filter((n) => !(n in deps) && !requiredPeers.has(n));
+    expect(optional).toEqual([]);
+  });
+
+  it("a package only ever loaded through import() is an optional peer, not installed for everyone", () => {
+    const lazyOnly = [...dynamicPackages].filter((n) => !staticPackages.has(n));
+    expect(lazyOnly.filter((n) => !optionalPeers.has(n))).toEqual([]);
+    expect(Object.keys(deps).filter((n) => !staticPackages.has(n))).toEqual([]);
+  });
+
+  it("optional peers are dev dependencies here, so the suite exercises them", () => {
+    expect([...optionalPeers].filter((n) => !pkg.devDependencies?.[n])).toEqual([]);
+  });
+
+  it("@langchain/openai is a caret range that takes both the Node 20 line (1.5.8) and the Node 22 line (1.6)", () => {
+    const range = deps["@langchain/openai"] ?? peers["@langchain/openai"] ?? "";
+    const m = /^\^1\.(\d+)\.(\d+)$/.exec(range);
+    expect(m, `@langchain/openai range ${range}`).not.toBeNull();
+    const [minor, patch] = [Number(m![1]), Number(m![2])];
+    expect(minor < 5 || (minor === 5 && patch <= 8)).toBe(true);
+  });
+});
+
+describe("what each entry point loads", () => {
+  it("langchain-service/chat loads only LangChain and zod", () => {
+    expect([...eagerPackages("src/chat/index.ts")].sort()).toEqual(["@langchain/core", "@langchain/openai", "zod"]);
+  });
+
+  it("langchain-service loads only dependencies and required peers (ethers for the crypto tools and wallets)", () => {
+    const eager = [...eagerPackages("src/index.ts")];
+    expect(eager.filter((n) => !(n in deps) && !requiredPeers.has(n))).toEqual([]);
+  });
+
+  it("langchain-service/emulator loads no optional peer until a feature asks for it", () => {
+    expect([...eagerPackages("src/emulator/index.ts")].filter((n) => optionalPeers.has(n))).toEqual([]);
+  });
+});

@@ -1,0 +1,74 @@
+/**
+ * The README's TypeScript blocks run as written (`scripts/check-readme.mjs`, in `npm test`, type-checks them).
+ * Each block runs in its own `tsx` process, as a user would paste it into a file, against one embedded emulator
+ * with its local chain: `SERVICE_BASE_URL`, `SERVICE_API_KEY` and `WALLET_PRIVATE_KEY` are the emulator's URL,
+ * a funded key and a funded chain account, the only prelude is the README's own `baseUrl` / `apiKey`
+ * (RUN_PRELUDE), and `langchain-service` imports point at `src/`.
+ */
+import { spawn } from "node:child_process";
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startEmulator, type Emulator } from "../../src/emulator/index.js";
+import { PACKAGE_ENTRIES, RUN_PRELUDE, extractBlocks } from "../../scripts/readme-blocks.mjs";
+
+const ROOT = fileURLToPath(new URL("../../", import.meta.url));
+// inside the checkout, so that the blocks' imports resolve from its node_modules as in a user's project
+const WORK = join(ROOT, "node_modules", ".cache", "readme-run");
+const TSX = join(ROOT, "node_modules", "tsx", "dist", "cli.mjs");
+const blocks = extractBlocks(readFileSync(join(ROOT, "README.md"), "utf8"));
+
+function toRunnable(code: string): string {
+  let out = code;
+  for (const [specifier, file] of Object.entries(PACKAGE_ENTRIES)) {
+    out = out.replaceAll(`from "${specifier}"`, `from ${JSON.stringify(pathToFileURL(join(ROOT, file)).href)}`);
+  }
+  // one line, so the block's own line numbers stay one off in a stack trace
+  return `${RUN_PRELUDE}\n${out}\nexport {};\n`;
+}
+
+function run(file: string, env: Record<string, string>): Promise<{ code: number | null; output: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [TSX, file], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] });
+    let output = "";
+    child.stdout.on("data", (d: Buffer) => (output += d.toString()));
+    child.stderr.on("data", (d: Buffer) => (output += d.toString()));
+    const timer = setTimeout(() => child.kill("SIGKILL"), 90_000);
+    child.on("close", (code) => {
+      clearTimeout(timer);
+      resolve({ code, output });
+    });
+  });
+}
+
+describe("README TypeScript blocks run as written", () => {
+  let emu: Emulator;
+  beforeAll(async () => {
+    emu = await startEmulator({ apiKeys: [{ key: "readme-key", usd: 100 }], chain: true });
+    rmSync(WORK, { recursive: true, force: true });
+    mkdirSync(WORK, { recursive: true });
+  }, 120_000);
+  afterAll(async () => {
+    await emu?.close();
+  });
+
+  it("has blocks to run", () => {
+    expect(blocks.length).toBeGreaterThanOrEqual(5);
+  });
+
+  for (const [i, block] of blocks.entries()) {
+    it(`README.md line ${block.line}`, async () => {
+      const file = join(WORK, `readme-line-${block.line}.mts`);
+      writeFileSync(file, toRunnable(block.code));
+      const { code, output } = await run(file, {
+        SERVICE_BASE_URL: emu.url,
+        SERVICE_API_KEY: "readme-key",
+        // a funded account of the local chain, a different one per block
+        WALLET_PRIVATE_KEY: emu.chain!.accounts[1 + (i % (emu.chain!.accounts.length - 2))]!.privateKey,
+      });
+      expect(output && code !== 0 ? output : "", `block at README.md:${block.line} exited ${code}`).toBe("");
+      expect(code).toBe(0);
+    }, 120_000);
+  }
+});
