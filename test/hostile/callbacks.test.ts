@@ -3,19 +3,11 @@
  * `@langchain/core/callbacks/dispatch` itself: imported from the package's entry, as a user would.
  */
 import { RunnableLambda } from "@langchain/core/runnables";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { ChatService, EvmWallet, PaymentSpendHandler, ServiceClient } from "../../src/index.js";
-import { PAYEE_A, authorizationOf, completed, json, offer, paymentRequired, startHostile, toppedUp, type HostileServer } from "./server.js";
+import { PAYEE_A, authorizationOf, completed, json, offer, paymentRequired, hostileServers, toppedUp, type HostileServer } from "./server.js";
 
-const servers: HostileServer[] = [];
-afterEach(async () => {
-  await Promise.all(servers.splice(0).map((s) => s.close()));
-});
-async function hostile(...args: Parameters<typeof startHostile>) {
-  const s = await startHostile(...args);
-  servers.push(s);
-  return s;
-}
+const hostile = hostileServers();
 const isTopUp = (url: string) => url.split("?")[0]!.endsWith("/x402/top-up");
 const quick = { topUp: { topUpTimeoutMs: 400, maxResends: 1, resendDelayMs: 10 }, retry: false as const, pacing: false as const };
 

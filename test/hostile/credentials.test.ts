@@ -2,7 +2,7 @@
  * Credentials against a hostile service: its redirects never carry a key, a sign-in or a payment to another
  * host (point 5), and an API key has one abuse budget however its clients spell their options (point 8).
  */
-import { afterEach, describe, expect, it, vi } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { ChatService } from "../../src/chat/chat-model.js";
 import { AbuseBlockError, BadRequestError, PaymentFailedError, RedirectError } from "../../src/http/errors.js";
 import { createServiceFetch } from "../../src/http/fetch-stack.js";
@@ -15,21 +15,13 @@ import {
   json,
   offer,
   paymentRequired,
-  startHostile,
+  hostileServers,
   toppedUp,
   type HostileServer,
   type RecordedRequest,
 } from "./server.js";
 
-const servers: HostileServer[] = [];
-afterEach(async () => {
-  await Promise.all(servers.splice(0).map((s) => s.close()));
-});
-async function hostile(...args: Parameters<typeof startHostile>) {
-  const s = await startHostile(...args);
-  servers.push(s);
-  return s;
-}
+const hostile = hostileServers();
 
 const CODES = [301, 302, 303, 307, 308] as const;
 const quick = { topUp: { topUpTimeoutMs: 400, maxResends: 1, resendDelayMs: 10 }, retry: false as const, pacing: false as const };

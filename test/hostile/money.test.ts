@@ -6,7 +6,7 @@
 import "@langchain/core/callbacks/dispatch"; // async context present before any run, as in an app using LangGraph
 import { RunnableLambda } from "@langchain/core/runnables";
 import { Wallet as EthersWallet } from "ethers";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { ChatService } from "../../src/chat/chat-model.js";
 import { ServiceClient } from "../../src/http/client.js";
 import { PaymentFailedError, PaymentPolicyError, PaymentRequiredError } from "../../src/http/errors.js";
@@ -20,20 +20,12 @@ import {
   json,
   offer,
   paymentRequired,
-  startHostile,
+  hostileServers,
   toppedUp,
   type HostileServer,
 } from "./server.js";
 
-const servers: HostileServer[] = [];
-afterEach(async () => {
-  await Promise.all(servers.splice(0).map((s) => s.close()));
-});
-async function hostile(...args: Parameters<typeof startHostile>) {
-  const s = await startHostile(...args);
-  servers.push(s);
-  return s;
-}
+const hostile = hostileServers();
 
 const isTopUp = (url: string) => url.split("?")[0]!.endsWith("/x402/top-up");
 const signedTopUps = (s: HostileServer) => s.to("/x402/top-up").filter((r) => authorizationOf(r));

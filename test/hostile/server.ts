@@ -6,6 +6,7 @@
  * Two servers on two ports are two origins: `startHostile()` twice gives a service and a foreign host.
  */
 import type { ServerResponse } from "node:http";
+import { afterEach } from "vitest";
 import { startFixtureServer, json, type FixtureServer, type RecordedRequest, type Script } from "../chat/fixture-server.js";
 import { USDC_BASE } from "../../src/x402/policy.js";
 
@@ -30,6 +31,19 @@ export async function startHostile(script: Script = (_req, res) => json(res, {})
     to: (suffix: string) => s.requests.filter((r) => r.url.split("?")[0]!.endsWith(suffix)),
     credentialed: () => s.requests.filter((r) => CREDENTIAL_HEADERS.some((h) => r.headers[h] !== undefined)),
   }) as HostileServer;
+}
+
+/** A starter of hostile servers for one test file: each is closed after the test that started it. */
+export function hostileServers(): (script?: Script) => Promise<HostileServer> {
+  const servers: HostileServer[] = [];
+  afterEach(async () => {
+    await Promise.all(servers.splice(0).map((s) => s.close()));
+  });
+  return async (script) => {
+    const s = await startHostile(script);
+    servers.push(s);
+    return s;
+  };
 }
 
 export const PAYEE_A = "0x1111111111111111111111111111111111111111";
