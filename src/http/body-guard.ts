@@ -14,12 +14,12 @@
  */
 import { ConfigurationError, ResponseTooLargeError, TimeoutError, ValidationError, abortErrorOf } from "./errors.js";
 import type { FetchLike } from "./fetch-stack.js";
+import { checkMs } from "./options.js";
 
 /** 64 MiB: far above any chat completion; large crypto RPC answers (logs, full blocks) still fit */
 export const DEFAULT_MAX_RESPONSE_BYTES = 64 * 1024 * 1024;
 /** 32 MiB: a stream event is one chunk of an answer, normally well under a kilobyte */
 export const DEFAULT_MAX_EVENT_BYTES = 32 * 1024 * 1024;
-const MAX_TIMER_MS = 2 ** 31 - 1;
 
 /** The stack's effective limits (`ServiceFetch.limits`). */
 export interface BodyLimits {
@@ -40,10 +40,7 @@ function shown(value: unknown): string {
 }
 
 function checkTimer(value: unknown, name: string, Err: ErrorClass): void {
-  if (value === undefined) return;
-  if (typeof value !== "number" || !(value > 0) || !(value <= MAX_TIMER_MS)) {
-    throw new Err(`${name} must be a positive number of ms, at most ${MAX_TIMER_MS} (got ${shown(value)})`);
-  }
+  if (value !== undefined) checkMs(value, name, true, Err);
 }
 
 function checkBytes(value: unknown, name: string, Err: ErrorClass): void {
