@@ -67,7 +67,7 @@ try {
   const smoke = `
     import { createRequire } from "node:module";
     const require = createRequire(import.meta.url);
-    for (const entry of ["langchain-service", "langchain-service/chat", "langchain-service/emulator"]) {
+    for (const entry of ["langchain-service", "langchain-service/chat", "langchain-service/emulator", "langchain-service/redis"]) {
       const esm = await import(entry);
       const cjs = require(entry);
       if (!Object.keys(esm).length || !Object.keys(cjs).length) throw new Error(entry + " exports nothing");
@@ -87,7 +87,13 @@ try {
     if (!(err instanceof ConfigurationError) || !err.message.includes("npm install @x402/core @x402/evm siwe")) {
       throw new Error("a wallet without its peers should be a ConfigurationError naming the install line, got: " + String(err));
     }
-    console.log("check-install: import and require of every entry, an API-key chat request against the emulator, and a clear error for a wallet without its peers: ok");
+    // a fleet store without its client (ioredis, an optional peer) says what to install
+    const { RedisStore } = await import("langchain-service/redis");
+    const storeErr = await new RedisStore({ url: "redis://127.0.0.1:1" }).spentUsd("wallet:x", 1, 1).catch((e) => e);
+    if (!(storeErr instanceof ConfigurationError) || !storeErr.message.includes("npm install ioredis")) {
+      throw new Error("a RedisStore without ioredis should be a ConfigurationError naming the install line, got: " + String(storeErr));
+    }
+    console.log("check-install: import and require of every entry, an API-key chat request against the emulator, and a clear error for a wallet or a RedisStore without its peers: ok");
   `;
   execFileSync(process.execPath, ["--input-type=module", "-e", smoke], { cwd: project, stdio: "inherit" });
 } catch (err) {

@@ -37,4 +37,5 @@ export const PACKAGE_ENTRIES = {
   "langchain-service": "src/index.ts",
   "langchain-service/chat": "src/chat/index.ts",
   "langchain-service/emulator": "src/emulator/index.ts",
+  "langchain-service/redis": "src/redis/index.ts",
 };

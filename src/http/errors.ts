@@ -224,6 +224,23 @@ export class PaymentPolicyError extends ServiceError {
 export class PaymentFailedError extends ServiceError {
   override name = "PaymentFailedError";
 }
+/**
+ * The shared payment store (budgets and payee pins, e.g. a `RedisStore`) could not be used: unreachable, no
+ * answer in time, a Redis error, or a budget reservation whose lease ran out before the payment was committed.
+ * Payments fail closed: nothing was signed, or what was signed was never sent. Retry once the store is back.
+ */
+export class StoreUnavailableError extends ServiceError {
+  override name = "StoreUnavailableError";
+  /** the store method that failed: `reserveSpend`, `commitSpend`, … */
+  readonly operation: string;
+  constructor(message: string, init: ServiceErrorInit & { operation: string }) {
+    super(message, init);
+    this.operation = init.operation;
+  }
+  override toJSON(): Record<string, unknown> {
+    return { ...super.toJSON(), operation: this.operation };
+  }
+}
 
 /** The caller's abort as a typed error: a deadline (`AbortSignal.timeout`) is a TimeoutError, else an AbortError. */
 export function abortErrorOf(reason: unknown): ServiceError {

@@ -3,6 +3,7 @@
  * thread it is atomic.
  */
 import type { PaymentStore, SpendOutcome, SpendRequest } from "./types.js";
+import { capDetail, dryRunDetail, payeeDetail, round6 } from "./details.js";
 
 interface ScopeState {
   records: { id: string; at: number; usd: number }[];
@@ -10,8 +11,6 @@ interface ScopeState {
   /** the longest period any caller asked about: older records can go */
   keepMs: number;
 }
-
-const round6 = (n: number) => Math.round(n * 1e6) / 1e6;
 
 export class MemoryStore implements PaymentStore {
   readonly #scopes = new Map<string, ScopeState>();
@@ -42,27 +41,22 @@ export class MemoryStore implements PaymentStore {
   reserveSpendNow({ scopes, candidates, now, dryRun }: SpendRequest): SpendOutcome {
     const states = scopes.map((sc) => this.#scope(sc.key, sc.periodMs));
     let index = -1;
-    let payeeDetail = "";
+    let detail = "";
     for (let i = 0; i < candidates.length && index < 0; i++) {
       const c = candidates[i]!;
       const clash = scopes.findIndex((sc, j) => sc.pin && states[j]!.pins.has(c.network) && states[j]!.pins.get(c.network) !== c.payTo);
       if (clash < 0) index = i;
-      else payeeDetail ||= `payee ${c.payTo} differs from ${states[clash]!.pins.get(c.network)}, the payee ${scopes[clash]!.key.split(":")[0]} paid before on ${c.network}; list it in allowedPayees if the service really changed it`;
+      else detail ||= payeeDetail(c, states[clash]!.pins.get(c.network)!, scopes[clash]!);
     }
-    if (index < 0) return { ok: false, rule: "payee", detail: payeeDetail };
+    if (index < 0) return { ok: false, rule: "payee", detail };
     const c = candidates[index]!;
     for (let j = 0; j < scopes.length; j++) {
       const spent = this.#spent(states[j]!, scopes[j]!.periodMs, now);
       if (spent + c.amountUsd > scopes[j]!.capUsd + 1e-9) {
-        return {
-          ok: false,
-          rule: "maxPerPeriod",
-          index,
-          detail: `$${c.amountUsd} would bring top-ups to $${round6(spent + c.amountUsd)} within the period, over the $${scopes[j]!.capUsd} cap (${scopes[j]!.key.split(":")[0]})`,
-        };
+        return { ok: false, rule: "maxPerPeriod", index, detail: capDetail(c, spent, scopes[j]!) };
       }
     }
-    if (dryRun) return { ok: false, rule: "dryRun", index, detail: `would pay $${c.amountUsd} on ${c.network} to ${c.payTo}` };
+    if (dryRun) return { ok: false, rule: "dryRun", index, detail: dryRunDetail(c) };
     const id = `r${this.#next++}`;
     const pins: [string, string, string][] = [];
     scopes.forEach((sc, j) => {

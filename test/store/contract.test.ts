@@ -1,0 +1,312 @@
+/**
+ * The store contract, run against `MemoryStore` and against `RedisStore` on a real redis-server: the same
+ * requests give the same outcomes and the same words. Then what only Redis has: TTLs on every key, leases,
+ * prefixes, clients, closing, and secrets kept out of errors.
+ */
+import { Redis } from "ioredis";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ConfigurationError, StoreUnavailableError } from "../../src/http/errors.js";
+import { MemoryStore } from "../../src/store/memory.js";
+import { RedisStore } from "../../src/store/redis.js";
+import type { PaymentStore, SpendCandidate, SpendScope } from "../../src/store/types.js";
+import { freePort, keysUnder, redisAvailable, startRedis, type TestRedis } from "./redis-server.js";
+
+const N = "eip155:8453";
+const N2 = "solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp";
+const A = "0x1111111111111111111111111111111111111111";
+const B = "0x2222222222222222222222222222222222222222";
+const C = "8qUL23aSj7mDWdoLMXGHFvnVCT9wd7jXcysiekroADEL";
+const DAY = 24 * 60 * 60_000;
+
+const scope = (key: string, capUsd: number, periodMs = DAY, pin = true): SpendScope => ({ key, capUsd, periodMs, pin });
+const cand = (payTo: string, amountUsd = 5, network = N): SpendCandidate => ({ network, payTo, amountUsd });
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+let redis: TestRedis | undefined;
+const stores: RedisStore[] = [];
+beforeAll(async () => {
+  if (redisAvailable) redis = await startRedis();
+});
+afterAll(async () => {
+  await Promise.all(stores.splice(0).map((s) => s.close()));
+  await redis?.stop();
+});
+function redisStore(settings: ConstructorParameters<typeof RedisStore>[0] | Record<string, never> = {}): RedisStore {
+  const store = new RedisStore({ url: redis!.url, prefix: redis!.prefix(), ...settings });
+  stores.push(store);
+  return store;
+}
+
+const kinds: [string, () => PaymentStore, boolean][] = [
+  ["MemoryStore", () => new MemoryStore(), true],
+  ["RedisStore", () => redisStore(), redisAvailable],
+];
+
+describe.each(kinds)("the store contract: %s", (_name, make, available) => {
+  it.runIf(available)("caps every scope of a reservation; the first scope over its cap refuses, named", async () => {
+    const store = make();
+    const scopes = [scope("wallet:eip155:0xa1", 10), scope("policy:1", 20)];
+    const req = { scopes, candidates: [cand(A)], now: 1_000 };
+    expect(await store.reserveSpend(req)).toMatchObject({ ok: true, index: 0 });
+    expect(await store.reserveSpend(req)).toMatchObject({ ok: true, index: 0 });
+    expect(await store.reserveSpend(req)).toEqual({
+      ok: false,
+      rule: "maxPerPeriod",
+      index: 0,
+      detail: "$5 would bring top-ups to $15 within the period, over the $10 cap (wallet)",
+    });
+    expect(await store.spentUsd("wallet:eip155:0xa1", DAY, 1_000)).toBe(10);
+    expect(await store.spentUsd("policy:1", DAY, 1_000)).toBe(10);
+    // the policy's own cap binds when the wallet's does not
+    const other = [scope("wallet:eip155:0xa2", 100), scope("policy:1", 20)];
+    expect(await store.reserveSpend({ scopes: other, candidates: [cand(A)], now: 1_000 })).toMatchObject({ ok: true });
+    expect(await store.reserveSpend({ scopes: other, candidates: [cand(A, 6)], now: 1_000 })).toMatchObject({
+      ok: false,
+      rule: "maxPerPeriod",
+      detail: "$6 would bring top-ups to $21 within the period, over the $20 cap (policy)",
+    });
+  });
+
+  it.runIf(available)("the period rolls: a spend counts for periodMs after its `now`, then no longer", async () => {
+    const store = make();
+    const scopes = [scope("wallet:eip155:0xb1", 10, 100)];
+    const at = (now: number, usd = 5) => store.reserveSpend({ scopes, candidates: [cand(A, usd)], now });
+    expect(await at(1_000)).toMatchObject({ ok: true });
+    expect(await at(1_050)).toMatchObject({ ok: true });
+    expect(await at(1_099)).toMatchObject({ ok: false, rule: "maxPerPeriod" });
+    expect(await store.spentUsd(scopes[0]!.key, 100, 1_099)).toBe(10);
+    // at 1100 the spend of 1000 is exactly one period old: it no longer counts
+    expect(await store.spentUsd(scopes[0]!.key, 100, 1_100)).toBe(5);
+    expect(await at(1_100)).toMatchObject({ ok: true });
+    expect(await at(1_149)).toMatchObject({ ok: false, rule: "maxPerPeriod" });
+    expect(await store.spentUsd(scopes[0]!.key, 100, 1_300)).toBe(0);
+    expect(await at(1_300, 10)).toMatchObject({ ok: true });
+  });
+
+  it.runIf(available)("fractions add up exactly to the cap (no float drift past it)", async () => {
+    const store = make();
+    const scopes = [scope("wallet:eip155:0xc1", 1)];
+    const results = [];
+    for (let i = 0; i < 11; i++) results.push(await store.reserveSpend({ scopes, candidates: [cand(A, 0.1)], now: 5_000 }));
+    expect(results.filter((r) => r.ok)).toHaveLength(10);
+    expect(results[10]).toMatchObject({ ok: false, rule: "maxPerPeriod", detail: "$0.1 would bring top-ups to $1.1 within the period, over the $1 cap (wallet)" });
+    expect(await store.spentUsd(scopes[0]!.key, DAY, 5_000)).toBe(1);
+  });
+
+  it.runIf(available)("pins the first payee per network; later candidates are taken in order of preference", async () => {
+    const store = make();
+    const w = "wallet:eip155:0xd1";
+    const scopes = [scope(w, 100), scope("policy:d", 100, DAY, false)];
+    expect(await store.reserveSpend({ scopes, candidates: [cand(A)], now: 1 })).toMatchObject({ ok: true, index: 0 });
+    expect(await store.pins(w)).toEqual({ [N]: A });
+    expect(await store.pins("policy:d")).toEqual({}); // a scope that does not pin never pins
+    // B is preferred but pinned out; A, second choice, is taken
+    expect(await store.reserveSpend({ scopes, candidates: [cand(B), cand(A)], now: 2 })).toMatchObject({ ok: true, index: 1 });
+    expect(await store.reserveSpend({ scopes, candidates: [cand(B)], now: 3 })).toEqual({
+      ok: false,
+      rule: "payee",
+      detail: `payee ${B} differs from ${A}, the payee wallet paid before on ${N}; list it in allowedPayees if the service really changed it`,
+    });
+    // another network has its own pin
+    expect(await store.reserveSpend({ scopes, candidates: [cand(B), cand(C, 5, N2)], now: 4 })).toMatchObject({ ok: true, index: 1 });
+    expect(await store.pins(w)).toEqual({ [N]: A, [N2]: C });
+    // a pinning scope refuses, whatever the others say
+    expect(await store.reserveSpend({ scopes: [scope("wallet:eip155:0xd2", 100), scope(w, 100)], candidates: [cand(B)], now: 5 })).toMatchObject({
+      ok: false,
+      rule: "payee",
+    });
+    expect(await store.spentUsd(w, DAY, 5)).toBe(15);
+  });
+
+  it.runIf(available)("release undoes the spend and the pins it set, and only those", async () => {
+    const store = make();
+    const w = "wallet:eip155:0xe1";
+    const scopes = [scope(w, 10)];
+    const first = await store.reserveSpend({ scopes, candidates: [cand(A)], now: 10 });
+    if (!first.ok) throw new Error("expected a reservation");
+    expect(await store.pins(w)).toEqual({ [N]: A });
+    await store.releaseSpend(first.reservation);
+    expect(await store.pins(w)).toEqual({}); // nothing was signed: nothing to trust yet
+    expect(await store.spentUsd(w, DAY, 10)).toBe(0);
+    // B can now be the first payee; a second reservation to B does not own the pin, so its release keeps it
+    const second = await store.reserveSpend({ scopes, candidates: [cand(B)], now: 11 });
+    const third = await store.reserveSpend({ scopes, candidates: [cand(B)], now: 12 });
+    if (!second.ok || !third.ok) throw new Error("expected reservations");
+    await store.commitSpend(second.reservation);
+    await store.releaseSpend(third.reservation);
+    expect(await store.pins(w)).toEqual({ [N]: B });
+    expect(await store.spentUsd(w, DAY, 12)).toBe(5);
+    // the budget it gave back can be spent again
+    expect(await store.reserveSpend({ scopes, candidates: [cand(B)], now: 13 })).toMatchObject({ ok: true });
+    await store.releaseSpend("no-such-reservation"); // unknown: nothing happens
+    expect(await store.spentUsd(w, DAY, 13)).toBe(10);
+  });
+
+  it.runIf(available)("a committed reservation stays spent: releasing it afterwards changes nothing", async () => {
+    const store = make();
+    const w = "wallet:eip155:0xf1";
+    const r = await store.reserveSpend({ scopes: [scope(w, 10)], candidates: [cand(A)], now: 10 });
+    if (!r.ok) throw new Error("expected a reservation");
+    await store.commitSpend(r.reservation);
+    await store.releaseSpend(r.reservation);
+    expect(await store.spentUsd(w, DAY, 10)).toBe(5);
+    expect(await store.pins(w)).toEqual({ [N]: A });
+  });
+
+  it.runIf(available)("a dry run checks pins and budgets and reserves nothing", async () => {
+    const store = make();
+    const w = "wallet:eip155:0xa9";
+    const scopes = [scope(w, 10)];
+    expect(await store.reserveSpend({ scopes, candidates: [cand(A)], now: 1, dryRun: true })).toEqual({
+      ok: false,
+      rule: "dryRun",
+      index: 0,
+      detail: `would pay $5 on ${N} to ${A}`,
+    });
+    expect(await store.spentUsd(w, DAY, 1)).toBe(0);
+    expect(await store.pins(w)).toEqual({});
+    expect(await store.reserveSpend({ scopes, candidates: [cand(A, 11)], now: 1, dryRun: true })).toMatchObject({ rule: "maxPerPeriod" });
+    await store.reserveSpend({ scopes, candidates: [cand(A)], now: 1 });
+    expect(await store.reserveSpend({ scopes, candidates: [cand(B)], now: 1, dryRun: true })).toMatchObject({ rule: "payee" });
+  });
+
+  it.runIf(available)("100 concurrent reservations against a $50 cap: exactly 10 of $5", async () => {
+    const store = make();
+    const scopes = [scope("wallet:eip155:0xab", 50)];
+    const all = await Promise.all(Array.from({ length: 100 }, () => store.reserveSpend({ scopes, candidates: [cand(A)], now: 7 })));
+    expect(all.filter((r) => r.ok)).toHaveLength(10);
+    expect(await store.spentUsd(scopes[0]!.key, DAY, 7)).toBe(50);
+  });
+});
+
+describe.skipIf(!redisAvailable)("RedisStore on a real redis-server", () => {
+  it("every key it writes has a TTL, at least as long as what it must remember", async () => {
+    const prefix = redis!.prefix();
+    const store = new RedisStore({ url: redis!.url, prefix, pinTtlMs: 3 * DAY });
+    stores.push(store);
+    const now = Date.now();
+    const scopes = [scope("wallet:eip155:0x71", 10, 2 * DAY), scope("policy:t", 10, DAY, false)];
+    const committed = await store.reserveSpend({ scopes, candidates: [cand(A)], now });
+    if (!committed.ok) throw new Error("expected a reservation");
+    await store.commitSpend(committed.reservation);
+    await store.reserveSpend({ scopes, candidates: [cand(A)], now }); // left uncommitted
+    await store.reserveSpend({ scopes, candidates: [cand(A, 1)], now, dryRun: true });
+    await store.reserveSpend({ scopes: [scope("wallet:eip155:0x72", 1)], candidates: [cand(A, 5)], now }); // refused
+    await store.pins("wallet:eip155:0x71");
+    await store.spentUsd("wallet:eip155:0x71", DAY, now);
+
+    const keys = await keysUnder(redis!.admin, prefix);
+    const names = keys.map((k) => k.slice(prefix.length).replace(/^res:.*/, "res:<id>"));
+    expect(names).toEqual(
+      expect.arrayContaining(["leases", "res:<id>", "scope:wallet:eip155:0x71", "spend:wallet:eip155:0x71", "scope:policy:t", "spend:policy:t", "scope:wallet:eip155:0x72"]),
+    );
+    const ttls = Object.fromEntries(await Promise.all(keys.map(async (k) => [k.slice(prefix.length), await redis!.admin.pttl(k)] as const)));
+    for (const [key, ttl] of Object.entries(ttls)) expect(ttl, key).toBeGreaterThan(0);
+    // records for the longest period, plus the lease; pins for pinTtlMs
+    expect(ttls["spend:wallet:eip155:0x71"]).toBeGreaterThan(2 * DAY);
+    expect(ttls["scope:wallet:eip155:0x71"]).toBeGreaterThan(3 * DAY - 60_000);
+    // a scope that holds no pin is kept only as long as its records
+    expect(ttls["scope:policy:t"]).toBeLessThanOrEqual(DAY + store.leaseMs);
+    // nothing outside the prefix
+    expect(await redis!.admin.exists("leases")).toBe(0);
+  });
+
+  it("a reservation neither committed nor released is undone when its lease runs out, and cannot be committed", async () => {
+    const store = redisStore({ leaseMs: 600 });
+    const w = "wallet:eip155:0x81";
+    const scopes = [scope(w, 10)];
+    const held = await store.reserveSpend({ scopes, candidates: [cand(A)], now: 1 });
+    const kept = await store.reserveSpend({ scopes, candidates: [cand(A)], now: 1 });
+    if (!held.ok || !kept.ok) throw new Error("expected reservations");
+    await store.commitSpend(kept.reservation);
+    expect(await store.spentUsd(w, DAY, 1)).toBe(10);
+    await sleep(800);
+    expect(await store.spentUsd(w, DAY, 1)).toBe(5); // the committed one stays
+    const err = await store.commitSpend(held.reservation).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(StoreUnavailableError);
+    expect((err as StoreUnavailableError).operation).toBe("commitSpend");
+    expect((err as Error).message).toMatch(/lease ran out .* not sent/);
+  });
+
+  it("a lease that ran out undoes the pin its reservation set", async () => {
+    const store = redisStore({ leaseMs: 500 });
+    const w = "wallet:eip155:0x82";
+    await store.reserveSpend({ scopes: [scope(w, 10)], candidates: [cand(A)], now: 1 });
+    expect(await store.pins(w)).toEqual({ [N]: A });
+    await sleep(700);
+    expect(await store.pins(w)).toEqual({});
+    // commitSpend checks the deadline itself, even before any other script has undone the reservation
+    const r = await store.reserveSpend({ scopes: [scope(w, 10)], candidates: [cand(B)], now: 2 });
+    if (!r.ok) throw new Error("expected a reservation");
+    await sleep(700);
+    await expect(store.commitSpend(r.reservation)).rejects.toBeInstanceOf(StoreUnavailableError);
+    expect(await store.pins(w)).toEqual({});
+    expect(await store.spentUsd(w, DAY, 2)).toBe(0);
+  });
+
+  it("two prefixes are two fleets: budgets and pins apart", async () => {
+    const one = redisStore();
+    const two = redisStore();
+    const scopes = [scope("wallet:eip155:0x91", 5)];
+    expect(await one.reserveSpend({ scopes, candidates: [cand(A)], now: 1 })).toMatchObject({ ok: true });
+    expect(await two.reserveSpend({ scopes, candidates: [cand(B)], now: 1 })).toMatchObject({ ok: true });
+    expect(await one.pins(scopes[0]!.key)).toEqual({ [N]: A });
+    expect(await two.pins(scopes[0]!.key)).toEqual({ [N]: B });
+  });
+
+  it("fromClient uses your client (its keyPrefix too) and close() leaves it open", async () => {
+    const client = new Redis(redis!.url, { keyPrefix: "kp:" });
+    try {
+      const prefix = redis!.prefix();
+      const store = RedisStore.fromClient(client, { prefix });
+      const r = await store.reserveSpend({ scopes: [scope("wallet:eip155:0xa1", 5)], candidates: [cand(A)], now: 1 });
+      expect(r).toMatchObject({ ok: true });
+      const keys = await keysUnder(redis!.admin, `kp:${prefix}`);
+      expect(keys.map((k) => k.slice(`kp:${prefix}`.length)).sort()).toEqual(["leases", expect.stringMatching(/^res:/), "scope:wallet:eip155:0xa1", "spend:wallet:eip155:0xa1"]);
+      expect(await keysUnder(redis!.admin, prefix)).toEqual([]);
+      await store.close();
+      expect(await client.ping()).toBe("PONG");
+      await expect(store.spentUsd("x", 1, 1)).rejects.toBeInstanceOf(StoreUnavailableError);
+    } finally {
+      client.disconnect();
+    }
+  });
+
+  it("close() closes the client it created", async () => {
+    const name = `lcs-close-${Date.now()}`;
+    const store = new RedisStore({ url: redis!.url, prefix: redis!.prefix(), redis: { connectionName: name } });
+    await store.spentUsd("wallet:eip155:0x1", DAY, 1);
+    expect(await redis!.admin.client("LIST")).toContain(`name=${name}`);
+    await store.close();
+    let open = true;
+    for (let i = 0; i < 50 && open; i++) {
+      open = String(await redis!.admin.client("LIST")).includes(`name=${name}`);
+      if (open) await sleep(20);
+    }
+    expect(open).toBe(false);
+  });
+
+  it("a password in the URL never appears in an error or in JSON", async () => {
+    const port = await freePort(); // nothing listens there
+    const down = new RedisStore({ url: `redis://fleet-user:s3cret-pw@127.0.0.1:${port}`, timeoutMs: 2000 });
+    const wrong = new RedisStore({ url: `redis://fleet-user:s3cret-pw@${redis!.url.slice("redis://".length)}`, timeoutMs: 2000 });
+    try {
+      for (const store of [down, wrong]) {
+        const err = await store.reserveSpend({ scopes: [scope("wallet:eip155:0x1", 5)], candidates: [cand(A)], now: 1 }).catch((e: unknown) => e);
+        expect(err).toBeInstanceOf(StoreUnavailableError);
+        const text = `${String(err)} ${(err as Error).stack} ${JSON.stringify(err)} ${JSON.stringify(store)}`;
+        expect(text).not.toContain("s3cret");
+        expect((err as StoreUnavailableError).operation).toBe("reserveSpend");
+      }
+    } finally {
+      await down.close();
+      await wrong.close();
+    }
+  });
+
+  it("refuses bad options before connecting", () => {
+    expect(() => new RedisStore({ url: "http://127.0.0.1:6379" })).toThrow(ConfigurationError);
+    expect(() => new RedisStore({ url: "redis://127.0.0.1:6379", leaseMs: 0 })).toThrow(ConfigurationError);
+    expect(() => RedisStore.fromClient({} as never)).toThrow(ConfigurationError);
+  });
+});
