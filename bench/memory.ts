@@ -9,28 +9,13 @@
  */
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
-import { setFlagsFromString } from "node:v8";
-import { runInNewContext } from "node:vm";
 import { startEmulator } from "../src/emulator/index.js";
 import { ChatService } from "../src/chat/index.js";
 import { ServiceClient } from "../src/http/client.js";
+import { gc, heapUsed, settledHeap } from "./heap.js";
 import { median, type BenchRow } from "./types.js";
 
 const TOKENS = 100_000;
-
-const gc: (() => void) | undefined = (() => {
-  try {
-    setFlagsFromString("--expose-gc");
-    return runInNewContext("gc") as () => void;
-  } catch {
-    return undefined;
-  }
-})();
-
-function heapUsed(): number {
-  gc?.();
-  return process.memoryUsage().heapUsed;
-}
 
 /** Streams once; returns ms, characters, and the heap growth from the 50% mark to the highest later sample. */
 async function run(model: ChatService, keep: boolean): Promise<{ ms: number; chars: number; growth: number }> {
@@ -58,15 +43,6 @@ async function run(model: ChatService, keep: boolean): Promise<{ ms: number; cha
 
 const KEYS = 10_000;
 const pause = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
-
-/** Full GCs with turns between them, so finalizers run and what they free is collected too. */
-async function settledHeap(): Promise<number> {
-  for (let i = 0; i < 4; i++) {
-    gc?.();
-    await pause(5);
-  }
-  return heapUsed();
-}
 
 /**
  * Heap kept per 10k API keys once their clients are dropped: 10k clients (every tenth a ChatService) on

@@ -62,7 +62,7 @@ async function anchorPaidRequest(emu: Emulator, index: number): Promise<{ ms: nu
   const t = performance.now();
   const first = await f(`${emu.url}/chat/completions`, init);
   await first.arrayBuffer();
-  await controller.topUp(f, `${emu.url}/x402/top-up`, {});
+  await controller.topUp(f, `${emu.url}/x402/top-up`);
   const res = await f(`${emu.url}/chat/completions`, init);
   await res.arrayBuffer();
   return { ms: performance.now() - t, trips: c.count() };

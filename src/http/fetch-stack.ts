@@ -276,8 +276,8 @@ function transportLayer(
       const resign = signs ? async (hopUrl: string) => auth.headers(hopUrl, init) : undefined;
       const send = async (h: Headers | undefined) => {
         const response = h ? await sendFollowingSafely(base, url, { ...sendInit, headers: h }, origin, resign) : await base(input, sendInit);
-        // the service's Date corrects the clock sign-ins use
-        if (sameOrigin(response.url || url, origin)) serviceClock.observe(origin, response.headers.get("date"));
+        // the service's Date corrects the clock sign-ins use (only they need it: an API key skips the parse)
+        if (auth?.clockSensitive && sameOrigin(response.url || url, origin)) serviceClock.observe(origin, response.headers.get("date"));
         return response;
       };
       const response = await send(headers);

@@ -84,10 +84,9 @@ export interface TopUpResult {
   resends: number;
 }
 
-/** Where a 402 says the money should go. */
+/** What a 402 offers. */
 export interface PaymentSource {
   accepts?: unknown[];
-  suggestedUsd?: number;
   resource?: { url: string; description?: string; mimeType?: string };
   extensions?: Record<string, unknown>;
 }
@@ -200,8 +199,7 @@ export function paymentSourceOf(body: unknown, headers: Headers): PaymentSource 
   const accepts = nonEmpty(b.accepts) ?? nonEmpty(fromHeader?.accepts);
   const resource = (b.resource ?? fromHeader?.resource) as PaymentSource["resource"];
   const extensions = (fromHeader?.extensions ?? b.extensions) as Record<string, unknown> | undefined;
-  const suggested = typeof b.suggestedTopUpUsd === "number" ? b.suggestedTopUpUsd : undefined;
-  return { accepts, suggestedUsd: suggested, resource, extensions };
+  return { accepts, resource, extensions };
 }
 
 /** Makes a request re-sendable: a Request or stream body is read once into memory. */
@@ -304,7 +302,7 @@ export class X402PaymentController {
    * One top-up at a time per wallet: joins the one in flight, else starts one. `amountUsd` overrides the
    * policy's amount (an explicit top-up); the policy's caps still apply.
    */
-  topUp(send: FetchLike, topUpUrl: string, source: PaymentSource = {}, amountUsd?: number, listener?: PaymentEventListener): Promise<TopUpResult> {
+  topUp(send: FetchLike, topUpUrl: string, amountUsd?: number, listener?: PaymentEventListener): Promise<TopUpResult> {
     const s = this.#state;
     if (s.inFlight) {
       // an automatic top-up that finds an explicit one in flight takes its credit when it lands; when the
@@ -312,13 +310,13 @@ export class X402PaymentController {
       if (amountUsd === undefined && s.inFlightExplicit) {
         const joined = s.inFlight;
         return joined.catch((err: unknown) => {
-          if (err instanceof PaymentPolicyError && err.rule !== "dryRun") return this.topUp(send, topUpUrl, source, undefined, listener);
+          if (err instanceof PaymentPolicyError && err.rule !== "dryRun") return this.topUp(send, topUpUrl, undefined, listener);
           throw err;
         });
       }
       return s.inFlight;
     }
-    const run = this.#topUp(send, topUpUrl, source, amountUsd, listener).finally(() => {
+    const run = this.#topUp(send, topUpUrl, amountUsd, listener).finally(() => {
       if (s.inFlight === run) {
         s.inFlight = undefined;
         s.inFlightExplicit = false;
@@ -334,7 +332,7 @@ export class X402PaymentController {
     if (!(Number.isFinite(amountUsd) && amountUsd > 0)) throw new ConfigurationError("topUp: amountUsd must be a positive number");
     if (!this.#onServiceOrigin(topUpUrl)) throw new ConfigurationError("topUp: the top-up URL is not on the service's origin");
     while (this.#state.inFlight) await this.#state.inFlight.catch(() => undefined);
-    return this.topUp(send, topUpUrl, {}, amountUsd, listener);
+    return this.topUp(send, topUpUrl, amountUsd, listener);
   }
 
   async #fetchRequirements(send: FetchLike, topUpUrl: string): Promise<PaymentSource> {
@@ -356,7 +354,7 @@ export class X402PaymentController {
     return source;
   }
 
-  async #topUp(send: FetchLike, topUpUrl: string, source: PaymentSource, amountUsd: number | undefined, listener: PaymentEventListener | undefined): Promise<TopUpResult> {
+  async #topUp(send: FetchLike, topUpUrl: string, amountUsd: number | undefined, listener: PaymentEventListener | undefined): Promise<TopUpResult> {
     const s = this.#state;
     // An earlier signed payment whose outcome is unknown goes first, unchanged. Once it can no longer settle
     // (its validBefore passed), a payment that ever left the process is looked up before anything new is signed.
@@ -376,7 +374,7 @@ export class X402PaymentController {
     }
     if (!s.pending) {
       // the top-up endpoint's own requirements, never the inference 402's (a hint at most)
-      source = await this.#fetchRequirements(send, topUpUrl);
+      const source = await this.#fetchRequirements(send, topUpUrl);
       if (amountUsd !== undefined) await this.#checkExplicitAmount(amountUsd, listener);
       let authorization: Awaited<ReturnType<PaymentPolicy["authorize"]>>;
       try {
@@ -627,7 +625,8 @@ export class X402PaymentController {
     // a top-up completed while this request was out: retry without paying
     if (s.epoch === epochAtSend) {
       try {
-        await this.topUp(next, topUpUrl, paymentSourceOf(body, first.headers), undefined, replayInit.service?.onPaymentEvent);
+        // the 402's own requirements are not read: the top-up endpoint's are what gets signed
+        await this.topUp(next, topUpUrl, undefined, replayInit.service?.onPaymentEvent);
       } catch (err) {
         // the held requests fail the same way instead of each drawing a 402
         release?.(err instanceof Error ? err : new PaymentFailedError(String(err)));

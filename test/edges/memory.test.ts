@@ -11,9 +11,8 @@
  */
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import { setFlagsFromString } from "node:v8";
-import { runInNewContext } from "node:vm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { gc, settledHeap } from "../../bench/heap.js";
 import { ChatService } from "../../src/chat/index.js";
 import { AbuseBlockError, PaymentFailedError } from "../../src/http/errors.js";
 import { ServiceClient } from "../../src/http/client.js";
@@ -23,30 +22,8 @@ import { EvmWallet, USDC_BASE, X402PaymentController } from "../../src/x402/inde
 const MB = 1024 * 1024;
 const TENANTS = 20_000;
 
-const gc: (() => void) | undefined = (() => {
-  try {
-    setFlagsFromString("--expose-gc");
-    return runInNewContext("gc") as () => void;
-  } catch {
-    return undefined;
-  }
-})();
-
 const turn = (ms = 0) => new Promise<void>((r) => setTimeout(r, ms));
 
-/** Full GCs with turns between them: finalizers run, then what they freed is collected too. */
-async function fullGc(): Promise<void> {
-  for (let i = 0; i < 4; i++) {
-    gc?.();
-    await turn(5);
-  }
-  gc?.();
-}
-
-async function heapUsed(): Promise<number> {
-  await fullGc();
-  return process.memoryUsage().heapUsed;
-}
 
 // ---- a tiny loopback service: answers by key, counts requests for the keys the sharing tests watch ----
 
@@ -167,11 +144,11 @@ describe("20,000 tenants", () => {
   it("leave the heap within a few MB of where it was once their clients are dropped", { timeout: 240_000 }, async () => {
     await tenants("warm", 1_000); // JIT, lazily loaded modules, the connection pool
     await turn(3_500); // the warm-up keys' windows reset (within 2 s) and the 1 s sweep lets them go
-    const before = await heapUsed();
+    const before = await settledHeap();
 
     await tenants("tenant", TENANTS);
     await turn(3_500); // as above: nothing any of them learned still matters
-    const after = await heapUsed();
+    const after = await settledHeap();
 
     const grown = after - before;
     console.log(`heap before ${(before / MB).toFixed(1)} MB, after ${TENANTS} tenants ${(after / MB).toFixed(1)} MB: +${(grown / MB).toFixed(2)} MB`);
@@ -184,7 +161,7 @@ describe("sharing between live clients", () => {
   it("two live ChatServices on one key share one pacing limiter, across a full GC", async () => {
     const a = new ChatService({ model: "m", apiKey: "full-live", baseUrl: svc.url });
     expect((await a.invoke("hi")).content).toBe("ok"); // the answer says: no requests left for 30 s
-    await fullGc();
+    await settledHeap();
     const b = new ChatService({ model: "m", apiKey: "full-live", baseUrl: svc.url, retry: false });
     // held by the window a's request learned, not sent: aborted after 300 ms
     await expect(b.invoke("hi", { signal: AbortSignal.timeout(300) })).rejects.toThrow();
@@ -200,7 +177,7 @@ describe("sharing between live clients", () => {
     const opts = { model: "m", apiKey: "fail-live", baseUrl: svc.url, abuseGuard: { maxFailures: 2 }, retry: false as const };
     const a = new ChatService(opts);
     for (let i = 0; i < 2; i++) await expect(a.invoke("hi")).rejects.toThrow();
-    await fullGc();
+    await settledHeap();
     const b = new ChatService(opts);
     const err = await b.invoke("hi").catch((e: unknown) => e);
     expect(err).toBeInstanceOf(AbuseBlockError);
@@ -216,12 +193,12 @@ describe("sharing between live clients", () => {
       return m.invoke("hi", held ? { signal: AbortSignal.timeout(300) } : {});
     };
     expect((await once("full-per-request")).content).toBe("ok");
-    await fullGc(); // the first client is gone; its key's window still matters for 30 s
+    await settledHeap(); // the first client is gone; its key's window still matters for 30 s
     await expect(once("full-per-request", {}, true)).rejects.toThrow();
     expect(svc.counts.get("full-per-request")).toBe(1);
 
     for (let i = 0; i < 2; i++) await expect(once("fail-per-request", { abuseGuard: { maxFailures: 2 } })).rejects.toThrow();
-    await fullGc(); // failures the service still counts are not forgotten with the clients
+    await settledHeap(); // failures the service still counts are not forgotten with the clients
     await expect(once("fail-per-request", { abuseGuard: { maxFailures: 2 } })).rejects.toBeInstanceOf(AbuseBlockError);
     expect(svc.counts.get("fail-per-request")).toBe(2);
   });
@@ -236,7 +213,7 @@ describe("wallet states", () => {
     const shared = async () => {
       const c1 = new X402PaymentController({ wallet: new EvmWallet(KEY_A) });
       c1.observe(new Response(null, { headers: { "X-Balance-Remaining": "12.5" } }));
-      await fullGc();
+      await settledHeap();
       const c2 = new X402PaymentController({ wallet: new EvmWallet(KEY_A) });
       const seen = c2.lastBalanceUsd;
       c2.observe(new Response(null, { headers: { "X-Balance-Remaining": "7" } }));
@@ -245,7 +222,7 @@ describe("wallet states", () => {
     expect(await shared()).toEqual([12.5, 7]);
     if (gc) {
       // every controller dropped and nothing pending: the next one starts afresh (the state was let go)
-      await fullGc();
+      await settledHeap();
       expect(new X402PaymentController({ wallet: new EvmWallet(KEY_A) }).lastBalanceUsd).toBeUndefined();
     }
   });
@@ -261,7 +238,7 @@ describe("wallet states", () => {
       return [failed, c.hasPendingPayment];
     };
     expect(await first()).toEqual([true, true]); // its answer was lost and the transactions could not be read
-    await fullGc();
+    await settledHeap();
     const later = new X402PaymentController({ wallet: new EvmWallet(KEY_B), ...options });
     expect(later.hasPendingPayment).toBe(true);
     const result = await later.topUp(send, topUpUrl);
@@ -284,7 +261,7 @@ describe("the bounded maps", () => {
       return v.n;
     })();
     (() => r.keep(r.get("d", () => ({ n: ++made })), Date.now() + 2_000))(); // matters for 2 s
-    await fullGc();
+    await settledHeap();
     expect(r.get("a", () => ({ n: ++made }))).toBe(owner.v); // shared while owned
     expect(r.peek("c")?.n).toBe(kept);
     if (gc) {
@@ -293,11 +270,11 @@ describe("the bounded maps", () => {
       // the hold ends; the sweep (at most once a second) lets it go: bounded wait
       for (let i = 0; i < 60 && r.peek("d"); i++) {
         await turn(100);
-        await fullGc();
+        await settledHeap();
       }
       expect(r.peek("d")).toBeUndefined();
       r.keep(r.peek("c")!, 0); // released (a payment settled)
-      await fullGc();
+      await settledHeap();
       expect(r.peek("c")).toBeUndefined();
       expect(r.size.keys).toBe(1);
     }

@@ -8,9 +8,8 @@
  * vitest starts its workers without it); otherwise raw `heapUsed` samples, with the bound loose enough for the
  * young generation's churn.
  */
-import { setFlagsFromString } from "node:v8";
-import { runInNewContext } from "node:vm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { gc, heapUsed } from "../../bench/heap.js";
 import { startEmulator, type Emulator } from "../../src/emulator/index.js";
 import { countTokens } from "../../src/emulator/models/tokenizer.js";
 import { ChatService } from "../../src/chat/index.js";
@@ -18,21 +17,6 @@ import { ChatService } from "../../src/chat/index.js";
 const KEY = "memory-key";
 const MB = 1024 * 1024;
 let emu: Emulator;
-
-/** A full GC, if V8 lets us have one. */
-const gc: (() => void) | undefined = (() => {
-  try {
-    setFlagsFromString("--expose-gc");
-    return runInNewContext("gc") as () => void;
-  } catch {
-    return undefined;
-  }
-})();
-
-function heapUsed(): number {
-  gc?.();
-  return process.memoryUsage().heapUsed;
-}
 
 beforeAll(async () => {
   // a big account, and token limits out of the way: 100k tokens is a fifth of the XS tier's minute

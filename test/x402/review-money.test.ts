@@ -69,7 +69,7 @@ describe("explicit top-ups", () => {
     const { send, signed } = endpoint(PINNED, () => ok(5));
     const controller = new X402PaymentController({ wallet: EvmWallet.random(), policy });
     const explicit = controller.explicitTopUp(send, TOP_UP, 50); // over the cap: refused
-    const automatic = controller.topUp(send, TOP_UP, { accepts: [offer(PINNED)] }); // a 402 meanwhile
+    const automatic = controller.topUp(send, TOP_UP); // a 402 meanwhile
     await expect(explicit).rejects.toMatchObject({ rule: "maxPerTopUp" });
     expect((await automatic).amountUsd).toBe(5);
     expect(signed).toHaveLength(1);
@@ -83,9 +83,9 @@ describe("at most once across top-ups", () => {
       n === 1 ? reset : new Response(JSON.stringify({ error: "PAYMENT_ALREADY_USED", message: "nonce used" }), { status: 400 }),
     );
     const controller = new X402PaymentController({ wallet: EvmWallet.random(), policy: { allowedPayees: [PINNED] }, maxResends: 0, resendDelayMs: 0 });
-    await expect(controller.topUp(send, TOP_UP, { accepts: [offer(PINNED)] })).rejects.toBeInstanceOf(PaymentFailedError);
+    await expect(controller.topUp(send, TOP_UP)).rejects.toBeInstanceOf(PaymentFailedError);
     expect(controller.hasPendingPayment).toBe(true);
-    const result = await controller.topUp(send, TOP_UP, { accepts: [offer(PINNED)] });
+    const result = await controller.topUp(send, TOP_UP);
     expect(result.amountUsd).toBe(5);
     expect(controller.hasPendingPayment).toBe(false);
     expect(new Set(signed.map((s) => s.header)).size).toBe(1); // one signature, sent twice

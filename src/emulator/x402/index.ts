@@ -14,6 +14,7 @@
  *   after the money moved), topUpFailures: answer the first N top-ups 503 after settling.
  */
 import { createHash, randomUUID } from "node:crypto";
+import { isDeepStrictEqual } from "node:util";
 import { getAddress } from "ethers";
 import { SIWX_LEGACY_HEADER, SIWX_HEADER } from "../../x402/siwx.js";
 import { SOLANA_MAINNET } from "../../x402/wallets.js";
@@ -93,13 +94,6 @@ function normalizeNetwork(network: unknown): string | undefined {
 
 function base64Json(value: unknown): string {
   return Buffer.from(JSON.stringify(value), "utf8").toString("base64");
-}
-
-/** JSON with object keys sorted: two requirements are equal when this is. */
-function canonicalJson(value: unknown): string {
-  return JSON.stringify(value, (_k, v: unknown) =>
-    v && typeof v === "object" && !Array.isArray(v) ? Object.fromEntries(Object.entries(v as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) : v,
-  );
 }
 
 function sleep(ms: number): Promise<void> {
@@ -192,7 +186,7 @@ export async function createX402Hooks(ctx: EmulatorContext): Promise<X402Hooks &
     if (v2Shape) {
       // the x402 reference rule: `accepted` is one of the offered requirements, exactly (amount, payee, validity...)
       if (!accepted || typeof accepted !== "object") paymentError(400, "X402_INVALID_PAYMENT", "`accepted` is not a payment requirement");
-      if (!accepts().some((offer) => canonicalJson(offer) === canonicalJson(accepted))) {
+      if (!accepts().some((offer) => isDeepStrictEqual(offer, accepted))) {
         paymentError(400, "PAYMENT_VERIFICATION_FAILED", "Payment verification failed: `accepted` does not match any offered payment requirement", {
           reason: "accepted_requirement_mismatch",
         });
