@@ -2,8 +2,16 @@
  * The per-process store (the default). Each method runs start to end without an `await`, so on Node's single
  * thread it is atomic.
  */
-import type { PaymentStore, SpendOutcome, SpendRequest } from "./types.js";
+import type { LeaseOutcome, PaymentStore, PendingPaymentRecord, SpendOutcome, SpendRequest, TopUpEnd, TopUpState } from "./types.js";
 import { capDetail, dryRunDetail, payeeDetail, round6 } from "./details.js";
+
+interface WalletTopUps {
+  epoch: number;
+  /** the last token handed out (tokens only grow) */
+  fence: number;
+  lease?: { token: number; until: number };
+  pending?: PendingPaymentRecord;
+}
 
 interface ScopeState {
   records: { id: string; at: number; usd: number }[];
@@ -12,10 +20,15 @@ interface ScopeState {
   keepMs: number;
 }
 
+/** a pending payment is kept this long past its expiry (clock skew), then forgotten */
+export const PENDING_GRACE_MS = 10 * 60_000;
+
 export class MemoryStore implements PaymentStore {
   readonly #scopes = new Map<string, ScopeState>();
   readonly #reservations = new Map<string, { scopes: string[]; pins: [scope: string, network: string, payTo: string][] }>();
   #next = 1;
+  /** only wallets that ever took a lease are here: as many as paid from this process */
+  readonly #topUps = new Map<string, WalletTopUps>();
 
   #scope(key: string, periodMs = 0): ScopeState {
     let s = this.#scopes.get(key);
@@ -96,6 +109,50 @@ export class MemoryStore implements PaymentStore {
 
   async pins(scope: string): Promise<Record<string, string>> {
     return Object.fromEntries(this.#scopes.get(scope)?.pins ?? []);
+  }
+
+  // ---- top-up single flight (in one process the payment layer's own single flight comes first) ----
+
+  #topUpState(w: WalletTopUps | undefined, now = Date.now()): TopUpState {
+    if (w?.pending && w.pending.expiresAt + PENDING_GRACE_MS <= now) w.pending = undefined;
+    return { epoch: w?.epoch ?? 0, leased: w?.lease !== undefined && w.lease.until > now, ...(w?.pending ? { pending: w.pending } : {}) };
+  }
+
+  async acquireTopUpLease(wallet: string, ttlMs: number): Promise<LeaseOutcome> {
+    let w = this.#topUps.get(wallet);
+    if (!w) this.#topUps.set(wallet, (w = { epoch: 0, fence: 0 }));
+    const now = Date.now();
+    const state = this.#topUpState(w, now);
+    if (state.leased) return state;
+    w.lease = { token: ++w.fence, until: now + ttlMs };
+    return { ...state, leased: true, token: w.lease.token };
+  }
+
+  async renewTopUpLease(wallet: string, token: number, ttlMs: number): Promise<boolean> {
+    const lease = this.#topUps.get(wallet)?.lease;
+    if (lease?.token !== token || lease.until <= Date.now()) return false;
+    lease.until = Date.now() + ttlMs;
+    return true;
+  }
+
+  async putPendingPayment(wallet: string, token: number, record: PendingPaymentRecord): Promise<boolean> {
+    const w = this.#topUps.get(wallet);
+    if (!w?.lease || w.lease.token !== token || w.lease.until <= Date.now()) return false;
+    w.pending = record;
+    return true;
+  }
+
+  async endTopUp(wallet: string, token: number, end: TopUpEnd): Promise<TopUpState> {
+    const w = this.#topUps.get(wallet);
+    if (!w) return this.#topUpState(undefined);
+    if (end.clearPending !== undefined && w.pending?.id === end.clearPending) w.pending = undefined;
+    if (end.settled) w.epoch++;
+    if (w.lease?.token === token) w.lease = undefined;
+    return this.#topUpState(w);
+  }
+
+  async topUpState(wallet: string): Promise<TopUpState> {
+    return this.#topUpState(this.#topUps.get(wallet));
   }
 }
 

@@ -29,7 +29,7 @@ import { randomUUID } from "node:crypto";
 import type { Cluster, Redis, RedisOptions } from "ioredis";
 import { ConfigurationError, StoreUnavailableError } from "../http/errors.js";
 import { capDetail, dryRunDetail, payeeDetail, round6 } from "./details.js";
-import type { PaymentStore, SpendOutcome, SpendRequest } from "./types.js";
+import type { LeaseOutcome, PaymentStore, PendingPaymentRecord, SpendOutcome, SpendRequest, TopUpEnd, TopUpState } from "./types.js";
 
 /** An ioredis client (standalone, Sentinel) or cluster. */
 export type RedisClient = Redis | Cluster;
@@ -205,6 +205,72 @@ reap()
 return redis.call('HGETALL', scopeKey(ARGV[1]))
 `;
 
+// ---- top-up single flight: one hash per wallet, `topup:<wallet>` ------------------------------------------
+//   epoch        completed top-ups
+//   fence        the last lease token handed out (only grows)
+//   lease        the holder's token, `leaseUntil` its deadline on Redis's clock (an expired lease is free)
+//   pending      a signed payment whose outcome is unknown (JSON), `pendingId`, `pendingUntil` (its expiry, ms)
+// TTL: a week from the last write, and never less than a pending payment's expiry plus PENDING_GRACE_MS.
+const TOPUP = `${PRELUDE}
+local GRACE, KEEP = 600000, 604800000
+local function topUpKey(w) return P .. 'topup:' .. w end
+local function state(k, now)
+  local h = redis.call('HMGET', k, 'epoch', 'lease', 'leaseUntil', 'pending', 'pendingUntil')
+  local s = { epoch = tonumber(h[1] or '0'), leased = (h[2] ~= false and tonumber(h[3]) > now) }
+  if h[4] and tonumber(h[5]) + GRACE > now then s.pending = h[4] end
+  return s
+end
+local function holds(k, token, now)
+  return redis.call('HGET', k, 'lease') == token and tonumber(redis.call('HGET', k, 'leaseUntil') or '0') > now
+end
+`;
+
+/** ARGV: wallet, ttlMs. The state as JSON, with `token` when the lease was taken. */
+const ACQUIRE_LEASE = `${TOPUP}
+local k, now = topUpKey(ARGV[1]), nowMs()
+local s = state(k, now)
+if s.leased then return cjson.encode(s) end
+local token = redis.call('HINCRBY', k, 'fence', 1)
+redis.call('HSET', k, 'lease', token, 'leaseUntil', int(now + tonumber(ARGV[2])))
+keepFor(k, KEEP)
+s.token = token
+s.leased = true
+return cjson.encode(s)
+`;
+
+/** ARGV: wallet, token, ttlMs. 1 when renewed. */
+const RENEW_LEASE = `${TOPUP}
+local k, now = topUpKey(ARGV[1]), nowMs()
+if not holds(k, ARGV[2], now) then return 0 end
+redis.call('HSET', k, 'leaseUntil', int(now + tonumber(ARGV[3])))
+keepFor(k, KEEP)
+return 1
+`;
+
+/** ARGV: wallet, token, record id, record JSON, expiresAt. 1 when written under the lease. */
+const PUT_PENDING = `${TOPUP}
+local k, now = topUpKey(ARGV[1]), nowMs()
+if not holds(k, ARGV[2], now) then return 0 end
+redis.call('HSET', k, 'pending', ARGV[4], 'pendingId', ARGV[3], 'pendingUntil', ARGV[5])
+keepFor(k, math.max(KEEP, tonumber(ARGV[5]) - now + GRACE))
+return 1
+`;
+
+/** ARGV: wallet, token, pending id to clear ('' for none), '1' when settled. The state after, as JSON. */
+const END_TOPUP = `${TOPUP}
+local k, now = topUpKey(ARGV[1]), nowMs()
+if ARGV[3] ~= '' and redis.call('HGET', k, 'pendingId') == ARGV[3] then redis.call('HDEL', k, 'pending', 'pendingId', 'pendingUntil') end
+if ARGV[4] == '1' then redis.call('HINCRBY', k, 'epoch', 1) end
+if redis.call('HGET', k, 'lease') == ARGV[2] then redis.call('HDEL', k, 'lease', 'leaseUntil') end
+if redis.call('EXISTS', k) == 1 then keepFor(k, KEEP) end
+return cjson.encode(state(k, now))
+`;
+
+/** ARGV: wallet. The state as JSON. */
+const TOPUP_STATE = `${TOPUP}
+return cjson.encode(state(topUpKey(ARGV[1]), nowMs()))
+`;
+
 /** The scripts as ioredis commands (EVALSHA, falling back to EVAL when the server does not know the script). */
 const COMMANDS = {
   lcsReserveSpend: RESERVE,
@@ -212,6 +278,11 @@ const COMMANDS = {
   lcsCommitSpend: COMMIT,
   lcsSpentUsd: SPENT,
   lcsPins: PINS,
+  lcsAcquireTopUpLease: ACQUIRE_LEASE,
+  lcsRenewTopUpLease: RENEW_LEASE,
+  lcsPutPendingPayment: PUT_PENDING,
+  lcsEndTopUp: END_TOPUP,
+  lcsTopUpState: TOPUP_STATE,
 } as const;
 type Scripted = { [K in keyof typeof COMMANDS]: (leasesKey: string, ...args: (string | number)[]) => Promise<unknown> };
 
@@ -411,6 +482,39 @@ export class RedisStore implements PaymentStore {
     const out: Record<string, string> = {};
     for (let i = 0; i + 1 < flat.length; i += 2) if (flat[i]!.startsWith("pin:")) out[flat[i]!.slice(4)] = flat[i + 1]!;
     return out;
+  }
+
+  // ---- top-up single flight (leases and pending payments on Redis's clock; see the TOPUP script) ----
+
+  static #topUpState(raw: unknown): LeaseOutcome {
+    const r = JSON.parse(String(raw)) as { epoch: number; leased: boolean; pending?: string; token?: number };
+    const state: TopUpState = { epoch: r.epoch, leased: r.leased === true };
+    if (typeof r.pending === "string") state.pending = JSON.parse(r.pending) as PendingPaymentRecord;
+    return r.token === undefined ? state : { ...state, token: r.token };
+  }
+
+  async acquireTopUpLease(wallet: string, ttlMs: number): Promise<LeaseOutcome> {
+    return RedisStore.#topUpState(await this.#run("acquireTopUpLease", (c) => c.lcsAcquireTopUpLease(this.#leasesKey, wallet, Math.ceil(ttlMs))));
+  }
+
+  async renewTopUpLease(wallet: string, token: number, ttlMs: number): Promise<boolean> {
+    return Number(await this.#run("renewTopUpLease", (c) => c.lcsRenewTopUpLease(this.#leasesKey, wallet, token, Math.ceil(ttlMs)))) === 1;
+  }
+
+  async putPendingPayment(wallet: string, token: number, record: PendingPaymentRecord): Promise<boolean> {
+    const json = JSON.stringify(record);
+    return Number(await this.#run("putPendingPayment", (c) => c.lcsPutPendingPayment(this.#leasesKey, wallet, token, record.id, json, Math.ceil(record.expiresAt)))) === 1;
+  }
+
+  async endTopUp(wallet: string, token: number, end: TopUpEnd): Promise<TopUpState> {
+    const { token: _t, ...state } = RedisStore.#topUpState(
+      await this.#run("endTopUp", (c) => c.lcsEndTopUp(this.#leasesKey, wallet, token, end.clearPending ?? "", end.settled ? "1" : "0")),
+    );
+    return state;
+  }
+
+  async topUpState(wallet: string): Promise<TopUpState> {
+    return RedisStore.#topUpState(await this.#run("topUpState", (c) => c.lcsTopUpState(this.#leasesKey, wallet)));
   }
 
   /** Closes the client this store created (one given to `fromClient` stays open: it is yours). */

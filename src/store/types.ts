@@ -41,7 +41,7 @@ export type SpendOutcome =
   | { ok: true; index: number; reservation: string }
   | { ok: false; rule: "payee" | "maxPerPeriod" | "dryRun"; detail: string; index?: number };
 
-export interface PaymentStore {
+export interface PaymentStore extends TopUpCoordinator {
   /** Atomically: pins -> budgets -> record the spend in every scope and set missing pins. */
   reserveSpend(request: SpendRequest): Promise<SpendOutcome>;
   /** Undoes a reservation whose payment was never signed: its spend records, and the pins it set. */
@@ -52,4 +52,60 @@ export interface PaymentStore {
   spentUsd(scope: string, periodMs: number, now: number): Promise<number>;
   /** network -> pinned payee of a scope */
   pins(scope: string): Promise<Record<string, string>>;
+}
+
+// ---- top-up single flight --------------------------------------------------------------------------------
+
+/**
+ * A signed payment whose outcome is not known yet. It is kept in the store (not only in the process that signed
+ * it) so that no process of the fleet signs another payment from the wallet before this one's outcome is known:
+ * the next lease holder re-sends these bytes (idempotent by their nonce) or reconciles them.
+ */
+export interface PendingPaymentRecord {
+  /** unique per signed payment */
+  id: string;
+  /** ms since epoch after which it can no longer settle */
+  expiresAt: number;
+  /** what the payment layer needs to re-send or reconcile it (opaque to the store) */
+  data: string;
+}
+
+export interface TopUpState {
+  /** completed top-ups of the wallet (any process); changes when one completes */
+  epoch: number;
+  /** a process holds the wallet's top-up lease */
+  leased: boolean;
+  pending?: PendingPaymentRecord;
+}
+
+export type LeaseOutcome =
+  /** the lease is this caller's: `token` fences every later write */
+  | ({ token: number } & TopUpState)
+  /** another holder has it */
+  | ({ token?: undefined } & TopUpState);
+
+/** How a top-up under a lease ended. */
+export interface TopUpEnd {
+  /** it completed (credit was added): the epoch moves on and waiting processes retry without paying */
+  settled: boolean;
+  /** the pending payment whose outcome is now known (cleared when it is still the stored one) */
+  clearPending?: string;
+}
+
+/**
+ * Single flight of top-ups across processes: one lease per wallet, with an expiry (a process killed while
+ * paying blocks the fleet for at most `ttlMs`) and a fencing token (a holder whose lease lapsed can no longer
+ * write). A store without it coordinates nothing beyond the process.
+ */
+export interface TopUpCoordinator {
+  /** Takes the wallet's lease when free or expired (a new, larger token); else reports who is there. */
+  acquireTopUpLease(wallet: string, ttlMs: number): Promise<LeaseOutcome>;
+  /** Extends the lease while it is still `token`'s; false when it was lost. */
+  renewTopUpLease(wallet: string, token: number, ttlMs: number): Promise<boolean>;
+  /** Records a signed payment under the lease; false (nothing written) when the lease is no longer `token`'s. */
+  putPendingPayment(wallet: string, token: number, record: PendingPaymentRecord): Promise<boolean>;
+  /** Ends a top-up: clears the named pending payment, moves the epoch on if settled, releases the lease if `token`'s. */
+  endTopUp(wallet: string, token: number, end: TopUpEnd): Promise<TopUpState>;
+  /** The wallet's epoch, lease and pending payment, as they are now. */
+  topUpState(wallet: string): Promise<TopUpState>;
 }

@@ -179,6 +179,62 @@ describe.each(kinds)("the store contract: %s", (_name, make, available) => {
   });
 });
 
+describe.each(kinds)("the top-up lease: %s", (_name, make, available) => {
+  const W = "wallet:eip155:0xabc";
+  const record = (id: string, expiresAt = Date.now() + 60_000) => ({ id, expiresAt, data: JSON.stringify({ id }) });
+
+  it.runIf(available)("one holder at a time; a lapsed lease goes to the next with a larger token", async () => {
+    const store = make();
+    const first = await store.acquireTopUpLease(W, 300);
+    expect(first).toMatchObject({ epoch: 0, leased: true });
+    expect(first.token).toBeGreaterThan(0);
+    // held: the next caller gets no token, and sees it held
+    expect(await store.acquireTopUpLease(W, 300)).toEqual({ epoch: 0, leased: true });
+    expect(await store.renewTopUpLease(W, first.token!, 300)).toBe(true);
+    await sleep(400);
+    // lapsed (its holder died): free for the next, fenced by a new token
+    expect(await store.topUpState(W)).toEqual({ epoch: 0, leased: false });
+    const second = await store.acquireTopUpLease(W, 300);
+    expect(second.token).toBeGreaterThan(first.token!);
+    // the lapsed holder can neither renew nor write, nor release the new holder's lease
+    expect(await store.renewTopUpLease(W, first.token!, 300)).toBe(false);
+    expect(await store.putPendingPayment(W, first.token!, record("p-old"))).toBe(false);
+    expect(await store.endTopUp(W, first.token!, { settled: false })).toEqual({ epoch: 0, leased: true });
+    expect((await store.topUpState(W)).pending).toBeUndefined();
+  });
+
+  it.runIf(available)("a pending payment outlives its holder's lease, until its outcome is known", async () => {
+    const store = make();
+    const a = await store.acquireTopUpLease(W, 200);
+    const p = record("p1");
+    expect(await store.putPendingPayment(W, a.token!, p)).toBe(true);
+    await sleep(300); // the holder died while paying
+    const b = await store.acquireTopUpLease(W, 5_000);
+    expect(b).toMatchObject({ leased: true, epoch: 0, pending: p });
+    // the next holder settles it: cleared, the epoch moves on, the lease is free
+    expect(await store.endTopUp(W, b.token!, { settled: true, clearPending: "p1" })).toEqual({ epoch: 1, leased: false });
+    expect(await store.topUpState(W)).toEqual({ epoch: 1, leased: false });
+  });
+
+  it.runIf(available)("ending clears only the named pending payment; an unknown outcome keeps it", async () => {
+    const store = make();
+    const a = await store.acquireTopUpLease(W, 5_000);
+    await store.putPendingPayment(W, a.token!, record("p2"));
+    // unknown outcome: the lease goes, the payment stays for the next holder to re-send
+    expect(await store.endTopUp(W, a.token!, { settled: false })).toMatchObject({ leased: false, pending: { id: "p2" } });
+    const b = await store.acquireTopUpLease(W, 5_000);
+    expect(await store.endTopUp(W, b.token!, { settled: false, clearPending: "other" })).toMatchObject({ pending: { id: "p2" } });
+    const c = await store.acquireTopUpLease(W, 5_000);
+    expect(await store.endTopUp(W, c.token!, { settled: false, clearPending: "p2" })).toEqual({ epoch: 0, leased: false });
+  });
+
+  it.runIf(available)("20 concurrent acquirers: exactly one token", async () => {
+    const store = make();
+    const all = await Promise.all(Array.from({ length: 20 }, () => store.acquireTopUpLease("wallet:eip155:0xrace", 5_000)));
+    expect(all.filter((o) => o.token !== undefined)).toHaveLength(1);
+  });
+});
+
 describe.skipIf(!redisAvailable)("RedisStore on a real redis-server", () => {
   it("every key it writes has a TTL, at least as long as what it must remember", async () => {
     const prefix = redis!.prefix();
@@ -194,17 +250,21 @@ describe.skipIf(!redisAvailable)("RedisStore on a real redis-server", () => {
     await store.reserveSpend({ scopes: [scope("wallet:eip155:0x72", 1)], candidates: [cand(A, 5)], now }); // refused
     await store.pins("wallet:eip155:0x71");
     await store.spentUsd("wallet:eip155:0x71", DAY, now);
+    const lease = await store.acquireTopUpLease("wallet:eip155:0x71", 1_000);
+    await store.putPendingPayment("wallet:eip155:0x71", lease.token!, { id: "p", expiresAt: Date.now() + 30 * DAY, data: "{}" });
 
     const keys = await keysUnder(redis!.admin, prefix);
     const names = keys.map((k) => k.slice(prefix.length).replace(/^res:.*/, "res:<id>"));
     expect(names).toEqual(
-      expect.arrayContaining(["leases", "res:<id>", "scope:wallet:eip155:0x71", "spend:wallet:eip155:0x71", "scope:policy:t", "spend:policy:t", "scope:wallet:eip155:0x72"]),
+      expect.arrayContaining(["leases", "res:<id>", "scope:wallet:eip155:0x71", "spend:wallet:eip155:0x71", "scope:policy:t", "spend:policy:t", "scope:wallet:eip155:0x72", "topup:wallet:eip155:0x71"]),
     );
     const ttls = Object.fromEntries(await Promise.all(keys.map(async (k) => [k.slice(prefix.length), await redis!.admin.pttl(k)] as const)));
     for (const [key, ttl] of Object.entries(ttls)) expect(ttl, key).toBeGreaterThan(0);
     // records for the longest period, plus the lease; pins for pinTtlMs
     expect(ttls["spend:wallet:eip155:0x71"]).toBeGreaterThan(2 * DAY);
     expect(ttls["scope:wallet:eip155:0x71"]).toBeGreaterThan(3 * DAY - 60_000);
+    // a pending payment is remembered past its expiry
+    expect(ttls["topup:wallet:eip155:0x71"]).toBeGreaterThan(30 * DAY);
     // a scope that holds no pin is kept only as long as its records
     expect(ttls["scope:policy:t"]).toBeLessThanOrEqual(DAY + store.leaseMs);
     // nothing outside the prefix
