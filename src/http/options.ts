@@ -84,7 +84,7 @@ export function validateStackOptions(options: {
   checkGroup(
     options.topUp,
     "topUp",
-    { topUpTimeoutMs: (v, p) => checkMs(v, p, true), maxResends: (v, p) => checkCount(v, p), resendDelayMs: delay },
+    { topUpTimeoutMs: (v, p) => checkMs(v, p, true), maxResends: (v, p) => checkCount(v, p), resendDelayMs: delay, topUpLeaseMs: (v, p) => checkMs(v, p, true) },
     false,
   );
   const headers = options.defaultHeaders;

@@ -12,7 +12,11 @@
  *   legacy v1 form (see PaymentPolicy);
  * - the policy decides and reserves budget before anything is signed;
  * - single flight per wallet: while one top-up runs, every other 402 waits for it and retries; a request that
- *   was sent before a top-up completed and comes back 402 retries without paying;
+ *   was sent before a top-up completed and comes back 402 retries without paying. Across processes the store
+ *   holds a lease per wallet (expiry + fencing token), the top-up epoch and the pending signed payment: one
+ *   process pays, the others wait for the lease to end and retry when the epoch moved; a process killed while
+ *   paying holds the lease only until it lapses, and its signed payment is re-sent by the next holder, never
+ *   re-signed;
  * - no 402 bursts: while a wallet's credit is unknown (its first request, or after any 402) one request goes
  *   alone and the others wait until it, and the top-up it leads to, are done (a refused top-up fails them
  *   with the same error, unsent); once the service has served the wallet, requests flow freely. The service
@@ -27,7 +31,7 @@
  *   and a new payment is signed only once the old one's `validBefore` has passed and it shows no settlement;
  * - what is reported as spent is what was signed; the service's `amountCredited` rides beside it.
  */
-import { ConfigurationError, PaymentFailedError, PaymentPolicyError, ServiceError } from "../http/errors.js";
+import { ConfigurationError, PaymentFailedError, PaymentPolicyError, ServiceError, StoreUnavailableError } from "../http/errors.js";
 import { decodeBase64Json } from "../http/headers.js";
 import { fromRequest, readBody, type FetchLayer, type FetchLike, type ServiceRequestInit } from "../http/fetch-stack.js";
 import { emitPaymentEvent, type PaymentEvent, type PaymentEventListener } from "./events.js";
@@ -35,7 +39,7 @@ import { PaymentPolicy, walletScopeKey, type PaymentDecision, type PaymentPolicy
 import { signPayment, type SignedPayment } from "./payment.js";
 import { isX402Wallet, walletNamespace, type X402Wallet } from "./wallets.js";
 import { defaultStore } from "../store/memory.js";
-import type { PaymentStore } from "../store/types.js";
+import type { PaymentStore, PendingPaymentRecord, TopUpEnd } from "../store/types.js";
 import { SharedRegistry } from "../http/bounded.js";
 
 export const PAYMENT_SIGNATURE_HEADER = "PAYMENT-SIGNATURE";
@@ -63,8 +67,13 @@ export interface X402PaymentOptions {
   resendDelayMs?: number;
   /** report events to LangChain callbacks when inside a run (default true) */
   langchainEvents?: boolean;
-  /** where budgets and payee pins live (default: this process's `MemoryStore`, shared by every stack) */
+  /** where budgets, payee pins and the top-up lease live (default: this process's `MemoryStore`, shared by every stack) */
   store?: PaymentStore;
+  /**
+   * how long the wallet's top-up lease lasts without renewal, in ms (default 15000; renewed every third of it
+   * while a top-up runs): the longest a process killed while paying holds up the others
+   */
+  topUpLeaseMs?: number;
 }
 
 export interface TopUpResult {
@@ -92,6 +101,8 @@ export interface PaymentSource {
 }
 
 interface PendingPayment {
+  /** unique per signed payment (its record in the store) */
+  id: string;
   signed: SignedPayment;
   decision: PaymentDecision;
   topUpUrl: string;
@@ -103,12 +114,41 @@ interface PendingPayment {
   sent?: boolean;
 }
 
+/** A pending payment as the store keeps it (for another process to re-send or reconcile). */
+function pendingRecord(p: PendingPayment): PendingPaymentRecord {
+  const { id, expiresAt, signed, decision, topUpUrl, signedAt } = p;
+  const data = JSON.stringify({ signed, decision, topUpUrl, signedAt }, (_k, v: unknown) => (typeof v === "bigint" ? { bigint: v.toString() } : v));
+  return { id, expiresAt, data };
+}
+
+function pendingFromRecord(r: PendingPaymentRecord): PendingPayment {
+  const d = JSON.parse(r.data, (_k, v: unknown) =>
+    v && typeof v === "object" && typeof (v as { bigint?: unknown }).bigint === "string" && Object.keys(v).length === 1 ? BigInt((v as { bigint: string }).bigint) : v,
+  ) as Omit<PendingPayment, "id" | "expiresAt" | "sent">;
+  // whether its holder sent it is unknown: as if it had (it is re-sent or reconciled, never dropped)
+  return { ...d, id: r.id, expiresAt: r.expiresAt, sent: true };
+}
+
+/** The lease this process holds on the wallet's top-ups while one runs. */
+interface HeldLease {
+  token: number;
+  /** what the store is told when the top-up ends */
+  end: TopUpEnd;
+  /** the store still had this pending payment when the lease was taken */
+  storedPending?: string;
+}
+
+/** default lease of a top-up in the store (renewed every third while it runs) */
+const DEFAULT_LEASE_MS = 15_000;
+/** the longest a request waits for another process's top-up of the wallet */
+const MAX_LEASE_WAIT_MS = 10 * 60_000;
+
 /**
  * Money-flow state of one wallet in this process: shared by every client and layer using that wallet. It lives
  * while a controller holds it, and while a signed payment's outcome is unknown even without one (`pending`).
  */
 class WalletState {
-  inFlight?: Promise<TopUpResult>;
+  inFlight?: Promise<TopUpResult | undefined>;
   /** the top-up in flight was asked for explicitly (`client.topUp(amount)`) */
   inFlightExplicit?: boolean;
   /** completed top-ups */
@@ -117,6 +157,8 @@ class WalletState {
   lastBalanceUsd?: number;
   /** the service served this wallet and no 402 came since: requests flow freely */
   creditOk = false;
+  /** the store's lease while this process runs a top-up of the wallet */
+  held?: HeldLease;
   /**
    * While the credit is unknown (first use, or after a 402) one request goes alone and every other one waits
    * here; it resolves when that request (and the top-up it led to) is done: with undefined to go on, or with
@@ -218,6 +260,8 @@ export class X402PaymentController {
   readonly options: X402PaymentOptions;
   readonly store: PaymentStore;
   readonly #state: WalletState;
+  /** the wallet's key in the store (its budget scope, its lease) */
+  readonly #walletKey: string;
   /** the service's origin: the base URL's, else pinned by the first request through this controller */
   #origin?: string;
 
@@ -225,15 +269,17 @@ export class X402PaymentController {
     if (!options || !isX402Wallet(options.wallet)) {
       throw new ConfigurationError("x402: `wallet` must be an EvmWallet or a SolanaWallet");
     }
-    for (const k of ["topUpTimeoutMs", "maxResends", "resendDelayMs"] as const) {
+    for (const k of ["topUpTimeoutMs", "maxResends", "resendDelayMs", "topUpLeaseMs"] as const) {
       const v = options[k];
       if (v !== undefined && !(Number.isFinite(v) && v >= 0)) throw new ConfigurationError(`x402: ${k} must be a non-negative number`);
     }
+    if (options.topUpLeaseMs !== undefined && !(options.topUpLeaseMs >= 50)) throw new ConfigurationError("x402: topUpLeaseMs must be at least 50 ms");
     this.wallet = options.wallet;
     this.policy = PaymentPolicy.from(options.policy);
     this.options = options;
     this.store = options.store ?? defaultStore();
     this.#state = stateOf(options.wallet);
+    this.#walletKey = walletScopeKey(walletNamespace(options.wallet), options.wallet.address);
     if (options.baseUrl) this.#origin = new URL(options.baseUrl).origin;
   }
 
@@ -302,7 +348,18 @@ export class X402PaymentController {
    * One top-up at a time per wallet: joins the one in flight, else starts one. `amountUsd` overrides the
    * policy's amount (an explicit top-up); the policy's caps still apply.
    */
-  topUp(send: FetchLike, topUpUrl: string, amountUsd?: number, listener?: PaymentEventListener): Promise<TopUpResult> {
+  async topUp(send: FetchLike, topUpUrl: string, amountUsd?: number, listener?: PaymentEventListener): Promise<TopUpResult> {
+    const result = await this.#join(send, topUpUrl, amountUsd, listener, undefined);
+    // without an epoch to compare there is no joining another process's top-up: this one paid
+    if (!result) throw new PaymentFailedError("top-up ended without a payment");
+    return result;
+  }
+
+  /**
+   * The single flight: joins this process's top-up in flight, else starts one, which joins another process's
+   * when the store's epoch moved past `seenEpoch` (then the result is undefined: credit was added elsewhere).
+   */
+  #join(send: FetchLike, topUpUrl: string, amountUsd: number | undefined, listener: PaymentEventListener | undefined, seenEpoch: number | undefined): Promise<TopUpResult | undefined> {
     const s = this.#state;
     if (s.inFlight) {
       // an automatic top-up that finds an explicit one in flight takes its credit when it lands; when the
@@ -310,13 +367,13 @@ export class X402PaymentController {
       if (amountUsd === undefined && s.inFlightExplicit) {
         const joined = s.inFlight;
         return joined.catch((err: unknown) => {
-          if (err instanceof PaymentPolicyError && err.rule !== "dryRun") return this.topUp(send, topUpUrl, undefined, listener);
+          if (err instanceof PaymentPolicyError && err.rule !== "dryRun") return this.#join(send, topUpUrl, undefined, listener, seenEpoch);
           throw err;
         });
       }
       return s.inFlight;
     }
-    const run = this.#topUp(send, topUpUrl, amountUsd, listener).finally(() => {
+    const run = this.#leased(send, topUpUrl, amountUsd, listener, seenEpoch).finally(() => {
       if (s.inFlight === run) {
         s.inFlight = undefined;
         s.inFlightExplicit = false;
@@ -333,6 +390,88 @@ export class X402PaymentController {
     if (!this.#onServiceOrigin(topUpUrl)) throw new ConfigurationError("topUp: the top-up URL is not on the service's origin");
     while (this.#state.inFlight) await this.#state.inFlight.catch(() => undefined);
     return this.topUp(send, topUpUrl, amountUsd, listener);
+  }
+
+  /**
+   * Takes the wallet's lease in the store, waiting while another process holds it. Undefined when the epoch
+   * moved past `seenEpoch` (another process's top-up completed since the request was sent: retry, don't pay).
+   */
+  async #takeLease(seenEpoch: number | undefined): Promise<{ token: number; pending?: PendingPaymentRecord } | undefined> {
+    const ttl = this.options.topUpLeaseMs ?? DEFAULT_LEASE_MS;
+    const giveUpAt = Date.now() + MAX_LEASE_WAIT_MS;
+    let delay = 25;
+    for (;;) {
+      // a store that cannot answer refuses the payment (StoreUnavailableError): no top-up without the fleet's lease
+      const r = await this.store.acquireTopUpLease(this.#walletKey, ttl);
+      if (seenEpoch !== undefined && r.epoch !== seenEpoch) {
+        if (r.token !== undefined) await this.store.endTopUp(this.#walletKey, r.token, { settled: false });
+        return undefined;
+      }
+      if (r.token !== undefined) return { token: r.token, pending: r.pending };
+      if (Date.now() > giveUpAt) throw new PaymentFailedError(`another process's top-up of this wallet held its lease for over ${MAX_LEASE_WAIT_MS} ms`);
+      // another process is paying: poll until its lease ends (released, or lapsed with its process)
+      await sleep(delay);
+      delay = Math.min(delay * 2, 250);
+    }
+  }
+
+  /** Runs a top-up under the wallet's lease (renewed while it runs), and tells the store how it ended. */
+  async #leased(send: FetchLike, topUpUrl: string, amountUsd: number | undefined, listener: PaymentEventListener | undefined, seenEpoch: number | undefined): Promise<TopUpResult | undefined> {
+    const s = this.#state;
+    const lease = await this.#takeLease(seenEpoch);
+    if (!lease) return undefined;
+    const ttl = this.options.topUpLeaseMs ?? DEFAULT_LEASE_MS;
+    const held: HeldLease = { token: lease.token, end: { settled: false }, storedPending: lease.pending?.id };
+    s.held = held;
+    // another process's signed payment whose outcome is unknown comes first: re-sent, never re-signed
+    if (lease.pending && s.pending?.id !== lease.pending.id) s.pending = pendingFromRecord(lease.pending);
+    const renew = setInterval(() => void this.store.renewTopUpLease(this.#walletKey, held.token, ttl).catch(() => false), Math.max(10, ttl / 3));
+    renew.unref?.();
+    try {
+      return await this.#topUp(send, topUpUrl, amountUsd, listener);
+    } finally {
+      clearInterval(renew);
+      if (s.held === held) s.held = undefined;
+      // the epoch must move before the lease ends, or a waiting process would pay again: a few tries
+      for (let attempt = 0; attempt < 3; attempt++) {
+        try {
+          await this.store.endTopUp(this.#walletKey, held.token, held.end);
+          break;
+        } catch {
+          await sleep(100 * (attempt + 1));
+        }
+      }
+    }
+  }
+
+  /** Keeps a signed payment in the store under the lease: true, or why not (then it must not be sent). */
+  async #storePending(pending: PendingPayment): Promise<true | "lost" | "unavailable"> {
+    const held = this.#state.held;
+    if (!held) return true; // no lease (cannot happen under #leased): the process's own state holds it
+    try {
+      if (!(await this.store.putPendingPayment(this.#walletKey, held.token, pendingRecord(pending)))) return "lost";
+      held.storedPending = pending.id;
+      return true;
+    } catch {
+      return "unavailable";
+    }
+  }
+
+  /** The pending payment's outcome is known: the store forgets it when this top-up ends. */
+  #outcomeKnown(pending: PendingPayment, settled: boolean): void {
+    const held = this.#state.held;
+    if (!held) return;
+    held.end.clearPending = pending.id;
+    if (settled) held.end.settled = true;
+  }
+
+  /** The store's top-up epoch of the wallet; undefined when it cannot be read (a top-up then fails closed). */
+  async storeEpoch(): Promise<number | undefined> {
+    try {
+      return (await this.store.topUpState(this.#walletKey)).epoch;
+    } catch {
+      return undefined;
+    }
   }
 
   async #fetchRequirements(send: FetchLike, topUpUrl: string): Promise<PaymentSource> {
@@ -360,8 +499,10 @@ export class X402PaymentController {
     // (its validBefore passed), a payment that ever left the process is looked up before anything new is signed.
     if (s.pending && s.pending.expiresAt <= Date.now()) {
       const expired = s.pending;
-      if (!expired.sent) s.pending = undefined;
-      else {
+      if (!expired.sent) {
+        s.pending = undefined;
+        this.#outcomeKnown(expired, false);
+      } else {
         const found = await this.#reconcile(send, expired);
         if (found === "settled") return this.#settled(undefined, undefined, expired, 0, listener, true);
         if (found === "unknown") {
@@ -370,6 +511,7 @@ export class X402PaymentController {
           throw new PaymentFailedError(reason);
         }
         s.pending = undefined; // the service shows it did not settle, and it no longer can
+        this.#outcomeKnown(expired, false);
       }
     }
     if (!s.pending) {
@@ -409,11 +551,23 @@ export class X402PaymentController {
         await this.#emit(listener, "payment.failed", decision, { reason: (err as Error).message });
         throw err;
       }
+      // committed before it can leave (the budget never undercounts), recorded in the store before it is sent
       await authorization.commit();
       const signedAt = Date.now();
       const expiresAt = (signed.validBefore ?? Math.floor(signedAt / 1000) + decision.requirement.maxTimeoutSeconds) * 1000;
-      s.pending = { signed, decision, topUpUrl, expiresAt, signedAt };
+      const pending: PendingPayment = { id: globalThis.crypto.randomUUID(), signed, decision, topUpUrl, expiresAt, signedAt };
+      const stored = await this.#storePending(pending);
+      if (stored !== true) {
+        // never sent, so dropped; its budget stays counted (the cap errs on the safe side)
+        const reason = `the signed payment could not be recorded in the store (${stored === "lost" ? "the wallet's top-up lease was lost" : "store unavailable"}): not sent`;
+        await this.#emit(listener, "payment.failed", decision, { reason });
+        throw stored === "lost" ? new PaymentFailedError(reason) : new StoreUnavailableError(reason, { operation: "putPendingPayment" });
+      }
+      s.pending = pending;
       await this.#emit(listener, "payment.signed", decision);
+    } else if (s.held && s.held.storedPending !== s.pending.id) {
+      // a payment this process signed that the store does not hold: recorded for the fleet (re-sending it is safe either way)
+      await this.#storePending(s.pending);
     }
     return this.#deliver(send, s.pending, listener);
   }
@@ -496,6 +650,7 @@ export class X402PaymentController {
       }
       // a definite refusal of a payment the service had never seen: it will not be settled
       s.pending = undefined;
+      this.#outcomeKnown(pending, false);
       const reason = `top-up refused: HTTP ${res.status}${code ? ` ${code}` : ""}`;
       await this.#emit(listener, "payment.failed", decision, { reason });
       throw new PaymentFailedError(reason, { status: res.status, code, body });
@@ -518,6 +673,7 @@ export class X402PaymentController {
   ): Promise<TopUpResult> {
     const s = this.#state;
     if (s.pending === pending) s.pending = undefined;
+    this.#outcomeKnown(pending, true);
     s.epoch++;
     s.creditOk = true;
     const data = ((body as { data?: Record<string, unknown> } | undefined)?.data ?? {}) as Record<string, unknown>;
@@ -603,7 +759,10 @@ export class X402PaymentController {
     creditBearing: boolean,
   ): Promise<Response> {
     const s = this.#state;
-    const epochAtSend = s.epoch;
+    let epochAtSend = s.epoch;
+    // the fleet's top-up epoch as this request leaves: a 402 after it moved was drawn before another
+    // process's top-up landed (retry, don't pay)
+    let seenEpoch = creditBearing ? await this.storeEpoch() : undefined;
     const first = await next(url, replayInit);
     // a 402 that ended on another origin (after a redirect) is not the service's to ask for: handed back unpaid
     if (first.status === 402 && first.url && !this.#onServiceOrigin(first.url)) return first;
@@ -622,31 +781,41 @@ export class X402PaymentController {
     // variant 1: an API-key account without balance; the wallet cannot pay for that account
     if (codeOf(body) === "INSUFFICIENT_BALANCE") return handBack();
 
-    // a top-up completed while this request was out: retry without paying
-    if (s.epoch === epochAtSend) {
-      try {
-        // the 402's own requirements are not read: the top-up endpoint's are what gets signed
-        await this.topUp(next, topUpUrl, undefined, replayInit.service?.onPaymentEvent);
-      } catch (err) {
-        // the held requests fail the same way instead of each drawing a 402
-        release?.(err instanceof Error ? err : new PaymentFailedError(String(err)));
-        throw err;
+    for (let round = 0; ; round++) {
+      // a top-up completed in this process while this request was out: retry without paying
+      let paidHere = s.epoch !== epochAtSend;
+      if (!paidHere) {
+        try {
+          // the 402's own requirements are not read: the top-up endpoint's are what gets signed
+          const result = await this.#join(next, topUpUrl, undefined, replayInit.service?.onPaymentEvent, seenEpoch);
+          // undefined: another process's top-up landed while this request was out
+          paidHere = result !== undefined;
+        } catch (err) {
+          // the held requests fail the same way instead of each drawing a 402
+          release?.(err instanceof Error ? err : new PaymentFailedError(String(err)));
+          throw err;
+        }
       }
-    }
-    // credit was added: the held requests go now, alongside this retry
-    release?.();
-    const retried = await next(url, replayInit);
-    this.observe(retried);
-    if (retried.status === 402) {
+      // credit was added: the held requests go now, alongside this retry
+      release?.();
+      epochAtSend = s.epoch;
+      seenEpoch = await this.storeEpoch();
+      const retried = await next(url, replayInit);
+      this.observe(retried);
+      if (retried.status !== 402) return retried;
       s.creditOk = false;
-      const again = await readBody(retried);
-      throw new PaymentFailedError("402 again right after a successful top-up: not paying twice", {
-        status: 402,
-        code: codeOf(again.body),
-        body: again.body,
-      });
+      // after this process's own payment, or a few rounds of other processes' (whose credit the fleet used up
+      // again before this request got its turn), a 402 is an error, never another payment
+      if (paidHere || round >= 2) {
+        const again = await readBody(retried);
+        throw new PaymentFailedError("402 again right after a successful top-up: not paying twice", {
+          status: 402,
+          code: codeOf(again.body),
+          body: again.body,
+        });
+      }
+      await retried.body?.cancel().catch(() => undefined);
     }
-    return retried;
   }
 }
 

@@ -1,0 +1,101 @@
+/**
+ * Single flight of top-ups across a fleet: separate Node processes on one wallet key, each with its own
+ * RedisStore on one real redis-server and `withX402` around fetch, against a scripted service on loopback that
+ * keeps the wallet's credit and counts signed payments. One process pays; the others wait for its lease and
+ * retry on the credit it bought. A process killed while paying holds the fleet up only until its lease lapses,
+ * and its signed payment is re-sent by the next holder, never signed again.
+ */
+import { fileURLToPath } from "node:url";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { Wallet } from "ethers";
+import { authorizationOf, completed, hostileServers, json, offer, paymentRequired, toppedUp } from "../hostile/server.js";
+import { bounded, fleet, member } from "./processes.js";
+import { redisAvailable, startRedis, type TestRedis } from "./redis-server.js";
+
+const PAYER = fileURLToPath(new URL("./fleet-payer.ts", import.meta.url));
+type PayerResult = { statuses: (number | string)[]; events: string[] };
+
+let redis: TestRedis | undefined;
+beforeAll(async () => {
+  if (redisAvailable) redis = await startRedis();
+});
+afterAll(async () => {
+  await redis?.stop();
+});
+const hostile = hostileServers();
+
+/**
+ * A service that sells $5 of credit per signed payment and charges a cent per completion: 402 without credit,
+ * "nonce already used" for a payment it has seen. `holdTopUps` takes a payment in and never answers (nor settles) it.
+ */
+async function creditService(opts: { holdTopUps?: boolean } = {}) {
+  const state = { credit: 0, nonces: new Set<string>(), signed: [] as string[], holdTopUps: opts.holdTopUps === true };
+  let paid!: () => void;
+  const firstPayment = new Promise<void>((r) => (paid = r));
+  const svc = await hostile((req, res) => {
+    const path = req.url.split("?")[0]!;
+    if (path.endsWith("/x402/top-up")) {
+      const auth = authorizationOf(req);
+      if (!auth) return json(res, { x402Version: 2, accepts: [offer()] }, {}, 402);
+      state.signed.push(auth.nonce);
+      paid();
+      if (state.holdTopUps) return; // never settled, never answered
+      if (state.nonces.has(auth.nonce)) return json(res, { error: "PAYMENT_VERIFICATION_FAILED", message: "Payment nonce already used" }, {}, 400);
+      state.nonces.add(auth.nonce);
+      state.credit += 5;
+      return toppedUp(res, 5);
+    }
+    if (path.endsWith("/chat/completions")) {
+      if (state.credit < 0.01) return paymentRequired(res, [offer()]);
+      state.credit -= 0.01;
+      return completed(res);
+    }
+    json(res, { success: true, data: { transactions: [] } });
+  });
+  return { svc, state, firstPayment };
+}
+
+describe.skipIf(!redisAvailable)("a fleet paying from one wallet through one Redis", () => {
+  it("4 processes x 25 concurrent requests hitting 402: one payment, every request served", async () => {
+    const { svc, state } = await creditService();
+    const wallet = Wallet.createRandom();
+    const job = { service: svc.url, redisUrl: redis!.url, prefix: redis!.prefix(), privateKey: wallet.privateKey, requests: 25 };
+    const results = await fleet<PayerResult>(PAYER, [job, job, job, job], 60_000);
+    expect(results.flatMap((r) => r.statuses)).toEqual(Array(100).fill(200));
+    // one signature reached the service, and exactly one process signed it
+    expect(new Set(state.signed).size).toBe(1);
+    expect(results.flatMap((r) => r.events).filter((e) => e === "payment.signed")).toHaveLength(1);
+    // each process sent at most one request into the 402 (its first, alone), never a burst
+    expect(svc.to("/chat/completions").length).toBeLessThanOrEqual(100 + 2 * 4);
+  });
+
+  it("a process killed while its payment is out: the next holder waits for the lease, re-sends the same payment, signs nothing", async () => {
+    const { svc, state, firstPayment } = await creditService({ holdTopUps: true });
+    const wallet = Wallet.createRandom();
+    const job = { service: svc.url, redisUrl: redis!.url, prefix: redis!.prefix(), privateKey: wallet.privateKey, requests: 1, leaseMs: 1_000 };
+    const doomed = member<PayerResult>(PAYER, job);
+    await bounded(doomed.ready, 30_000, "first member start");
+    doomed.go();
+    await bounded(firstPayment, 30_000, "first payment");
+    doomed.kill(); // SIGKILL: its lease and its signed payment stay in Redis
+    state.holdTopUps = false;
+
+    const next = member<PayerResult>(PAYER, job);
+    try {
+      await bounded(next.ready, 30_000, "second member start");
+      const started = Date.now();
+      next.go();
+      const result = await bounded(next.result, 30_000, "second member");
+      expect(result.statuses).toEqual([200]);
+      // the same bytes again, settled now: nothing newly signed
+      expect(state.signed).toHaveLength(2);
+      expect(new Set(state.signed).size).toBe(1);
+      expect(result.events).not.toContain("payment.signed");
+      expect(result.events).toContain("payment.settled");
+      // the dead process's lease held the fleet up for about its length, not forever
+      expect(Date.now() - started).toBeLessThan(15_000);
+    } finally {
+      next.kill();
+    }
+  });
+});
