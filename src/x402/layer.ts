@@ -140,6 +140,9 @@ interface HeldLease {
 
 /** default lease of a top-up in the store (renewed every third while it runs) */
 const DEFAULT_LEASE_MS = 15_000;
+/** the longest the read of the store's epoch may delay a request, and the pause in reads after one failed */
+const EPOCH_READ_MS = 500;
+const EPOCH_BACKOFF_MS = 5_000;
 /** the longest a request waits for another process's top-up of the wallet */
 const MAX_LEASE_WAIT_MS = 10 * 60_000;
 
@@ -262,6 +265,8 @@ export class X402PaymentController {
   readonly #state: WalletState;
   /** the wallet's key in the store (its budget scope, its lease) */
   readonly #walletKey: string;
+  /** when reading the store's epoch last failed */
+  #epochFailedAt = Number.NEGATIVE_INFINITY;
   /** the service's origin: the base URL's, else pinned by the first request through this controller */
   #origin?: string;
 
@@ -465,12 +470,22 @@ export class X402PaymentController {
     if (settled) held.end.settled = true;
   }
 
-  /** The store's top-up epoch of the wallet; undefined when it cannot be read (a top-up then fails closed). */
+  /**
+   * The store's top-up epoch of the wallet; undefined when it cannot be read. Read as each request leaves, so a
+   * store that is down must not hold requests up: the read waits at most EPOCH_READ_MS, and after a failure
+   * none is tried for EPOCH_BACKOFF_MS (a 402 then goes to the lease, which fails closed).
+   */
   async storeEpoch(): Promise<number | undefined> {
+    if (Date.now() - this.#epochFailedAt < EPOCH_BACKOFF_MS) return undefined;
+    let timer: ReturnType<typeof setTimeout> | undefined;
     try {
-      return (await this.store.topUpState(this.#walletKey)).epoch;
+      const timeout = new Promise<undefined>((_, reject) => (timer = setTimeout(() => reject(new Error("slow")), EPOCH_READ_MS)));
+      return (await Promise.race([this.store.topUpState(this.#walletKey), timeout]))!.epoch;
     } catch {
+      this.#epochFailedAt = Date.now();
       return undefined;
+    } finally {
+      clearTimeout(timer);
     }
   }
 

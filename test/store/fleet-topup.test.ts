@@ -10,7 +10,10 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Wallet } from "ethers";
 import { authorizationOf, completed, hostileServers, json, offer, paymentRequired, toppedUp } from "../hostile/server.js";
 import { bounded, fleet, member } from "./processes.js";
-import { redisAvailable, startRedis, type TestRedis } from "./redis-server.js";
+import { ownRedisAvailable, redisAvailable, startRedis, type TestRedis } from "./redis-server.js";
+import { RedisStore } from "../../src/store/redis.js";
+import { withX402 } from "../../src/x402/with-x402.js";
+import { EvmWallet } from "../../src/x402/wallets.js";
 
 const PAYER = fileURLToPath(new URL("./fleet-payer.ts", import.meta.url));
 type PayerResult = { statuses: (number | string)[]; events: string[] };
@@ -96,6 +99,25 @@ describe.skipIf(!redisAvailable)("a fleet paying from one wallet through one Red
       expect(Date.now() - started).toBeLessThan(15_000);
     } finally {
       next.kill();
+    }
+  });
+
+  it.runIf(ownRedisAvailable)("a store that stops answering does not hold up requests that need no payment", async () => {
+    const own = await startRedis({ own: true });
+    const store = new RedisStore({ url: own.url, prefix: own.prefix(), timeoutMs: 5_000 });
+    try {
+      const svc = await hostile((_req, res) => completed(res));
+      const f = withX402(fetch, { wallet: EvmWallet.random(), baseUrl: svc.url, store });
+      expect((await f(`${svc.url}/chat/completions`, { method: "POST", body: "{}" })).status).toBe(200); // connected
+      await own.admin.client("PAUSE", 4_000, "ALL");
+      const started = Date.now();
+      for (let i = 0; i < 5; i++) expect((await f(`${svc.url}/chat/completions`, { method: "POST", body: "{}" })).status).toBe(200);
+      // one short wait for the store's epoch, then none while it is down (each read waiting out timeoutMs would be 25 s)
+      expect(Date.now() - started).toBeLessThan(3_000);
+    } finally {
+      await own.admin.client("UNPAUSE").catch(() => undefined);
+      await store.close();
+      await own.stop();
     }
   });
 });
