@@ -4,7 +4,7 @@
  * Unix timestamp (seconds), and so is the crypto RPC proxy's `X-RateLimit-Reset`; `x-ratelimit-reset-tokens`
  * is seconds from now.
  */
-import { brandNames } from "../config.js";
+import { brandNames } from "./config.js";
 
 export interface RateLimitHeaders {
   limitRequests?: number;
