@@ -4,10 +4,16 @@
  * before each send, makes sure that one more failure (counting attempts already in flight) could not trip
  * the block: it waits while sends in flight may still fail, and for the window to free up when that wait is
  * short enough (`maxWaitMs`), else it refuses to send with an `AbuseBlockError` (source "client").
+ *
+ * The service counts per caller, so with a fleet store (`store: RedisStore`) the failures and the sends in flight
+ * are counted in the store, for every process on the credential: one process's failures hold back the others
+ * before the service's block (each send takes an in-flight place atomically, a failure is recorded for all). The
+ * in-process guard still records every failure, and takes over while the store fails (see shared-limits.ts).
  */
 import { AbuseBlockError, ConfigurationError, abortErrorOf } from "./errors.js";
 import type { FetchLayer } from "./fetch-stack.js";
 import { sleep } from "./retry.js";
+import { randomId, viaStore, type LimitStore } from "./shared-limits.js";
 
 export interface AbuseGuardOptions {
   /** the service blocks after MORE than this many failures in the window (default 20) */
@@ -97,14 +103,8 @@ export class AbuseGuard {
         this.#inFlight++;
         return;
       }
-      const blocked = this.failureCount(now) >= this.options.maxFailures;
-      if (blocked && now - started + wait > maxWaitMs) {
-        throw new AbuseBlockError(
-          `refused to send: ${this.failureCount(now)} failed requests in the last ${this.options.windowMs / 1000}s; ` +
-            `one more could trip the service's abuse block (more than ${this.options.maxFailures}). Retry in ${Math.ceil(wait / 1000)}s.`,
-          { source: "client", retryAfterMs: wait },
-        );
-      }
+      const failures = this.failureCount(now);
+      if (failures >= this.options.maxFailures && now - started + wait > maxWaitMs) throw this.refusal(failures, wait);
       try {
         await sleep(Math.min(wait, 250), signal);
       } catch (err) {
@@ -117,19 +117,68 @@ export class AbuseGuard {
     this.#inFlight--;
     if (failed) this.recordFailure();
   }
+
+  /** The client-side refusal: `failures` in the window, one more send safe in `waitMs`. */
+  refusal(failures: number, waitMs: number): AbuseBlockError {
+    return new AbuseBlockError(
+      `refused to send: ${failures} failed requests in the last ${this.options.windowMs / 1000}s; ` +
+        `one more could trip the service's abuse block (more than ${this.options.maxFailures}). Retry in ${Math.ceil(waitMs / 1000)}s.`,
+      { source: "client", retryAfterMs: waitMs },
+    );
+  }
+
+  /**
+   * Takes an in-flight place in the fleet's window in `store` (under `key`), waiting as the local `acquire` does.
+   * False when the store failed: the caller then uses `acquire` (this process's own count).
+   */
+  async acquireShared(store: LimitStore, label: string, key: string, id: string, signal?: AbortSignal | null, maxWaitMs = this.options.maxWaitMs): Promise<boolean> {
+    const started = Date.now();
+    for (;;) {
+      const now = Date.now();
+      const { maxFailures, windowMs } = this.options;
+      // an in-flight place outlives its send by at most a window (a process that died holding it frees it then)
+      const grant = await viaStore(store, label, () => store.acquireGuard(key, { now, id, maxFailures, windowMs, leaseMs: windowMs }));
+      if (!grant) return false;
+      if (grant.granted) return true;
+      if (grant.failures >= maxFailures && now - started + grant.waitMs > maxWaitMs) throw this.refusal(grant.failures, grant.waitMs);
+      try {
+        await sleep(Math.min(grant.waitMs, 250), signal);
+      } catch (err) {
+        throw signal?.aborted ? abortErrorOf(signal.reason) : err;
+      }
+    }
+  }
 }
 
-/** `onSettled` runs after each send's outcome is counted (the stack uses it to keep a shared guard while it matters). */
-export function abuseGuardLayer(guard: AbuseGuard, maxWaitMs?: number, onSettled?: (guard: AbuseGuard) => void): FetchLayer {
+/** A fleet store to count failures in, the guard's key there (origin and caller), and the label of its warning. */
+export interface SharedGuard {
+  store: LimitStore;
+  label: string;
+  key: string;
+}
+
+/**
+ * `onSettled` runs after each send's outcome is counted (the stack uses it to keep a shared guard while it
+ * matters). With `shared`, sends are counted in the fleet store (and by `guard` alone while the store fails).
+ */
+export function abuseGuardLayer(guard: AbuseGuard, maxWaitMs?: number, onSettled?: (guard: AbuseGuard) => void, shared?: SharedGuard): FetchLayer {
   return (next) => async (input, init) => {
-    await guard.acquire(init?.signal, maxWaitMs);
+    const id = shared ? randomId() : "";
+    const fleet = shared && (await guard.acquireShared(shared.store, shared.label, shared.key, id, init?.signal, maxWaitMs)) ? shared : undefined;
+    if (!fleet) await guard.acquire(init?.signal, maxWaitMs);
     let failed = true;
     try {
       const response = await next(input, init);
       failed = !response.ok;
       return response;
     } finally {
-      guard.release(failed);
+      if (fleet) {
+        if (failed) guard.recordFailure(); // known here too, for when the store fails
+        const now = Date.now();
+        await viaStore(fleet.store, fleet.label, () => fleet.store.releaseGuard(fleet.key, { now, id, failed, windowMs: guard.options.windowMs }));
+      } else {
+        guard.release(failed);
+      }
       onSettled?.(guard);
     }
   };

@@ -7,7 +7,7 @@
  *
  * Auth sits inside retry so that every attempt is signed afresh (a SIWX header is single-use).
  */
-import { brandNames, normalizeBaseUrl, readEnv, ENV_API_KEY, DEFAULT_BRAND } from "../config.js";
+import { brandNames, normalizeBaseUrl, readEnv, ENV_API_KEY, DEFAULT_BRAND } from "./config.js";
 import {
   ConfigurationError,
   NetworkError,
@@ -24,6 +24,7 @@ import { sendFollowingSafely } from "./redirects.js";
 import { CLOCK_RETRY_MS, serviceClock } from "./clock.js";
 import { DEFAULT_MAX_EVENT_BYTES, DEFAULT_MAX_RESPONSE_BYTES, deadlineLayer, deadlineOf, guardBody, validateBodyOptions, type BodyLimits } from "./body-guard.js";
 import { SharedRegistry } from "./bounded.js";
+import { sharedLimitStore } from "./shared-limits.js";
 import { validateHints, validateStackOptions } from "./options.js";
 // Types only: the x402 code (and ethers, @x402/*) loads on first use, so a chat-only user never pays for it.
 import type { X402Wallet } from "../x402/wallets.js";
@@ -117,9 +118,13 @@ export interface FetchStackOptions {
   onPayment?: (event: PaymentEvent) => void;
   /** Solana RPC used to build Solana payments (with a `SolanaWallet`) */
   solanaRpcUrl?: string;
-  /** how top-ups are sent (with `wallet`): per-attempt timeout, re-sends of the same signed payment, pause between */
-  topUp?: Partial<Pick<X402PaymentOptions, "topUpTimeoutMs" | "maxResends" | "resendDelayMs">>;
-  /** where wallet budgets and payee pins live (default: this process's MemoryStore, shared by every stack) */
+  /** how top-ups are sent (with `wallet`): per-attempt timeout, re-sends of the same signed payment, pause between, the fleet lease */
+  topUp?: Partial<Pick<X402PaymentOptions, "topUpTimeoutMs" | "maxResends" | "resendDelayMs" | "topUpLeaseMs">>;
+  /**
+   * where wallet budgets and payee pins live (default: this process's MemoryStore, shared by every stack). A
+   * fleet store (`RedisStore`) also holds the pacing windows and the abuse guard's failure window, so that every
+   * process on one key or wallet shares them; when it fails, those two fall back to per-process limits (one warning).
+   */
   store?: PaymentStore;
   /** a custom payment layer, placed outside retries (built from `wallet` + `payment` when absent) */
   paymentLayer?: FetchLayer;
@@ -464,11 +469,16 @@ export function createServiceFetch(options: FetchStackOptions = {}): ServiceFetc
     }
   }
 
+  // A fleet store (not the per-process MemoryStore): pacing windows and guard failures are counted there.
+  const fleetStore = sharedLimitStore(options.store);
   let f = transportLayer(base, auth, options.defaultHeaders, timeout, new URL(baseUrl).origin, limits);
   // a shared guard (guardWaitMs set) is kept past its stacks while its failures count; a caller's own is theirs
-  if (guard) f = abuseGuardLayer(guard, guardWaitMs, guardWaitMs === undefined ? undefined : keepGuard)(f);
+  if (guard) {
+    const shared = fleetStore && { store: fleetStore, label: brand, key: `${new URL(baseUrl).origin}|${identity}` };
+    f = abuseGuardLayer(guard, guardWaitMs, guardWaitMs === undefined ? undefined : keepGuard, shared)(f);
+  }
   if (options.pacingLayer) f = options.pacingLayer(f);
-  else if (options.pacing !== false) f = pacingLayer(`${baseUrl}|${identity}`, options.pacing || {})(f);
+  else if (options.pacing !== false) f = pacingLayer(`${baseUrl}|${identity}`, options.pacing || {}, fleetStore && { store: fleetStore, label: brand })(f);
   if (options.retry !== false) f = retryLayer(options.retry ?? {}, brand)(f);
   if (paymentLayer) f = paymentLayer(f);
   f = deadlineLayer(f, limits.totalTimeout);

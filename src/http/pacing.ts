@@ -11,12 +11,19 @@
  * that trips it (`X-RateLimit-Limit`, `-Remaining`, `-Reset`); its requests (whichever face sends them: the
  * client, the tools, the ethers and Solana adapters) are paced in a limiter of their own, which learns the cap
  * from that 429 and from then on counts its sends against it.
+ *
+ * With a fleet store (`store: RedisStore`), the request and token windows of a (caller, model) live in the
+ * store instead, so that every process of a fleet on one key counts against one window: each send takes its
+ * place there atomically (one Lua script: roll the window, check, count), and each answer's headers update it.
+ * The in-process limiter keeps learning from every answer and takes over when the store fails (see
+ * shared-limits.ts). The crypto RPC proxy's cap stays per process: it is told only by the 429 that trips it.
  */
 import type { FetchLayer } from "./fetch-stack.js";
 import { abortErrorOf } from "./errors.js";
 import { parseServiceHeaders, rateLimitResetAtMs, resetRequestsAtMs, toNumber } from "./headers.js";
 import { sleep } from "./retry.js";
 import { SharedRegistry } from "./bounded.js";
+import { randomId, viaStore, type LimitStore, type PaceObservation } from "./shared-limits.js";
 
 export interface PacingOptions {
   /** extra ms to wait past a reset instant, for clock granularity (default 50) */
@@ -184,6 +191,14 @@ export class RateLimiter {
   release(tokens: number, headers: Headers | undefined, now = Date.now(), status?: number) {
     this.#inFlight--;
     this.#inFlightTokens -= tokens;
+    this.learn(headers, now, status);
+  }
+
+  /**
+   * Reads an answer's headers (and status) without a reservation of this limiter: a send the shared store paced
+   * (so that this limiter knows the windows when it has to take over from a failed store).
+   */
+  learn(headers: Headers | undefined, now = Date.now(), status?: number) {
     this.#probing = false;
     if (status === 429 && headers) {
       // The window was used up after all (another process on the same key, a limit the headers did not
@@ -248,25 +263,101 @@ function bucketOf(input: string | URL | Request, model: string | undefined): str
   return CRYPTO_RPC_CALL.test(url) ? "crypto-rpc" : (model ?? "*");
 }
 
-/** The pacing layer for one caller of one service: one limiter per rate-limit bucket (a model, or the crypto RPC cap). */
-export function pacingLayer(scope: string, options: Partial<PacingOptions> = {}): FetchLayer {
+/** A fleet store to pace through, and the label of its one warning when it fails. */
+export interface SharedPacing {
+  store: LimitStore;
+  label: string;
+}
+
+/** while a probe is out (or a window reset and its new end is unknown), other processes ask the store again this often */
+const STORE_POLL_MS = 50;
+/** a probe's answer is waited for this long at most before another send may probe (its process may have died) */
+const PROBE_LEASE_MS = 5_000;
+/** a send in flight counts against a new window for this long at most (its process may have died) */
+const FLIGHT_MS = 30_000;
+
+/** What an answer tells the shared window: the requests and tokens windows, a 429's pause, or nothing to pace on. */
+function observationOf(id: string, headers: Headers | undefined, status: number | undefined, now: number, marginMs: number): PaceObservation {
+  const o: PaceObservation = { now, marginMs, ttlMs: MAX_REMEMBER_MS, id, flightMs: FLIGHT_MS };
+  if (!headers) return o; // no answer: the probe (if it was one) ends, nothing learned
+  if (status === 429) {
+    const resetAt = rateLimitResetAtMs(parseServiceHeaders(headers, undefined, now), now);
+    const until = resetAt !== undefined && resetAt > now ? resetAt : now + 1000;
+    if (until - now <= MAX_PAUSE_MS) o.pauseUntil = until;
+  }
+  const limit = toNumber(headers.get("x-ratelimit-limit-requests"));
+  const remaining = toNumber(headers.get("x-ratelimit-remaining-requests"));
+  const reset = toNumber(headers.get("x-ratelimit-reset-requests"));
+  if (limit === undefined) o.unmetered = true;
+  else if (remaining !== undefined && reset !== undefined) o.requests = { limit, remaining, resetAt: resetRequestsAtMs(reset, now) };
+  const tLimit = toNumber(headers.get("x-ratelimit-limit-tokens"));
+  const tRemaining = toNumber(headers.get("x-ratelimit-remaining-tokens"));
+  const tReset = toNumber(headers.get("x-ratelimit-reset-tokens"));
+  if (tLimit !== undefined && tRemaining !== undefined && tReset !== undefined) o.tokens = { limit: tLimit, remaining: tRemaining, resetAt: now + tReset * 1000 };
+  return o;
+}
+
+/**
+ * Takes the send's place in the fleet's shared window, waiting as the store says. False when the store failed
+ * (the caller paces on its in-process limiter instead); true when the place is taken, or after `maxHoldMs`
+ * (sent anyway, as the in-process limiter does).
+ */
+async function acquireShared(
+  shared: SharedPacing,
+  key: string,
+  id: string,
+  tokens: number,
+  o: PacingOptions,
+  signal: AbortSignal | null | undefined,
+): Promise<boolean> {
+  const { store, label } = shared;
+  const started = Date.now();
+  for (;;) {
+    const now = Date.now();
+    const grant = await viaStore(store, label, () =>
+      store.acquirePace(key, { now, tokens, marginMs: o.resetMarginMs, probeMs: PROBE_LEASE_MS, ttlMs: MAX_REMEMBER_MS, id, flightMs: FLIGHT_MS }),
+    );
+    if (!grant) return false;
+    if (grant.granted || now - started > o.maxHoldMs) return true;
+    try {
+      await sleep(grant.waitMs < 0 ? STORE_POLL_MS : Math.min(Math.max(1, grant.waitMs), o.maxHoldMs), signal);
+    } catch (err) {
+      throw signal?.aborted ? abortErrorOf(signal.reason) : err;
+    }
+  }
+}
+
+/**
+ * The pacing layer for one caller of one service: one limiter per rate-limit bucket (a model, or the crypto RPC
+ * cap). With `shared`, the model buckets are paced through the fleet store (and locally while it fails).
+ */
+export function pacingLayer(scope: string, options: Partial<PacingOptions> = {}, shared?: SharedPacing): FetchLayer {
   const o: PacingOptions = { resetMarginMs: 20, maxHoldMs: 120_000, ...options };
   // this layer's own strong hold on the limiters it uses (a few: one per model it paces)
   const own = new Map<string, RateLimiter>();
   return (next) => async (input, init) => {
     if (init?.service?.auth === false) return next(input, init); // public endpoints are not metered per caller
-    const key = `${scope}|${bucketOf(input, init?.service?.model)}`;
+    const bucket = bucketOf(input, init?.service?.model);
+    const key = `${scope}|${bucket}`;
     let limiter = own.get(key);
     if (!limiter) own.set(key, (limiter = limiters.get(key, () => new RateLimiter(o))));
     const tokens = init?.service?.estimatedTokens ?? 0;
-    await limiter.acquire(tokens, init?.signal);
+    const id = shared ? randomId() : "";
+    const fleet = shared && bucket !== "crypto-rpc" && (await acquireShared(shared, key, id, tokens, o, init?.signal)) ? shared : undefined;
+    if (!fleet) await limiter.acquire(tokens, init?.signal);
     let response: Response | undefined;
     try {
       response = await next(input, init);
       return response;
     } finally {
       const now = Date.now();
-      limiter.release(tokens, response?.headers, now, response?.status);
+      if (fleet) {
+        limiter.learn(response?.headers, now, response?.status);
+        const observed = observationOf(id, response?.headers, response?.status, now, o.resetMarginMs);
+        await viaStore(fleet.store, fleet.label, () => fleet.store.observePace(key, observed));
+      } else {
+        limiter.release(tokens, response?.headers, now, response?.status);
+      }
       limiters.keep(limiter, limiter.rememberUntil(now));
     }
   };

@@ -6,3 +6,5 @@
 export { RedisStore, type RedisClient, type RedisStoreOptions, type RedisStoreSettings } from "../store/redis.js";
 export { StoreUnavailableError } from "../http/errors.js";
 export type { PaymentStore, SpendCandidate, SpendOutcome, SpendRequest, SpendScope } from "../store/types.js";
+// the pacing and abuse-guard windows a fleet store holds (RedisStore implements it; so may a store of your own)
+export type { LimitStore } from "../http/shared-limits.js";

@@ -4,6 +4,8 @@
  */
 import type { LeaseOutcome, PaymentStore, PendingPaymentRecord, SpendOutcome, SpendRequest, TopUpEnd, TopUpState } from "./types.js";
 import { capDetail, dryRunDetail, payeeDetail, round6 } from "./details.js";
+import { MemoryLimits } from "./memory-limits.js";
+import type { GuardGrant, GuardRelease, GuardRequest, PaceGrant, PaceObservation, PaceRequest } from "../http/shared-limits.js";
 
 interface WalletTopUps {
   epoch: number;
@@ -153,6 +155,28 @@ export class MemoryStore implements PaymentStore {
 
   async topUpState(wallet: string): Promise<TopUpState> {
     return this.#topUpState(this.#topUps.get(wallet));
+  }
+
+  // ---- pacing and guard ----
+  // The same operations as RedisStore's (memory-limits.ts). `processLocal`: the fetch stack keeps its own
+  // in-process limiters with this store (already shared by the whole process), exactly as without a store.
+  readonly processLocal = true;
+  readonly #limits = new MemoryLimits();
+
+  async acquirePace(key: string, request: PaceRequest): Promise<PaceGrant> {
+    return this.#limits.acquirePaceNow(key, request);
+  }
+
+  async observePace(key: string, observation: PaceObservation): Promise<void> {
+    this.#limits.observePaceNow(key, observation);
+  }
+
+  async acquireGuard(key: string, request: GuardRequest): Promise<GuardGrant> {
+    return this.#limits.acquireGuardNow(key, request);
+  }
+
+  async releaseGuard(key: string, release: GuardRelease): Promise<void> {
+    this.#limits.releaseGuardNow(key, release);
   }
 }
 

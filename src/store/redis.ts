@@ -30,6 +30,8 @@ import type { Cluster, Redis, RedisOptions } from "ioredis";
 import { ConfigurationError, StoreUnavailableError } from "../http/errors.js";
 import { capDetail, dryRunDetail, payeeDetail, round6 } from "./details.js";
 import type { LeaseOutcome, PaymentStore, PendingPaymentRecord, SpendOutcome, SpendRequest, TopUpEnd, TopUpState } from "./types.js";
+import * as limits from "./redis-limits.js";
+import type { GuardGrant, GuardRelease, GuardRequest, PaceGrant, PaceObservation, PaceRequest } from "../http/shared-limits.js";
 
 /** An ioredis client (standalone, Sentinel) or cluster. */
 export type RedisClient = Redis | Cluster;
@@ -531,5 +533,26 @@ export class RedisStore implements PaymentStore {
 
   toJSON() {
     return { store: "redis", prefix: this.prefix, leaseMs: this.leaseMs, pinTtlMs: this.pinTtlMs, timeoutMs: this.timeoutMs };
+  }
+
+  // ---- pacing and guard ----
+  // The fleet's rate-limit windows and abuse-guard windows (the `LimitStore` of src/http/shared-limits.ts), one
+  // Lua script each in redis-limits.ts. A failure here rejects like any store call; the pacing and guard layers
+  // then fall back to per-process limits (they do not fail closed: no money moves on them).
+
+  async acquirePace(key: string, request: PaceRequest): Promise<PaceGrant> {
+    return this.#run("acquirePace", (c) => limits.acquirePace(c as unknown as RedisClient, this.prefix, key, request));
+  }
+
+  async observePace(key: string, observation: PaceObservation): Promise<void> {
+    await this.#run("observePace", (c) => limits.observePace(c as unknown as RedisClient, this.prefix, key, observation));
+  }
+
+  async acquireGuard(key: string, request: GuardRequest): Promise<GuardGrant> {
+    return this.#run("acquireGuard", (c) => limits.acquireGuard(c as unknown as RedisClient, this.prefix, key, request));
+  }
+
+  async releaseGuard(key: string, release: GuardRelease): Promise<void> {
+    await this.#run("releaseGuard", (c) => limits.releaseGuard(c as unknown as RedisClient, this.prefix, key, release));
   }
 }

@@ -109,3 +109,19 @@ export interface TopUpCoordinator {
   /** The wallet's epoch, lease and pending payment, as they are now. */
   topUpState(wallet: string): Promise<TopUpState>;
 }
+
+/**
+ * Pacing windows and abuse-guard failure windows shared by a fleet (issue 12, part 3 and 4). The interface is
+ * declared beside the layers that use it (`src/http/shared-limits.ts`, so that `src/http/` imports no store
+ * module); `MemoryStore` and `RedisStore` implement it.
+ */
+export type {
+  LimitStore,
+  PaceRequest,
+  PaceGrant,
+  PaceObservation,
+  PaceWindow,
+  GuardRequest,
+  GuardGrant,
+  GuardRelease,
+} from "../http/shared-limits.js";
