@@ -9,7 +9,7 @@
  */
 import { FetchRequest, JsonRpcProvider, Network, Wallet } from "ethers";
 import { startEmulator } from "../src/emulator/index.js";
-import { ServiceClient } from "../src/http/client.js";
+import { ServiceClient } from "../src/client.js";
 import { CryptoRpcTool, NativeBalanceTool, createEthersProvider } from "../src/crypto-rpc/index.js";
 import { median, type BenchRow } from "./types.js";
 

@@ -11,7 +11,7 @@ import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { startEmulator } from "../src/emulator/index.js";
 import { ChatService } from "../src/chat/index.js";
-import { ServiceClient } from "../src/http/client.js";
+import { ServiceClient } from "../src/client.js";
 import { gc, heapUsed, settledHeap } from "./heap.js";
 import { median, type BenchRow } from "./types.js";
 

@@ -14,7 +14,8 @@ import { fileURLToPath, pathToFileURL } from "node:url";
 import { Wallet } from "ethers";
 import { SiweMessage } from "siwe";
 import { startEmulator, type Emulator } from "../src/emulator/index.js";
-import { createServiceFetch, type FetchLike } from "../src/http/fetch-stack.js";
+import { type FetchLike } from "../src/http/fetch-stack.js";
+import { createServiceFetch } from "../src/stack.js";
 import { createSiwxHeader, createWalletAuth, EvmWallet, SolanaWallet, X402PaymentController, x402PaymentLayer } from "../src/x402/index.js";
 import { median, type BenchRow } from "./types.js";
 

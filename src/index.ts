@@ -5,6 +5,8 @@
  */
 export * from "./config.js";
 export * from "./http/index.js";
+export * from "./stack.js";
+export * from "./client.js";
 export * from "./chat/index.js";
 export * from "./crypto-rpc/index.js";
 export * from "./x402/index.js";

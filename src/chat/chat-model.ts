@@ -49,7 +49,8 @@ import { z } from "zod";
 
 import { brandNames, DEFAULT_BRAND, type BrandNames } from "../config.js";
 import { PAYMENT_EVENT_NAME } from "../x402/event-name.js";
-import { createServiceFetch, responseHeaders, type FetchStackOptions, type ServiceFetch } from "../http/fetch-stack.js";
+import { responseHeaders } from "../http/fetch-stack.js";
+import { createServiceFetch, type FetchStackOptions, type ServiceFetch } from "../stack.js";
 import { ConfigurationError, ResponseFormatError, ValidationError } from "../http/errors.js";
 import { readResponseText } from "../http/body.js";
 import { LruMap } from "../http/bounded.js";

@@ -6,7 +6,7 @@
  */
 import { FetchRequest, JsonRpcProvider, Network, type GetUrlResponse } from "ethers";
 import { ConfigurationError, ValidationError } from "../http/errors.js";
-import type { ServiceClient } from "../http/client.js";
+import type { ServiceClient } from "../client.js";
 import { label } from "./methods.js";
 import { networkCacheFor, type NetworkCache } from "./networks.js";
 import { MAX_BATCH_SIZE, cryptoRpc, validateSlug } from "./rpc.js";

@@ -5,7 +5,7 @@
  * slug here (family, mainnet/testnet) only groups and labels it.
  */
 import { UnsupportedNetworkError, abortErrorOf } from "../http/errors.js";
-import type { ServiceClient } from "../http/client.js";
+import type { ServiceClient } from "../client.js";
 
 export type NetworkFamily = "evm" | "solana" | "starknet";
 

@@ -5,7 +5,7 @@
  */
 import { z } from "zod";
 import { BadRequestError, ResponseFormatError, ValidationError } from "../http/errors.js";
-import type { ServiceClient } from "../http/client.js";
+import type { ServiceClient } from "../client.js";
 import type { ServiceResponseHeaders } from "../http/headers.js";
 import { networkCacheFor, unsupportedNetwork, type NetworkCache } from "./networks.js";
 

@@ -14,7 +14,7 @@ import { StructuredTool, type ToolParams, type ToolRunnableConfig } from "@langc
 import { Interface, decodeBase58, formatUnits, isAddress, isHexString, getAddress, decodeBytes32String } from "ethers";
 import { z } from "zod";
 import { BadRequestError, UnsupportedNetworkError, ValidationError } from "../http/errors.js";
-import type { ServiceClient } from "../http/client.js";
+import type { ServiceClient } from "../client.js";
 import { DEFAULT_MAX_OUTPUT_CHARS, QUANTITY_METHODS, capOutput, hexToDecimal, isHexQuantity, plain, withDecimals } from "./format.js";
 import { checkMethod, exampleReads, label, type MethodPolicy } from "./methods.js";
 import { describeNetwork, groupNetworks, networkCacheFor, type NetworkCache, type NetworkFamily, type NetworkInfo } from "./networks.js";

@@ -1,7 +1,10 @@
 /**
- * The one fetch stack. Every request of every face (ChatService, ServiceClient, crypto tools, x402 top-ups)
- * goes through a function built here, so auth, payment, pacing, retries, the abuse guard, typed errors and
+ * The transport of the one fetch stack. Every request of every face (ChatService, ServiceClient, crypto tools,
+ * x402 top-ups) goes through a function built here, so auth, pacing, retries, the abuse guard, typed errors and
  * header parsing exist once. The result is `fetch`-compatible, so it also plugs into the `openai` SDK.
+ *
+ * This floor knows nothing of wallets, payments or crypto RPC: `src/stack.ts` (above the faces) hands in the
+ * credential provider, the payment layer and the fleet store; `createServiceFetch` there is what faces call.
  *
  *   errors -> deadline -> payment (x402) -> retry -> pacing -> abuse guard -> auth -> timeout -> fetch
  *
@@ -24,14 +27,8 @@ import { sendFollowingSafely } from "./redirects.js";
 import { CLOCK_RETRY_MS, serviceClock } from "./clock.js";
 import { DEFAULT_MAX_EVENT_BYTES, DEFAULT_MAX_RESPONSE_BYTES, deadlineLayer, deadlineOf, guardBody, validateBodyOptions, type BodyLimits } from "./body-guard.js";
 import { SharedRegistry } from "./bounded.js";
-import { sharedLimitStore } from "./shared-limits.js";
+import type { LimitStore } from "./shared-limits.js";
 import { validateHints, validateStackOptions } from "./options.js";
-// Types only: the x402 code (and ethers, @x402/*) loads on first use, so a chat-only user never pays for it.
-import type { X402Wallet } from "../x402/wallets.js";
-import type { PaymentPolicy, PaymentPolicyOptions } from "../x402/policy.js";
-import type { PaymentEvent } from "../x402/events.js";
-import type { X402PaymentController, X402PaymentOptions } from "../x402/layer.js";
-import type { PaymentStore } from "../store/types.js";
 
 /** Per-request hints to the stack; plain `fetch` ignores them. */
 export interface ServiceRequestHints {
@@ -53,8 +50,8 @@ export interface ServiceRequestHints {
   maxResponseBytes?: number;
   /** false: hand back non-success responses instead of throwing typed errors */
   throwOnError?: boolean;
-  /** receives the events of payments this request causes (a LangChain run's callbacks) */
-  onPaymentEvent?: (event: PaymentEvent) => void | Promise<void>;
+  /** receives the events of payments this request causes (a LangChain run's callbacks; a `PaymentEvent`) */
+  onPaymentEvent?(event: { type: string }): void | Promise<void>;
 }
 
 export interface ServiceRequestInit extends RequestInit {
@@ -76,7 +73,7 @@ export interface AuthProvider {
   headers(url: string, init: ServiceRequestInit): Promise<Record<string, string>> | Record<string, string>;
 }
 
-export interface FetchStackOptions {
+export interface TransportOptions {
   /** API key (else `SERVICE_API_KEY`). Ignored when `auth` is given. */
   apiKey?: string;
   /** base URL including `/api/v1` (else `SERVICE_BASE_URL`) */
@@ -107,26 +104,9 @@ export interface FetchStackOptions {
   abuseGuard?: Partial<AbuseGuardOptions> | AbuseGuard | false;
   /** a credential provider other than the API key (wallet sign-in) */
   auth?: AuthProvider;
-  /**
-   * A wallet (`EvmWallet` | `SolanaWallet`) to sign in with instead of an API key (SIWX on every attempt) and
-   * to pay with (x402 top-up on 402, within `payment`).
-   */
-  wallet?: X402Wallet;
-  /** the owner's payment policy for automatic top-ups (with `wallet`); share one instance to share its caps */
-  payment?: PaymentPolicy | PaymentPolicyOptions;
-  /** called on each payment event (with `wallet`) */
-  onPayment?: (event: PaymentEvent) => void;
-  /** Solana RPC used to build Solana payments (with a `SolanaWallet`) */
-  solanaRpcUrl?: string;
-  /** how top-ups are sent (with `wallet`): per-attempt timeout, re-sends of the same signed payment, pause between, the fleet lease */
-  topUp?: Partial<Pick<X402PaymentOptions, "topUpTimeoutMs" | "maxResends" | "resendDelayMs" | "topUpLeaseMs">>;
-  /**
-   * where wallet budgets and payee pins live (default: this process's MemoryStore, shared by every stack). A
-   * fleet store (`RedisStore`) also holds the pacing windows and the abuse guard's failure window, so that every
-   * process on one key or wallet shares them; when it fails, those two fall back to per-process limits (one warning).
-   */
-  store?: PaymentStore;
-  /** a custom payment layer, placed outside retries (built from `wallet` + `payment` when absent) */
+  /** a fleet store (`RedisStore`) through which pacing and the abuse guard share their windows (else per process) */
+  limitStore?: LimitStore;
+  /** the payment layer, placed outside retries (src/stack.ts builds it from a wallet) */
   paymentLayer?: FetchLayer;
   /**
    * Rate-limit pacing from the `x-ratelimit-*` headers, one limiter per caller and model shared in the
@@ -139,20 +119,17 @@ export interface FetchStackOptions {
   defaultHeaders?: Record<string, string>;
 }
 
-export interface ServiceFetch extends FetchLike {
+/** The transport stack: `fetch` plus what the faces read from it. */
+export interface TransportFetch extends FetchLike {
   readonly baseUrl: string;
   readonly brand: string;
   /** who is calling (for limiters, logs); never the secret */
   readonly identity: string;
   readonly hasCredentials: boolean;
-  /** the wallet this stack signs and pays with, if any */
-  readonly wallet?: X402Wallet;
   /** resolves a path relative to the base URL */
   url(path: string): string;
   /** the effective body limits (`idleTimeout`, `totalTimeout`, `maxResponseBytes`, `maxEventBytes`) */
   readonly limits: Readonly<BodyLimits>;
-  /** the x402 payment controller (money state, caps) of a wallet stack; undefined without a wallet */
-  paymentController(): Promise<X402PaymentController | undefined>;
 }
 
 const headerCache = new WeakMap<Response, ServiceResponseHeaders>();
@@ -202,17 +179,6 @@ export class ApiKeyAuth implements AuthProvider {
 
 function mergeSignals(a: AbortSignal | null | undefined, b: AbortSignal): AbortSignal {
   return a ? AbortSignal.any([a, b]) : b;
-}
-
-/** Wallet sign-in whose signing code loads on the first request. */
-function lazyWalletAuth(wallet: X402Wallet, x402: Promise<typeof import("../x402/index.js")>): AuthProvider {
-  const provider = x402.then((m) => m.createWalletAuth(wallet));
-  provider.catch(() => {});
-  return {
-    identity: `wallet:${wallet.address}`,
-    clockSensitive: true,
-    headers: async (url, init) => (await provider).headers(url, init),
-  };
 }
 
 /** True when `url` lies on `origin` (a fast prefix check, with a parsed comparison as the fallback). */
@@ -394,50 +360,16 @@ const sharedGuards = new SharedRegistry<AbuseGuard>();
 const keepGuard = (g: AbuseGuard) => sharedGuards.keep(g, g.rememberUntil());
 const guardWarned = new WeakSet<AbuseGuard>();
 
-/** Builds the stack. Throws `ConfigurationError` on bad options, before any request. */
-export function createServiceFetch(options: FetchStackOptions = {}): ServiceFetch {
+/** Builds the transport stack. Throws `ConfigurationError` on bad options, before any request. */
+export function createTransport(options: TransportOptions = {}): TransportFetch {
   const baseUrl = normalizeBaseUrl(options.baseUrl);
   const brand = options.brand ?? DEFAULT_BRAND;
   brandNames(brand); // validates
   validateStackOptions(options); // timeout, retry, pacing, topUp, defaultHeaders, fetch: named in the error
   const base: FetchLike = options.fetch ?? ((input, init) => globalThis.fetch(input, init));
-  const wallet = options.auth ? undefined : options.wallet;
-  if (wallet !== undefined && typeof (wallet as { address?: unknown })?.address !== "string") {
-    throw new ConfigurationError("wallet must be an EvmWallet or a SolanaWallet");
-  }
-  // A wallet replaces the API key: it signs in with SIWX on every attempt and pays on 402.
-  const apiKey = options.auth || wallet ? undefined : (options.apiKey ?? readEnv(ENV_API_KEY));
-  const x402 = wallet ? import("../x402/index.js") : undefined;
-  const auth: AuthProvider | undefined =
-    options.auth ??
-    (wallet && x402
-      ? lazyWalletAuth(wallet, x402)
-      : apiKey
-        ? new ApiKeyAuth(apiKey)
-        : undefined);
-  let controller: Promise<X402PaymentController> | undefined;
-  let paymentLayer = options.paymentLayer;
-  if (!paymentLayer && wallet && x402) {
-    controller = x402.then(
-      (m) =>
-        new m.X402PaymentController({
-          ...options.topUp,
-          wallet,
-          policy: options.payment,
-          onPayment: options.onPayment,
-          brand,
-          baseUrl,
-          solanaRpcUrl: options.solanaRpcUrl,
-          store: options.store,
-        }),
-    );
-    controller.catch(() => {}); // surfaced on first use
-    const ready = controller;
-    paymentLayer = (next) => {
-      const layer = ready.then((c) => c.layer()(next));
-      return async (input, init) => (await layer)(input, init);
-    };
-  }
+  const apiKey = options.auth ? undefined : (options.apiKey ?? readEnv(ENV_API_KEY));
+  const auth: AuthProvider | undefined = options.auth ?? (apiKey ? new ApiKeyAuth(apiKey) : undefined);
+  const paymentLayer = options.paymentLayer;
   const identity = auth?.identity ?? "anonymous";
   const timeout = options.timeout ?? 120_000;
   validateBodyOptions(options);
@@ -470,7 +402,7 @@ export function createServiceFetch(options: FetchStackOptions = {}): ServiceFetc
   }
 
   // A fleet store (not the per-process MemoryStore): pacing windows and guard failures are counted there.
-  const fleetStore = sharedLimitStore(options.store);
+  const fleetStore = options.limitStore;
   let f = transportLayer(base, auth, options.defaultHeaders, timeout, new URL(baseUrl).origin, limits);
   // a shared guard (guardWaitMs set) is kept past its stacks while its failures count; a caller's own is theirs
   if (guard) {
@@ -484,14 +416,12 @@ export function createServiceFetch(options: FetchStackOptions = {}): ServiceFetc
   f = deadlineLayer(f, limits.totalTimeout);
   f = errorsLayer(f, brand);
 
-  const stack = f as ServiceFetch;
+  const stack = f as TransportFetch;
   Object.defineProperties(stack, {
     baseUrl: { value: baseUrl, enumerable: true },
     brand: { value: brand, enumerable: true },
     identity: { value: identity, enumerable: true },
     hasCredentials: { value: auth !== undefined, enumerable: true },
-    wallet: { value: wallet },
-    paymentController: { value: () => controller ?? Promise.resolve(undefined) },
     limits: { value: Object.freeze({ ...limits, idleTimeout: limits.idleTimeout || timeout }), enumerable: true },
     url: { value: (path: string) => (/^https?:\/\//.test(path) ? path : `${baseUrl}${path.startsWith("/") ? "" : "/"}${path}`) },
   });

@@ -4,7 +4,7 @@
  */
 import { z } from "zod";
 import { ConfigurationError, ValidationError } from "../http/errors.js";
-import { parseWith, type ServiceClient } from "../http/client.js";
+import { parseWith, type ServiceClient } from "../client.js";
 import { X402PaymentController, type TopUpResult, type X402PaymentOptions } from "./layer.js";
 import type { PaymentEvent } from "./events.js";
 import type { PaymentPolicy, PaymentPolicyOptions } from "./policy.js";

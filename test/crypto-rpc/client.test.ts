@@ -8,7 +8,7 @@ import { Contract, Wallet, parseUnits } from "ethers";
 import { USDC_ABI } from "../../src/emulator/chain/index.js";
 import { startEmulator, type Emulator } from "../../src/emulator/index.js";
 import { ResponseFormatError, UnsupportedNetworkError, ValidationError, AuthenticationError } from "../../src/http/errors.js";
-import { ServiceClient } from "../../src/http/client.js";
+import { ServiceClient } from "../../src/client.js";
 import { NetworkCache, cryptoRpc, createEthersProvider, createSolanaConnection, networkCacheFor } from "../../src/crypto-rpc/index.js";
 import { countingClient, startSolanaStandIn } from "./helpers.js";
 

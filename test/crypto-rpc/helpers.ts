@@ -5,7 +5,7 @@ import { Contract, JsonRpcProvider, Network, Wallet } from "ethers";
 import { USDC_ABI } from "../../src/emulator/chain/index.js";
 import type { Emulator } from "../../src/emulator/index.js";
 import type { LocalChain } from "../../src/emulator/types.js";
-import { ServiceClient } from "../../src/http/client.js";
+import { ServiceClient } from "../../src/client.js";
 import { createSolanaLedger, type SolanaLedger } from "../../src/emulator/x402/solana.js";
 
 export interface CountingClient {

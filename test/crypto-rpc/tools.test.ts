@@ -9,7 +9,7 @@ import { ToolMessage } from "@langchain/core/messages";
 import { USDC_ABI, usdcInterface } from "../../src/emulator/chain/index.js";
 import { startEmulator, type Emulator } from "../../src/emulator/index.js";
 import { AuthenticationError, ServerError } from "../../src/http/errors.js";
-import { ServiceClient } from "../../src/http/client.js";
+import { ServiceClient } from "../../src/client.js";
 import { CryptoRpcToolkit, type CryptoToolOptions } from "../../src/crypto-rpc/index.js";
 import { chainProvider, countingClient, startSolanaStandIn, transferUsdc } from "./helpers.js";
 

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import type { ToolMessage } from "@langchain/core/messages";
 import { startEmulator, type Emulator, type EmulatorOptions } from "../../src/emulator/index.js";
 import { main } from "../../src/emulator/cli.js";
-import { ServiceClient } from "../../src/http/client.js";
+import { ServiceClient } from "../../src/client.js";
 import { BadRequestError, PaymentFailedError, UnsupportedNetworkError } from "../../src/http/errors.js";
 import { CryptoRpcToolkit } from "../../src/crypto-rpc/index.js";
 import { createSiwxHeader } from "../../src/x402/siwx.js";

@@ -15,7 +15,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { gc, settledHeap } from "../../bench/heap.js";
 import { ChatService } from "../../src/chat/index.js";
 import { AbuseBlockError, PaymentFailedError } from "../../src/http/errors.js";
-import { ServiceClient } from "../../src/http/client.js";
+import { ServiceClient } from "../../src/client.js";
 import { LruMap, SharedRegistry } from "../../src/http/bounded.js";
 import { EvmWallet, USDC_BASE, X402PaymentController } from "../../src/x402/index.js";
 

@@ -11,7 +11,7 @@
 import { request } from "node:http";
 import { afterEach, describe, expect, it } from "vitest";
 import { ABUSE_BLOCK_MESSAGE, startEmulator, type Emulator } from "../../src/emulator/index.js";
-import { ServiceClient } from "../../src/http/client.js";
+import { ServiceClient } from "../../src/client.js";
 import { AuthenticationError, ConfigurationError } from "../../src/http/errors.js";
 import type { FetchLike } from "../../src/http/fetch-stack.js";
 import { toBase64Json } from "../../src/x402/encoding.js";

@@ -5,7 +5,7 @@
 import { describe, expect, it, vi } from "vitest";
 import { ChatService } from "../../src/chat/chat-model.js";
 import { AbuseBlockError, BadRequestError, PaymentFailedError, RedirectError } from "../../src/http/errors.js";
-import { createServiceFetch } from "../../src/http/fetch-stack.js";
+import { createServiceFetch } from "../../src/stack.js";
 import { EvmWallet, withX402 } from "../../src/x402/index.js";
 import {
   CREDENTIAL_HEADERS,

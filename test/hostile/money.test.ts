@@ -8,9 +8,9 @@ import { RunnableLambda } from "@langchain/core/runnables";
 import { Wallet as EthersWallet } from "ethers";
 import { describe, expect, it } from "vitest";
 import { ChatService } from "../../src/chat/chat-model.js";
-import { ServiceClient } from "../../src/http/client.js";
+import { ServiceClient } from "../../src/client.js";
 import { PaymentFailedError, PaymentPolicyError, PaymentRequiredError } from "../../src/http/errors.js";
-import { createServiceFetch } from "../../src/http/fetch-stack.js";
+import { createServiceFetch } from "../../src/stack.js";
 import { EvmWallet, PaymentPolicy, PaymentSpendHandler, withX402, type PaymentEvent } from "../../src/x402/index.js";
 import {
   PAYEE_A,

@@ -11,7 +11,8 @@ import { startEmulator, type Emulator } from "../../src/emulator/index.js";
 import type { X402EmulatorOptions } from "../../src/emulator/x402/index.js";
 import { ChatService } from "../../src/chat/index.js";
 import { PaymentFailedError } from "../../src/http/errors.js";
-import { createServiceFetch, type FetchLike } from "../../src/http/fetch-stack.js";
+import { type FetchLike } from "../../src/http/fetch-stack.js";
+import { createServiceFetch } from "../../src/stack.js";
 import { EvmWallet, createWalletAuth, x402PaymentLayer, type PaymentEvent, type PaymentPolicyOptions } from "../../src/x402/index.js";
 import { USDC_ABI } from "../../src/emulator/chain/index.js";
 

@@ -10,7 +10,7 @@
  *       (`400`, or `AbuseBlockError:client|service`)
  */
 import { createInterface } from "node:readline";
-import { createServiceFetch } from "../../src/http/fetch-stack.js";
+import { createServiceFetch } from "../../src/stack.js";
 import { RedisStore } from "../../src/store/redis.js";
 
 interface Job {

@@ -6,8 +6,9 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Wallet } from "ethers";
 import type { Emulator } from "../../src/emulator/index.js";
-import { createServiceFetch, type FetchLike } from "../../src/http/fetch-stack.js";
-import { ServiceClient } from "../../src/http/client.js";
+import { type FetchLike } from "../../src/http/fetch-stack.js";
+import { createServiceFetch } from "../../src/stack.js";
+import { ServiceClient } from "../../src/client.js";
 import { InsufficientBalanceError, PaymentFailedError, PaymentPolicyError, PermissionDeniedError, AuthenticationError } from "../../src/http/errors.js";
 import {
   createSiwxHeader,

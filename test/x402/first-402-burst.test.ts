@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startEmulator, type Emulator } from "../../src/emulator/index.js";
 import { accountIdentity } from "../../src/emulator/auth.js";
-import { ServiceClient } from "../../src/http/client.js";
+import { ServiceClient } from "../../src/client.js";
 import { PaymentPolicyError } from "../../src/http/errors.js";
 import { withX402, type PaymentEvent } from "../../src/x402/index.js";
 import { chatBody, payer, testPolicy } from "./helpers.js";

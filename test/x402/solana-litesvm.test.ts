@@ -9,7 +9,7 @@ import { ToolMessage } from "@langchain/core/messages";
 import { getMintDecoder, getTokenDecoder } from "@solana-program/token";
 import { startEmulator, type Emulator } from "../../src/emulator/index.js";
 import { LITESVM_MISSING_MESSAGE, SOLANA_STARTING_USDC_ATOMIC, type SolanaRail } from "../../src/emulator/x402/solana.js";
-import { ServiceClient } from "../../src/http/client.js";
+import { ServiceClient } from "../../src/client.js";
 import { UnsupportedNetworkError } from "../../src/http/errors.js";
 import { CryptoRpcToolkit } from "../../src/crypto-rpc/index.js";
 import { SolanaWallet, withX402 } from "../../src/x402/index.js";

@@ -4,15 +4,16 @@
  * with zod where the client relies on a field.
  */
 import { z } from "zod";
-import { createServiceFetch, responseHeaders, type FetchStackOptions, type ServiceFetch, type ServiceRequestHints, type ServiceRequestInit } from "./fetch-stack.js";
-import type { ServiceResponseHeaders } from "./headers.js";
-import { ConfigurationError, ResponseFormatError, ValidationError } from "./errors.js";
-import { readResponseText } from "./body.js";
-import { networkCacheFor, type NetworkCache } from "../crypto-rpc/networks.js";
-import { cryptoRpc, type JsonRpcRequest, type CryptoRpcOptions, type CryptoRpcSingleResult, type CryptoRpcBatchResult } from "../crypto-rpc/rpc.js";
-import type { X402Wallet } from "../x402/wallets.js";
-import type { TopUpResult } from "../x402/layer.js";
-import type { TransactionsOptions, X402Transactions } from "../x402/client.js";
+import { responseHeaders, type ServiceRequestHints, type ServiceRequestInit } from "./http/fetch-stack.js";
+import type { ServiceResponseHeaders } from "./http/headers.js";
+import { ConfigurationError, ResponseFormatError, ValidationError } from "./http/errors.js";
+import { readResponseText } from "./http/body.js";
+import { createServiceFetch, type FetchStackOptions, type ServiceFetch } from "./stack.js";
+import { networkCacheFor, type NetworkCache } from "./crypto-rpc/networks.js";
+import { cryptoRpc, type JsonRpcRequest, type CryptoRpcOptions, type CryptoRpcSingleResult, type CryptoRpcBatchResult } from "./crypto-rpc/rpc.js";
+import type { X402Wallet } from "./x402/wallets.js";
+import type { TopUpResult } from "./x402/layer.js";
+import type { TransactionsOptions, X402Transactions } from "./x402/client.js";
 
 export interface ServiceClientOptions extends FetchStackOptions {
   /** an existing stack to share (limiters, guards, payment state) instead of building one */
@@ -269,13 +270,13 @@ export class ServiceClient {
   async topUp(amountUsd: number): Promise<TopUpResult> {
     const controller = await this.fetch.paymentController();
     if (!controller) throw new ConfigurationError("topUp needs a client built with a `wallet`");
-    const { topUp } = await import("../x402/client.js");
+    const { topUp } = await import("./x402/client.js");
     return topUp(this, amountUsd, { controller });
   }
 
   /** The wallet's top-ups and charges, newest first; needs a wallet (or pass `address` of the signed-in wallet). */
   async getX402Transactions(options: Omit<TransactionsOptions, "wallet"> = {}): Promise<X402Transactions> {
-    const { getX402Transactions } = await import("../x402/client.js");
+    const { getX402Transactions } = await import("./x402/client.js");
     return getX402Transactions(this, { wallet: this.wallet, ...options });
   }
 

@@ -1,0 +1,107 @@
+/**
+ * The assembly of the one fetch stack, above the faces that use it: the transport (`src/http/`) with a
+ * credential provider, the x402 payment layer of a wallet, and the fleet store handed in. Every face
+ * (ChatService, ServiceClient, ServiceEmbeddings, the tools) builds its stack here, or shares one built here.
+ *
+ * The x402 code (and ethers, @x402/*) loads on a wallet stack's first use, so a chat-only user never pays for it.
+ */
+import { ConfigurationError } from "./http/errors.js";
+import { normalizeBaseUrl, DEFAULT_BRAND } from "./http/config.js";
+import { createTransport, type AuthProvider, type FetchLayer, type TransportFetch, type TransportOptions } from "./http/fetch-stack.js";
+import { sharedLimitStore } from "./http/shared-limits.js";
+import { validateStackOptions } from "./http/options.js";
+import type { X402Wallet } from "./x402/wallets.js";
+import type { PaymentPolicy, PaymentPolicyOptions } from "./x402/policy.js";
+import type { PaymentEvent } from "./x402/events.js";
+import type { X402PaymentController, X402PaymentOptions } from "./x402/layer.js";
+import type { PaymentStore } from "./store/types.js";
+
+export interface FetchStackOptions extends Omit<TransportOptions, "limitStore"> {
+  /**
+   * A wallet (`EvmWallet` | `SolanaWallet`) to sign in with instead of an API key (SIWX on every attempt) and
+   * to pay with (x402 top-up on 402, within `payment`).
+   */
+  wallet?: X402Wallet;
+  /** the owner's payment policy for automatic top-ups (with `wallet`); share one instance to share its caps */
+  payment?: PaymentPolicy | PaymentPolicyOptions;
+  /** called on each payment event (with `wallet`) */
+  onPayment?: (event: PaymentEvent) => void;
+  /** Solana RPC used to build Solana payments (with a `SolanaWallet`) */
+  solanaRpcUrl?: string;
+  /** how top-ups are sent (with `wallet`): per-attempt timeout, re-sends of the same signed payment, pause between, the fleet lease */
+  topUp?: Partial<Pick<X402PaymentOptions, "topUpTimeoutMs" | "maxResends" | "resendDelayMs" | "topUpLeaseMs">>;
+  /**
+   * Where wallet budgets, payee pins and top-up leases live (default: this process's MemoryStore, shared by every
+   * stack). A fleet store (`RedisStore`) also holds the pacing windows and the abuse guard's failure window, so
+   * every process on one key or wallet shares them; when it fails, those two fall back to per-process limits
+   * (one warning) while payments fail closed.
+   */
+  store?: PaymentStore;
+  /** a custom payment layer, placed outside retries (built from `wallet` + `payment` when absent) */
+  paymentLayer?: FetchLayer;
+}
+
+export interface ServiceFetch extends TransportFetch {
+  /** the wallet this stack signs and pays with, if any */
+  readonly wallet?: X402Wallet;
+  /** the x402 payment controller (money state, caps) of a wallet stack; undefined without a wallet */
+  paymentController(): Promise<X402PaymentController | undefined>;
+}
+
+/** Wallet sign-in whose signing code loads on the first request. */
+function lazyWalletAuth(wallet: X402Wallet, x402: Promise<typeof import("./x402/index.js")>): AuthProvider {
+  const provider = x402.then((m) => m.createWalletAuth(wallet));
+  provider.catch(() => {});
+  return {
+    identity: `wallet:${wallet.address}`,
+    clockSensitive: true,
+    headers: async (url, init) => (await provider).headers(url, init),
+  };
+}
+
+/** Builds the stack every face uses. Throws `ConfigurationError` on bad options, before any request. */
+export function createServiceFetch(options: FetchStackOptions = {}): ServiceFetch {
+  validateStackOptions(options); // timeout, retry, pacing, topUp, defaultHeaders, fetch: named in the error
+  const wallet = options.auth ? undefined : options.wallet;
+  if (wallet !== undefined && typeof (wallet as { address?: unknown })?.address !== "string") {
+    throw new ConfigurationError("wallet must be an EvmWallet or a SolanaWallet");
+  }
+  const { wallet: _w, payment, onPayment, solanaRpcUrl, topUp, store, paymentLayer: customPayment, ...transport } = options;
+  // A wallet replaces the API key: it signs in with SIWX on every attempt and pays on 402.
+  const x402 = wallet ? import("./x402/index.js") : undefined;
+  let controller: Promise<X402PaymentController> | undefined;
+  let paymentLayer = customPayment;
+  if (!paymentLayer && wallet && x402) {
+    const baseUrl = normalizeBaseUrl(options.baseUrl);
+    controller = x402.then(
+      (m) =>
+        new m.X402PaymentController({
+          ...topUp,
+          wallet,
+          policy: payment,
+          onPayment,
+          brand: options.brand ?? DEFAULT_BRAND,
+          baseUrl,
+          solanaRpcUrl,
+          store,
+        }),
+    );
+    controller.catch(() => {}); // surfaced on first use
+    const ready = controller;
+    paymentLayer = (next) => {
+      const layer = ready.then((c) => c.layer()(next));
+      return async (input, init) => (await layer)(input, init);
+    };
+  }
+  const stack = createTransport({
+    ...transport,
+    auth: options.auth ?? (wallet && x402 ? lazyWalletAuth(wallet, x402) : undefined),
+    paymentLayer,
+    limitStore: sharedLimitStore(store),
+  }) as ServiceFetch;
+  Object.defineProperties(stack, {
+    wallet: { value: wallet },
+    paymentController: { value: () => controller ?? Promise.resolve(undefined) },
+  });
+  return stack;
+}
