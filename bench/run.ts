@@ -19,6 +19,8 @@ const sections: Record<string, () => Promise<BenchRow[]>> = {
   memory: async () => (await import("./memory.js")).benchMemory(),
   sse: async () => (await import("./sse.js")).benchSse(),
   package: async () => (await import("./package.js")).benchPackage(),
+  fleet: async () => (await import("./fleet.js")).benchFleet(),
+  embeddings: async () => (await import("./embeddings.js")).benchEmbeddings(),
 };
 
 function fmt(n: number): string {

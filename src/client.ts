@@ -14,6 +14,18 @@ import { cryptoRpc, type JsonRpcRequest, type CryptoRpcOptions, type CryptoRpcSi
 import type { X402Wallet } from "./x402/wallets.js";
 import type { TopUpResult } from "./x402/layer.js";
 import type { TransactionsOptions, X402Transactions } from "./x402/client.js";
+import type {
+  CallOptions,
+  CreateSpeechParameters,
+  GenerateImageParameters,
+  GenerateImageResult,
+  SimpleGenerateImageParameters,
+  SpeechResult,
+  WebScrapeResult,
+  WebSearchParameters,
+  WebSearchResult,
+  simpleGenerateImage,
+} from "./tools/api.js";
 
 export interface ServiceClientOptions extends FetchStackOptions {
   /** an existing stack to share (limiters, guards, payment state) instead of building one */
@@ -259,6 +271,33 @@ export class ServiceClient {
     return Array.isArray(requestOrBatch)
       ? cryptoRpc(this, network, requestOrBatch, options)
       : cryptoRpc(this, network, requestOrBatch, options);
+  }
+
+  // The other inference endpoints: thin doors to src/tools/api.ts (loaded on first use; it imports this file).
+
+  /** POST /augment/search: web results for a query. */
+  async webSearch(parameters: WebSearchParameters, options?: CallOptions): Promise<WebSearchResult> {
+    return (await import("./tools/api.js")).webSearch(this, parameters, options);
+  }
+
+  /** POST /augment/scrape: one public http(s) page as text (loopback and private addresses are refused unsent). */
+  async webScrape(url: string, options?: CallOptions): Promise<WebScrapeResult> {
+    return (await import("./tools/api.js")).webScrape(this, url, options);
+  }
+
+  /** POST /image/generate: the service's own image endpoint. */
+  async generateImage(parameters: GenerateImageParameters, options?: CallOptions): Promise<GenerateImageResult> {
+    return (await import("./tools/api.js")).generateImage(this, parameters, options);
+  }
+
+  /** POST /images/generations: the OpenAI-compatible image endpoint (one image, base64). */
+  async simpleGenerateImage(parameters: SimpleGenerateImageParameters, options?: CallOptions): ReturnType<typeof simpleGenerateImage> {
+    return (await import("./tools/api.js")).simpleGenerateImage(this, parameters, options);
+  }
+
+  /** POST /audio/speech: text to speech (audio bytes, format, duration). */
+  async createSpeech(parameters: CreateSpeechParameters, options?: CallOptions): Promise<SpeechResult> {
+    return (await import("./tools/api.js")).createSpeech(this, parameters, options);
   }
 
   /** The wallet this client signs in and pays with, if any. */

@@ -1,7 +1,7 @@
 /**
- * langchain-service: the LangChain.js chat model, the plain API client, wallet sign-in and self-paying
- * top-ups (x402), and crypto JSON-RPC tools, over one fetch stack. The local service emulator is its own
- * entry point: `langchain-service/emulator`.
+ * langchain-service: the LangChain.js chat model and embeddings, the plain API client, wallet sign-in and
+ * self-paying top-ups (x402), crypto JSON-RPC tools and web, image and speech tools, over one fetch stack.
+ * The local service emulator is its own entry point: `langchain-service/emulator`.
  */
 export * from "./config.js";
 export * from "./http/index.js";
@@ -9,6 +9,8 @@ export * from "./stack.js";
 export * from "./client.js";
 export * from "./chat/index.js";
 export * from "./crypto-rpc/index.js";
+export * from "./embeddings/index.js";
+export * from "./tools/index.js";
 export * from "./x402/index.js";
 export * from "./store/index.js";
 export type { Emulator, EmulatorOptions } from "./emulator/index.js";

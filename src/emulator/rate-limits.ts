@@ -10,8 +10,10 @@
 import type { RateLimitOptions } from "./types.js";
 
 export type Tier = "XS" | "S" | "M" | "L";
+/** the other model types of spec part 8, paced by requests per minute only */
+export type TypeBucket = "image" | "audio" | "embedding";
 /** non-inference authenticated routes share one bucket with the XS numbers */
-export type Bucket = Tier | "default";
+export type Bucket = Tier | TypeBucket | "default";
 
 export interface TierLimit {
   requests: number;
@@ -32,6 +34,14 @@ export const PARTNER_TIER_LIMITS: Record<Tier, TierLimit> = {
   M: { requests: 100, tokens: 1_500_000 },
   L: { requests: 60, tokens: 1_000_000 },
 };
+
+/** Spec part 8, "other model types": requests per minute (no token limit is published for them). */
+export const TYPE_LIMITS: Record<TypeBucket, number> = { image: 20, audio: 60, embedding: 500 };
+export const PARTNER_TYPE_LIMITS: Record<TypeBucket, number> = { image: 60, audio: 120, embedding: 500 };
+
+function isTypeBucket(bucket: Bucket): bucket is TypeBucket {
+  return bucket === "image" || bucket === "audio" || bucket === "embedding";
+}
 
 export const DEFAULT_WINDOW_MS = 60_000;
 /** the crypto RPC proxy's requests per minute on the paid tier (the published description) */
@@ -107,6 +117,10 @@ export class RateLimiter {
 
   /** The effective limits of a tier for a caller (partner numbers, then per-tier overrides). */
   limitsFor(bucket: Bucket, partner = false): TierLimit {
+    if (isTypeBucket(bucket)) {
+      const requests = this.options.types?.[bucket]?.requests ?? (partner ? PARTNER_TYPE_LIMITS : TYPE_LIMITS)[bucket];
+      return { requests, tokens: Number.POSITIVE_INFINITY };
+    }
     const tier: Tier = bucket === "default" ? "XS" : bucket;
     const base = (partner ? PARTNER_TIER_LIMITS : TIER_LIMITS)[tier];
     const override = this.options.tiers?.[tier];
@@ -142,10 +156,15 @@ export class RateLimiter {
     const limits = this.limitsFor(bucket, partner);
     const window = this.window(identity, bucket);
     const resetAt = window.resetAt;
-    return {
+    const requests = {
       "x-ratelimit-limit-requests": String(limits.requests),
       "x-ratelimit-remaining-requests": String(Math.max(0, limits.requests - window.requests)),
       "x-ratelimit-reset-requests": String(Math.ceil(resetAt / 1000)),
+    };
+    // image, audio and embedding models have no published token limit: no token headers for them
+    if (!Number.isFinite(limits.tokens)) return { ...requests, "x-ratelimit-type": "api_key" };
+    return {
+      ...requests,
       "x-ratelimit-limit-tokens": String(limits.tokens),
       "x-ratelimit-remaining-tokens": String(Math.max(0, limits.tokens - window.tokens)),
       "x-ratelimit-reset-tokens": String(Math.max(0, Math.ceil((resetAt - this.now()) / 1000))),

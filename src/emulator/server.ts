@@ -13,10 +13,14 @@ import { randomBytes } from "node:crypto";
 import { brotliCompressSync, constants as zlibConstants, gzipSync } from "node:zlib";
 import { accountForIdentity, accountIdentity, addressIdentity, authenticate, callerIdentity, claimedIdentity, publicAccountId } from "./auth.js";
 import { FAULT_BODIES, FaultInjector } from "./faults.js";
-import { findModel, type EmulatedModel } from "./models/catalog.js";
+import { findModel, type ServedModel } from "./models/catalog.js";
 import { ABUSE_BLOCK_MESSAGE, RateLimiter, type Bucket } from "./rate-limits.js";
+import { audioRoutes } from "./routes/audio.js";
+import { augmentRoutes } from "./routes/augment.js";
 import { chatRoutes } from "./routes/chat.js";
 import { cryptoRpcRoutes } from "./routes/crypto-rpc.js";
+import { embeddingRoutes } from "./routes/embeddings.js";
+import { imageRoutes } from "./routes/images.js";
 import { modelRoutes } from "./routes/models.js";
 import { networkRoutes } from "./routes/networks.js";
 import { apiTierId, rateLimitRoutes } from "./routes/rate-limits.js";
@@ -27,6 +31,7 @@ import {
   type EmulatorContext,
   type EmulatorRequest,
   type EmulatorResponse,
+  type ResolvedModel,
   type Route,
   type X402Hooks,
 } from "./types.js";
@@ -42,7 +47,7 @@ const TOP_UP_PATH = "/x402/top-up";
 
 /** Every route the emulator serves, area by area; x402's come from its hooks. */
 export function collectRoutes(x402: X402Hooks): Route[] {
-  return [...modelRoutes, ...rateLimitRoutes, ...networkRoutes, ...chatRoutes, ...cryptoRpcRoutes, ...x402.routes];
+  return [...modelRoutes, ...rateLimitRoutes, ...networkRoutes, ...chatRoutes, ...cryptoRpcRoutes, ...embeddingRoutes, ...imageRoutes, ...audioRoutes, ...augmentRoutes, ...x402.routes];
 }
 
 // --- route matching ------------------------------------------------------------------------------------
@@ -104,7 +109,7 @@ interface Outcome {
   /** false for the abuse block's own answers (they do not extend the block) */
   countFailure: boolean;
   account?: Account;
-  model?: EmulatedModel;
+  model?: ServedModel;
   /** cut the stream after this many chunks */
   cutAfter?: number;
 }
@@ -196,7 +201,7 @@ async function runPipeline(state: PipelineState, req: EmulatorRequest): Promise<
   const account = caller.kind === "anonymous" ? undefined : caller.account;
   const headers: Record<string, string> = {};
   let bucket: Bucket = "default";
-  let model: EmulatedModel | undefined;
+  let model: ServedModel | undefined;
   if (account) {
     // balances as they were before the request
     headers[`${p}balance-usd`] = String(account.usd);
@@ -211,38 +216,64 @@ async function runPipeline(state: PipelineState, req: EmulatorRequest): Promise<
     return { response, headers, identity, countFailure: true, account, model, ...extra };
   };
 
+  /** an API key without balance, or a wallet under the minimum credit: the 402 (spec part 7) */
+  const creditRefusal = (): EmulatorResponse | undefined => {
+    if (caller.kind === "apiKey" && ctx.ledger.available(caller.account) <= 0) {
+      return errorResponse(402, "Insufficient balance", { code: "INSUFFICIENT_BALANCE" });
+    }
+    if (caller.kind === "wallet" && caller.account.usd < ctx.x402.minimumBalanceUsd) return ctx.x402.insufficientCredit402(req, ctx, caller.account);
+    return undefined;
+  };
+  const modelHeaders = (served: ServedModel) => {
+    headers[`${p}model-id`] = served.id;
+    headers[`${p}model-name`] = served.name;
+    headers[`${p}model-router`] = served.router;
+    if (served.deprecated) {
+      headers[`${p}model-deprecation-warning`] = served.deprecated.warning;
+      headers[`${p}model-deprecation-date`] = served.deprecated.date;
+    }
+  };
+
+  // 5a. inference routes that find their own model (or have none): images, speech, web search and scrape
+  if (route.inference && route.resolveModel) {
+    let resolved: ResolvedModel;
+    try {
+      resolved = await route.resolveModel(req);
+    } catch (err) {
+      if (!(err instanceof EmulatorHttpError)) throw err;
+      return outcome(fromHttpError(err));
+    }
+    model = resolved.model;
+    bucket = resolved.bucket;
+    if (model) modelHeaders(model);
+    if (account && model?.proOnly && !account.pro) return outcome(errorResponse(401, "This model is available to Pro users only"));
+    const refused = account ? creditRefusal() : undefined;
+    if (refused) return outcome(refused);
+  }
+
   // 5. inference: the model, Pro-only, balance
-  if (route.inference) {
+  if (route.inference && !route.resolveModel) {
     const parsed = parseInferenceBody(req.body);
     if ("error" in parsed) return outcome(parsed.error);
     const modelId = parsed.json.model;
     if (typeof modelId !== "string" || modelId === "") {
       return outcome(errorResponse(400, "Invalid request: model is required", { details: { model: { _errors: ["Required"] } } }));
     }
-    model = findModel(modelId);
-    if (!model) {
+    const textModel = findModel(modelId);
+    model = textModel;
+    if (!textModel) {
       return outcome(
         errorResponse(400, `Invalid request: unknown model "${modelId.split(":")[0]}"`, {
           details: { model: { _errors: ["Model not found; see GET /models"] } },
         }),
       );
     }
-    headers[`${p}model-id`] = model.id;
-    headers[`${p}model-name`] = model.name;
-    headers[`${p}model-router`] = model.router;
-    if (model.deprecated) {
-      headers[`${p}model-deprecation-warning`] = model.deprecated.warning;
-      headers[`${p}model-deprecation-date`] = model.deprecated.date;
-    }
-    bucket = model.tier;
+    modelHeaders(textModel);
+    bucket = textModel.tier;
     if (account) {
-      if (model.proOnly && !account.pro) return outcome(errorResponse(401, "This model is available to Pro users only"));
-      if (caller.kind === "apiKey" && ctx.ledger.available(account) <= 0) {
-        return outcome(errorResponse(402, "Insufficient balance", { code: "INSUFFICIENT_BALANCE" }));
-      }
-      if (caller.kind === "wallet" && account.usd < ctx.x402.minimumBalanceUsd) {
-        return outcome(ctx.x402.insufficientCredit402(req, ctx, account));
-      }
+      if (textModel.proOnly && !account.pro) return outcome(errorResponse(401, "This model is available to Pro users only"));
+      const refused = creditRefusal();
+      if (refused) return outcome(refused);
     }
   }
 

@@ -100,6 +100,8 @@ export interface RateLimitOptions {
   abuseBlockMs?: number;
   /** override a tier's limits, e.g. { XS: { requests: 10, tokens: 1000 } } */
   tiers?: Partial<Record<"XS" | "S" | "M" | "L", { requests?: number; tokens?: number }>>;
+  /** override the requests per window of the other model types (spec part 8), e.g. { image: { requests: 2 } } */
+  types?: Partial<Record<"image" | "audio" | "embedding", { requests?: number }>>;
   /**
    * The crypto RPC proxy's own cap per key: `requests` per `windowMs` (default 100, the paid tier's published
    * per-minute cap, over `windowMs` above, else 60 s). Its 429 carries `X-RateLimit-Limit`, `-Remaining`, `-Reset`.
@@ -180,6 +182,18 @@ export interface Route {
   handler: RouteHandler;
   /** inference routes get model headers, rate limits per model tier, and wallet auth */
   inference?: boolean;
+  /**
+   * For an inference route whose model is optional, defaulted or absent (images, speech, web search and
+   * scrape): finds it from the request (throwing EmulatorHttpError for a bad body) and names the rate-limit
+   * bucket (spec part 8: image, audio). The server then checks Pro-only and credit as for chat.
+   */
+  resolveModel?: (req: EmulatorRequest) => ResolvedModel | Promise<ResolvedModel>;
+}
+
+/** What `Route.resolveModel` found: the model served (none for web search and scrape) and its rate-limit bucket. */
+export interface ResolvedModel {
+  model?: import("./models/catalog.js").ServedModel;
+  bucket: import("./rate-limits.js").Bucket;
 }
 
 /** A local EVM chain (ganache in-process) serving the EVM slugs and x402 settlement. Owned by ./chain/. */

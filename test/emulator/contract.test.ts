@@ -73,7 +73,16 @@ const rows: Row[] = [
     authenticated: true,
     check: (body) => expect(body.data).toHaveLength(MODELS.length),
   },
-  { name: "GET /models?type=image lists no text models", path: "/models?type=image", status: 200, check: (b) => expect(b.data).toEqual([]) },
+  {
+    name: "GET /models?type=image lists image models only, no text models",
+    path: "/models?type=image",
+    status: 200,
+    check: (b) => {
+      expect(b.data.length).toBeGreaterThan(0);
+      for (const m of b.data) expect(m.type).toBe("image");
+      expect(b.data.map((m: { id: string }) => m.id)).not.toEqual(expect.arrayContaining([MODELS[0]!.id]));
+    },
+  },
   { name: "GET /models?type=bogus is a 400 with details", path: "/models?type=bogus", status: 400, check: (b) => expect(b.details).toBeDefined() },
   { name: "a bad key is 401 StandardError", path: "/models", headers: bearer("nope"), status: 401, check: (b) => expect(b).toEqual({ error: "Authentication failed" }) },
   { name: "a malformed Authorization header is 401", path: "/models", headers: { authorization: "Basic abc" }, status: 401 },

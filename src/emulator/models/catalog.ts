@@ -148,3 +148,120 @@ export function findModel(id: string): EmulatedModel | undefined {
   const colon = id.indexOf(":");
   return BY_ID.get(colon === -1 ? id : id.slice(0, colon));
 }
+
+/** What the server needs of any model it serves: its headers, Pro-only, deprecation. */
+export type ServedModel = Pick<EmulatedModel, "id" | "name" | "router" | "proOnly" | "deprecated">;
+
+/**
+ * Image and speech models (published types `image`, `tts`): priced per image and per million input characters,
+ * paced per type (spec part 8). They draw a small real PNG and speak a short real WAV (../routes/images.ts,
+ * ../routes/audio.ts). `tts-kokoro` is the published default of POST /audio/speech.
+ */
+export interface MediaModel extends ServedModel {
+  type: "image" | "tts";
+  /** image: USD per image; tts: USD per million input characters */
+  priceUsd: number;
+  /** image: the traits of GET /models (`default` for the one `/images/generations` falls back to) */
+  traits?: string[];
+  /** tts: the model's voices (model_spec.voices), the first is its default */
+  voices?: string[];
+  /** tts: formats it can answer (model_spec.supported_formats); the first is the default */
+  formats?: ("wav" | "pcm")[];
+  /** tts: voice cloning through POST /audio/voices, with the sample containers it accepts */
+  cloning?: { acceptedFormats: string[] };
+}
+
+export const MEDIA_MODELS: MediaModel[] = [
+  { id: "emu-image", name: "Emulator Image", type: "image", router: "emu-router-image", priceUsd: 0.01, traits: ["default"] },
+  { id: "emu-image-hd", name: "Emulator Image HD", type: "image", router: "emu-router-image", priceUsd: 0.04, traits: ["highest_quality"] },
+  {
+    id: "tts-kokoro",
+    name: "Kokoro (emulated)",
+    type: "tts",
+    router: "emu-router-audio",
+    priceUsd: 3.5,
+    voices: ["af_sky", "af_bella", "af_nicole", "am_adam", "am_michael", "bf_emma", "bm_george"],
+    formats: ["wav", "pcm"],
+  },
+  {
+    id: "tts-orpheus",
+    name: "Orpheus (emulated)",
+    type: "tts",
+    router: "emu-router-audio",
+    priceUsd: 7,
+    voices: ["tara", "leah", "jess", "leo", "dan", "mia", "zac", "zoe"],
+    formats: ["wav", "pcm"],
+  },
+  {
+    id: "tts-chatterbox-hd",
+    name: "Chatterbox HD (emulated)",
+    type: "tts",
+    router: "emu-router-audio",
+    priceUsd: 10,
+    voices: ["Aurora", "Blade", "Britney", "Carl"],
+    formats: ["wav", "pcm"],
+    cloning: { acceptedFormats: ["mp3", "wav", "flac", "m4a"] },
+  },
+];
+
+/** The image or speech model `id` of `type`. */
+export function findMediaModel(id: string, type: MediaModel["type"]): MediaModel | undefined {
+  return MEDIA_MODELS.find((m) => m.id === id && m.type === type);
+}
+
+/**
+ * Embedding models (published type `embedding`; ids from the published description's model list): priced per
+ * million input tokens, paced per type (spec part 8), served by POST /embeddings (../routes/embeddings.ts) with
+ * the deterministic hashed bag-of-words vectors of ./embeddings.ts.
+ */
+export interface EmbeddingModel extends ServedModel {
+  type: "embedding";
+  /** USD per million input tokens (model_spec.pricing.input) */
+  priceUsd: number;
+  /** the native number of dimensions (model_spec.embeddingDimensions) */
+  dimensions: number;
+  /** most tokens per input string (model_spec.maxInputTokens) */
+  maxInputTokens: number;
+  /** accepts `dimensions` below the native number (model_spec.supportsCustomDimensions) */
+  supportsCustomDimensions: boolean;
+  traits?: string[];
+}
+
+export const EMBEDDING_MODELS: EmbeddingModel[] = [
+  {
+    id: "text-embedding-bge-m3",
+    name: "BGE M3 (emulated)",
+    type: "embedding",
+    router: "emu-router-embedding",
+    priceUsd: 0.15,
+    dimensions: 1024,
+    maxInputTokens: 8192,
+    supportsCustomDimensions: false,
+    traits: ["default"],
+  },
+  {
+    id: "text-embedding-qwen3-0-6b",
+    name: "Qwen3 Embedding 0.6B (emulated)",
+    type: "embedding",
+    router: "emu-router-embedding",
+    priceUsd: 0.02,
+    dimensions: 1024,
+    maxInputTokens: 8192,
+    supportsCustomDimensions: true,
+  },
+  {
+    id: "text-embedding-3-small",
+    name: "Text Embedding 3 Small (emulated)",
+    type: "embedding",
+    router: "emu-router-embedding",
+    priceUsd: 0.02,
+    dimensions: 1536,
+    maxInputTokens: 8192,
+    supportsCustomDimensions: true,
+  },
+];
+
+/** The embedding model `id` (exactly: model feature suffixes are for chat only). */
+export function findEmbeddingModel(id: string): EmbeddingModel | undefined {
+  return EMBEDDING_MODELS.find((m) => m.id === id);
+}

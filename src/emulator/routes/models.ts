@@ -1,9 +1,12 @@
 /**
  * GET /models: the emulator's catalog in the published `ModelResponse` shape (openapi-subset.yaml), with the
- * capability flags the description marks as required. Auth is optional; `?type=` filters by model type (the
- * emulator only has text models, so `text`, `all` and `code` list them and any other type lists none).
+ * capability flags the description marks as required. Auth is optional; `?type=` filters by model type (`text`,
+ * `all` and `code` list the text models; `image` and `tts` the media models of ./media-models.ts;
+ * `embedding` those of ./embeddings.ts; `all` every one; others none).
  */
-import { MODELS, type EmulatedModel } from "../models/catalog.js";
+import { EMBEDDING_MODELS, MEDIA_MODELS, MODELS, type EmulatedModel } from "../models/catalog.js";
+import { embeddingModelRecord } from "./embeddings.js";
+import { mediaModelRecord } from "./media-models.js";
 import type { EmulatorContext, Route } from "../types.js";
 import { EmulatorHttpError } from "../types.js";
 
@@ -86,7 +89,9 @@ export const modelRoutes: Route[] = [
         });
       }
       const listed = type === "text" || type === "all" || type === "code" ? MODELS : [];
-      return { status: 200, body: { object: "list", type, data: listed.map((m) => modelRecord(m, ctx)) } };
+      const media = MEDIA_MODELS.filter((m) => type === "all" || m.type === type);
+      const embeddings = type === "all" || type === "embedding" ? EMBEDDING_MODELS : [];
+      return { status: 200, body: { object: "list", type, data: [...listed.map((m) => modelRecord(m, ctx)), ...media.map((m) => mediaModelRecord(m, ctx)), ...embeddings.map((m) => embeddingModelRecord(m, ctx))] } };
     },
   },
   {
@@ -95,6 +100,10 @@ export const modelRoutes: Route[] = [
     auth: "optional",
     handler(req, ctx) {
       const model = MODELS.find((m) => m.id === req.params.id);
+      const media = MEDIA_MODELS.find((m) => m.id === req.params.id);
+      if (media) return { status: 200, body: mediaModelRecord(media, ctx) };
+      const embedding = EMBEDDING_MODELS.find((m) => m.id === req.params.id);
+      if (embedding) return { status: 200, body: embeddingModelRecord(embedding, ctx) };
       if (!model) throw new EmulatorHttpError(404, { error: `Model not found: ${req.params.id}` });
       return { status: 200, body: modelRecord(model, ctx) };
     },

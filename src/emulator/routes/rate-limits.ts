@@ -4,7 +4,7 @@
  * (the published description). Shapes follow openapi-subset.yaml.
  */
 import { accountIdentity } from "../auth.js";
-import { MODELS } from "../models/catalog.js";
+import { EMBEDDING_MODELS, MODELS } from "../models/catalog.js";
 import { RateLimiter } from "../rate-limits.js";
 import type { Account, Caller, EmulatorContext, Route, RouteHandler } from "../types.js";
 import { EmulatorHttpError } from "../types.js";
@@ -41,16 +41,23 @@ const rateLimitsHandler: RouteHandler = (_req, ctx, caller) => {
         balances: { USD: account.usd, DIEM: account.diem },
         keyExpiration: null,
         nextEpochBegins: nextUtcMidnight(ctx.now()),
-        rateLimits: MODELS.map((model) => {
-          const limits = limiter.limitsFor(model.tier, account.partner);
-          return {
+        rateLimits: [
+          ...MODELS.map((model) => {
+            const limits = limiter.limitsFor(model.tier, account.partner);
+            return {
+              apiModelId: model.id,
+              rateLimits: [
+                { type: "RPM", amount: limits.requests },
+                { type: "TPM", amount: limits.tokens },
+              ],
+            };
+          }),
+          // embedding models: requests per minute only (spec part 8 publishes no token limit for them)
+          ...EMBEDDING_MODELS.map((model) => ({
             apiModelId: model.id,
-            rateLimits: [
-              { type: "RPM", amount: limits.requests },
-              { type: "TPM", amount: limits.tokens },
-            ],
-          };
-        }),
+            rateLimits: [{ type: "RPM", amount: limiter.limitsFor("embedding", account.partner).requests }],
+          })),
+        ],
       },
     },
   };

@@ -1,0 +1,140 @@
+/**
+ * POST /image/generate (the service's own) and POST /images/generations (OpenAI-compatible). Both draw a small
+ * real PNG from the prompt's hash (../media/png.ts): the same prompt and seed give the same bytes. Bodies are
+ * checked against the published schemas, both closed (`additionalProperties: false`): an unknown member is a
+ * 400. Charged per image from the ledger; paced in the `image` bucket (spec part 8).
+ *
+ * The emulator encodes PNG only (no WebP or JPEG encoder offline): a request for `webp` or `jpeg` gets PNG
+ * bytes; a client should tell the format from the bytes (PNG signature), as the agent tool does.
+ */
+import { z } from "zod";
+import { findMediaModel, MEDIA_MODELS, type MediaModel } from "../models/catalog.js";
+import { pictureFor } from "../media/png.js";
+import type { Caller, EmulatorContext, EmulatorRequest, Route } from "../types.js";
+import { badRequest, parseBody, requestId } from "./strict-body.js";
+
+const styleReference = z
+  .object({ image: z.string(), strength: z.number().min(0.1).max(1).optional() })
+  .strict();
+
+/** GenerateImageRequest, closed. */
+const generateSchema = z
+  .object({
+    model: z.string(),
+    prompt: z.string().min(1).max(7500),
+    negative_prompt: z.string().max(7500).optional(),
+    cfg_scale: z.number().gt(0).max(20).optional(),
+    embed_exif_metadata: z.boolean().optional(),
+    format: z.enum(["jpeg", "png", "webp"]).optional(),
+    height: z.number().int().gt(0).max(1280).optional(),
+    width: z.number().int().gt(0).max(1280).optional(),
+    hide_watermark: z.boolean().optional(),
+    inpaint: z.unknown().optional(),
+    lora_strength: z.number().int().min(0).max(100).optional(),
+    return_binary: z.boolean().optional(),
+    variants: z.number().int().min(1).max(4).optional(),
+    safe_mode: z.boolean().optional(),
+    seed: z.number().int().min(-999999999).max(999999999).optional(),
+    steps: z.number().int().optional(),
+    style_preset: z.string().optional(),
+    aspect_ratio: z.string().optional(),
+    resolution: z.string().optional(),
+    quality: z.enum(["low", "medium", "high"]).optional(),
+    enable_web_search: z.boolean().optional(),
+    disable_prompt_optimization_thinking: z.boolean().optional(),
+    enhance_prompt: z.boolean().optional(),
+    style_references: z.array(styleReference).optional(),
+  })
+  .strict()
+  .refine((b) => !(b.return_binary && (b.variants ?? 1) > 1), { message: "variants is only supported when return_binary is false", path: ["variants"] });
+
+const SIZES = ["auto", "256x256", "512x512", "1024x1024", "1536x1024", "1024x1536", "1792x1024", "1024x1792"] as const;
+
+/** SimpleGenerateImageRequest, closed. */
+const simpleSchema = z
+  .object({
+    prompt: z.string().min(1).max(1500),
+    model: z.string().optional(),
+    background: z.enum(["transparent", "opaque", "auto"]).nullish(),
+    moderation: z.enum(["low", "auto"]).nullish(),
+    n: z.number().int().min(1).max(1).nullish(),
+    output_compression: z.number().int().min(0).max(100).nullish(),
+    output_format: z.enum(["jpeg", "png", "webp"]).optional(),
+    quality: z.enum(["auto", "high", "medium", "low", "hd", "standard"]).nullish(),
+    response_format: z.enum(["b64_json", "url"]).nullish(),
+    size: z.enum(SIZES).nullish(),
+    style: z.enum(["vivid", "natural"]).nullish(),
+    user: z.string().optional(),
+  })
+  .strict();
+
+const DEFAULT_IMAGE_MODEL = MEDIA_MODELS.find((m) => m.type === "image" && m.traits?.includes("default"))!;
+
+function imageModel(id: string): MediaModel {
+  const model = findMediaModel(id, "image");
+  if (!model) throw badRequest(`Specified model not found: ${id}`, { _errors: [], model: { _errors: ["Image model not found; see GET /models?type=image"] } });
+  return model;
+}
+
+/** `/images/generations`: "a non-existent model (ie an OpenAI model name) defaults to the default image model" */
+function simpleModel(req: EmulatorRequest): MediaModel {
+  const id = parseBody(req, simpleSchema).model;
+  return (id && findMediaModel(id, "image")) || DEFAULT_IMAGE_MODEL;
+}
+
+function charge(caller: Caller, ctx: EmulatorContext, model: MediaModel, images: number, id: string): void {
+  if (caller.kind !== "anonymous") ctx.ledger.charge(caller.account, model.priceUsd * images, { kind: "image", modelId: model.id, requestId: id });
+}
+
+export const imageRoutes: Route[] = [
+  {
+    method: "POST",
+    pattern: "/image/generate",
+    auth: "required",
+    inference: true,
+    resolveModel: (req) => ({ model: imageModel(parseBody(req, generateSchema).model), bucket: "image" }),
+    handler(req, ctx, caller) {
+      const started = Date.now();
+      const body = parseBody(req, generateSchema);
+      const model = imageModel(body.model);
+      const width = body.width ?? 1024;
+      const height = body.height ?? 1024;
+      const variants = body.variants ?? 1;
+      const seed = body.seed ?? 0;
+      const images = Array.from({ length: variants }, (_, i) => pictureFor(body.prompt, width, height, seed + i));
+      const id = requestId("generate-image");
+      charge(caller, ctx, model, variants, id);
+      const headers = { [`${ctx.names.headerPrefix}is-blurred`]: "false", [`${ctx.names.headerPrefix}is-content-violation`]: "false" };
+      if (body.return_binary) return { status: 200, headers: { ...headers, "content-type": "image/png" }, body: images[0]!, meta: { modelId: model.id } };
+      const total = Date.now() - started;
+      return {
+        status: 200,
+        headers,
+        body: {
+          id,
+          images: images.map((b) => b.toString("base64")),
+          request: body,
+          timing: { inferenceDuration: total, inferencePreprocessingTime: 0, inferenceQueueTime: 0, total },
+        },
+        meta: { modelId: model.id },
+      };
+    },
+  },
+  {
+    method: "POST",
+    pattern: "/images/generations",
+    auth: "required",
+    inference: true,
+    resolveModel: (req) => ({ model: simpleModel(req), bucket: "image" }),
+    handler(req, ctx, caller) {
+      const body = parseBody(req, simpleSchema);
+      const model = simpleModel(req);
+      const size = body.size && body.size !== "auto" ? body.size : "1024x1024";
+      const [width, height] = size.split("x").map(Number) as [number, number];
+      const png = pictureFor(body.prompt, width, height).toString("base64");
+      charge(caller, ctx, model, 1, requestId("images-generations"));
+      const item = body.response_format === "url" ? { url: `data:image/png;base64,${png}` } : { b64_json: png };
+      return { status: 200, body: { created: Math.floor(ctx.now() / 1000), data: [item] }, meta: { modelId: model.id } };
+    },
+  },
+];

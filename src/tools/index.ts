@@ -1,0 +1,31 @@
+/** Agent tools beyond crypto: web search and scrape, image generation, text to speech; the operations under them. */
+export { WebSearchTool, type WebSearchToolOptions } from "./web-search.js";
+export { WebScrapeTool, DEFAULT_SCRAPE_MAX_CHARS, type WebScrapeToolOptions } from "./web-scrape.js";
+export { ImageGenerationTool, type ImageGenerationToolOptions } from "./image-generation.js";
+export { TextToSpeechTool, type TextToSpeechToolOptions } from "./text-to-speech.js";
+export { assertPublicHttpUrl, blockedIPv4, blockedIPv6, UnsafeUrlError } from "./url-guard.js";
+export { type ServiceToolConnection } from "./shared.js";
+export {
+  webSearch,
+  webScrape,
+  generateImage,
+  simpleGenerateImage,
+  createSpeech,
+  listVoices,
+  createClonedVoice,
+  sniffImage,
+  wavDurationSeconds,
+  WEB_SEARCH_PROVIDERS,
+  SPEECH_FORMATS,
+  type WebSearchParameters,
+  type WebSearchProvider,
+  type WebSearchResult,
+  type WebScrapeResult,
+  type GenerateImageParameters,
+  type GenerateImageResult,
+  type GeneratedImage,
+  type SimpleGenerateImageParameters,
+  type CreateSpeechParameters,
+  type SpeechFormat,
+  type SpeechResult,
+} from "./api.js";

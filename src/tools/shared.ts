@@ -1,0 +1,94 @@
+/**
+ * What the web, image and speech tools share: the connection (one fetch stack, given as a `ServiceClient`, a
+ * `serviceFetch`, or the same options as `ChatService`), the split between the model's mistakes (answered as
+ * `{"error": {...}}` text it can act on) and the system's failures (thrown), and output files.
+ */
+import { randomBytes } from "node:crypto";
+import { mkdir, open, realpath } from "node:fs/promises";
+import { isAbsolute, join, relative, resolve } from "node:path";
+import type { ToolParams } from "@langchain/core/tools";
+import { ServiceClient, type ServiceClientOptions } from "../client.js";
+import { BadRequestError, ConfigurationError, ValidationError } from "../http/errors.js";
+import type { ServiceResponseHeaders } from "../http/headers.js";
+import { ToolInputError } from "../crypto-rpc/tools.js";
+
+export { ToolInputError };
+
+/**
+ * Connection options of every tool: an existing `client` (its stack is shared), or a `serviceFetch`, or the
+ * options `ChatService` takes (`apiKey`, `baseUrl`, `wallet`, `payment`, `store`, `retry`, ...), from which a stack
+ * is built. Share one stack between the chat model and the tools to share one budget, one pacing, one guard.
+ */
+export interface ServiceToolConnection extends ServiceClientOptions {
+  client?: ServiceClient;
+  /** LangChain tool params (callbacks, tags, verbose, ...) */
+  toolParams?: ToolParams;
+}
+
+export function clientOf(options: ServiceToolConnection | undefined): ServiceClient {
+  if (options?.client !== undefined) {
+    if (!(options.client instanceof ServiceClient)) throw new ConfigurationError("client must be a ServiceClient");
+    return options.client;
+  }
+  const { toolParams: _params, client: _client, ...connection } = options ?? {};
+  return new ServiceClient(connection);
+}
+
+export type ToolResult = [string, unknown];
+
+export function errorContent(code: string, message: string, extra: Record<string, unknown> = {}): ToolResult {
+  const error = { code, message, ...extra };
+  return [JSON.stringify({ error }), { error }];
+}
+
+/**
+ * Runs a tool body: a refused argument (ToolInputError, ValidationError) or a 400 from the service (the request
+ * was wrong: a bad voice, a page that cannot be scraped) goes back to the model as `{error}` text; the rest
+ * (auth, payment, rate limits after retries, network, 5xx, an abort) is thrown to the caller.
+ */
+export async function guard(body: () => Promise<ToolResult>): Promise<ToolResult> {
+  try {
+    return await body();
+  } catch (err) {
+    if (err instanceof ToolInputError) return errorContent(err.code, err.message);
+    if (err instanceof ValidationError) return errorContent("INVALID_PARAMS", err.message);
+    if (err instanceof BadRequestError) return errorContent("BAD_REQUEST", err.message, err.details === undefined ? {} : { details: err.details });
+    if ((err as { status?: number })?.status === 403) return errorContent("FORBIDDEN", (err as Error).message);
+    throw err;
+  }
+}
+
+/** Checks an owner's `outputDir` option (ConfigurationError) and returns it absolute. */
+export function outputDirOption(dir: unknown): string | undefined {
+  if (dir === undefined) return undefined;
+  if (typeof dir !== "string" || dir.trim() === "" || dir.includes("\0")) throw new ConfigurationError("outputDir must be a non-empty directory path");
+  return resolve(dir);
+}
+
+/**
+ * Writes `bytes` to a new file in `dir` (created if needed) named by the tool, never by the model:
+ * `<prefix>-<UTC time>-<random>.<ext>`, opened with `wx` (never overwrites, never follows a planted symlink at
+ * that name), and checked to lie inside `dir` once written. Returns the absolute path.
+ */
+export async function writeOutputFile(dir: string, prefix: string, ext: string, bytes: Uint8Array): Promise<string> {
+  if (!/^[a-z0-9-]{1,20}$/.test(prefix) || !/^[a-z0-9]{1,5}$/.test(ext)) throw new ValidationError("bad output file name parts");
+  await mkdir(dir, { recursive: true });
+  const stamp = new Date().toISOString().replace(/[-:]/g, "").replace(/\.\d+Z$/, "Z");
+  const path = join(dir, `${prefix}-${stamp}-${randomBytes(4).toString("hex")}.${ext}`);
+  const file = await open(path, "wx", 0o644);
+  try {
+    await file.writeFile(bytes);
+  } finally {
+    await file.close();
+  }
+  const [realDir, realFile] = await Promise.all([realpath(dir), realpath(path)]);
+  const rel = relative(realDir, realFile);
+  if (rel.startsWith("..") || isAbsolute(rel)) throw new ConfigurationError(`refusing to write outside outputDir (${dir})`);
+  return path;
+}
+
+/** `X-Balance-Remaining` (wallet callers) of a response, for the artifact. */
+export function balanceOf(headers: ServiceResponseHeaders | undefined): { balanceRemainingUsd?: number } {
+  const v = headers?.balance?.remainingUsd;
+  return typeof v === "number" ? { balanceRemainingUsd: v } : {};
+}
