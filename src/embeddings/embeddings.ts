@@ -257,7 +257,7 @@ export class ServiceEmbeddings extends Embeddings {
       headers: { "content-type": "application/json", accept: "application/json" },
       body: JSON.stringify(body),
       signal,
-      service: { model: this.model, ...(this.#noRetry ? { retry: false } : {}) },
+      service: { model: this.model, modelType: "embedding", ...(this.#noRetry ? { retry: false } : {}) },
     });
     const headers = responseHeaders(response, this.brand);
     const text = await readResponseText(response, { what: "the embeddings", signal, headers });

@@ -22,7 +22,7 @@ import {
 import { parseServiceHeaders, type ServiceResponseHeaders } from "./headers.js";
 import { AbuseGuard, abuseGuardLayer, type AbuseGuardOptions } from "./abuse-guard.js";
 import { retryLayer, type RetryOptions } from "./retry.js";
-import { pacingLayer, type PacingOptions } from "./pacing.js";
+import { pacingLayer, type ModelType, type PacingOptions } from "./pacing.js";
 import { sendFollowingSafely } from "./redirects.js";
 import { CLOCK_RETRY_MS, serviceClock } from "./clock.js";
 import { DEFAULT_MAX_EVENT_BYTES, DEFAULT_MAX_RESPONSE_BYTES, deadlineLayer, deadlineOf, guardBody, validateBodyOptions, type BodyLimits } from "./body-guard.js";
@@ -34,6 +34,11 @@ import { validateHints, validateStackOptions } from "./options.js";
 export interface ServiceRequestHints {
   /** model id, for pacing per key and model */
   model?: string;
+  /**
+   * the model's type, for its published requests per minute (spec part 8) when the service sends no rate-limit
+   * headers; default: told by the path (`/embeddings`, `/image(s)/…`, `/audio/…`, `/video/…`; else text)
+   */
+  modelType?: ModelType;
   /** tokens this request may use, for token pacing */
   estimatedTokens?: number;
   /** false: send no credentials (public endpoints) */
@@ -110,7 +115,8 @@ export interface TransportOptions {
   paymentLayer?: FetchLayer;
   /**
    * Rate-limit pacing from the `x-ratelimit-*` headers, one limiter per caller and model shared in the
-   * process, so bursts wait for the window instead of drawing 429s (default on); `false` turns it off.
+   * process, so bursts wait for the window instead of drawing 429s (default on); `false` turns it off. Image,
+   * audio, embedding and video requests keep to their type's published limit (`typeLimits`) when no headers come.
    */
   pacing?: Partial<PacingOptions> | false;
   /** a custom pacing layer, placed inside retries (replaces the default) */

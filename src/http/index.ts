@@ -5,6 +5,6 @@ export { DEFAULT_MAX_EVENT_BYTES, DEFAULT_MAX_RESPONSE_BYTES, type BodyLimits } 
 export { AbuseGuard, abuseGuardLayer, type AbuseGuardOptions } from "./abuse-guard.js";
 export { retryLayer, backoffDelay, rateLimitWaitMs, sleep, RETRYABLE_STATUSES, type RetryOptions } from "./retry.js";
 // ServiceClient and the stack assembly live above the faces: src/client.ts, src/stack.ts
-export { RateLimiter, pacingLayer, type PacingOptions } from "./pacing.js";
+export { RateLimiter, pacingLayer, TYPE_LIMITS, type ModelType, type PacingOptions } from "./pacing.js";
 export { sendFollowingSafely, carriesCredentials, CREDENTIAL_HEADERS, PAYMENT_HEADERS, MAX_REDIRECTS } from "./redirects.js";
 export { ServiceClock, serviceClock, CLOCK_RETRY_MS, MAX_CLOCK_OFFSET_MS } from "./clock.js";

@@ -4,6 +4,7 @@
  * (or Infinity) `setTimeout` warns and fires after 1 ms, so `timeout: Infinity` used to time out at once.
  */
 import { ConfigurationError, ValidationError } from "./errors.js";
+import { MODEL_TYPES } from "./pacing.js";
 
 /** the longest delay `setTimeout` holds (about 24.8 days) */
 export const MAX_TIMER_MS = 2 ** 31 - 1;
@@ -56,6 +57,19 @@ const fn = (v: unknown, path: string) => {
   if (typeof v !== "function") throw new ConfigurationError(`${path} must be a function (got ${describe(v)})`);
 };
 
+/** `pacing.typeLimits`: requests per window by model type, each a positive integer; a misspelt type is refused. */
+function checkTypeLimits(value: unknown, path: string): void {
+  if (!isPlainObject(value)) throw new ConfigurationError(`${path} must be an object of model types to requests per window (got ${describe(value)})`);
+  for (const [type, limit] of Object.entries(value)) {
+    if (!(MODEL_TYPES as readonly string[]).includes(type)) {
+      throw new ConfigurationError(`${path} has an unknown model type ${describe(type)} (one of ${MODEL_TYPES.join(", ")})`);
+    }
+    if (limit !== undefined && !(typeof limit === "number" && Number.isInteger(limit) && limit > 0)) {
+      throw new ConfigurationError(`${path}.${type} must be a positive integer (got ${describe(limit)})`);
+    }
+  }
+}
+
 /** The options `createServiceFetch` reads itself (`abuseGuard` is checked by AbuseGuard, `baseUrl` by the config). */
 export function validateStackOptions(options: {
   timeout?: unknown;
@@ -80,7 +94,12 @@ export function validateStackOptions(options: {
     },
     true,
   );
-  checkGroup(options.pacing, "pacing", { resetMarginMs: delay, maxHoldMs: delay }, true);
+  checkGroup(
+    options.pacing,
+    "pacing",
+    { resetMarginMs: delay, maxHoldMs: delay, typeLimits: checkTypeLimits, typeWindowMs: (v, p) => checkMs(v, p, true) },
+    true,
+  );
   checkGroup(
     options.topUp,
     "topUp",
@@ -103,9 +122,12 @@ export function validateStackOptions(options: {
 }
 
 /** Per-request hints, checked before the request enters the stack. */
-export function validateHints(hints: { timeout?: unknown; estimatedTokens?: unknown } | undefined): void {
+export function validateHints(hints: { timeout?: unknown; estimatedTokens?: unknown; modelType?: unknown } | undefined): void {
   if (!hints) return;
   if (hints.timeout !== undefined) checkMs(hints.timeout, "timeout", true, ValidationError);
+  if (hints.modelType !== undefined && !(MODEL_TYPES as readonly unknown[]).includes(hints.modelType)) {
+    throw new ValidationError(`modelType must be one of ${MODEL_TYPES.join(", ")} (got ${describe(hints.modelType)})`);
+  }
   const tokens = hints.estimatedTokens;
   if (tokens !== undefined && !(typeof tokens === "number" && Number.isFinite(tokens) && tokens >= 0)) {
     throw new ValidationError(`estimatedTokens must be a non-negative number (got ${describe(tokens)})`);

@@ -7,6 +7,11 @@
  * Until the first answer tells the limits, one request goes alone to learn them (a burst starts with one
  * round trip of latency, then runs at the full allowed rate).
  *
+ * Image, audio, embedding and video requests (spec part 8, "other model types") have a published requests per
+ * minute. A service that sends `x-ratelimit-*` still wins (what it says is learned as above); one that sends
+ * none still enforces the published limit, so those requests are paced by it, a rolling minute per (caller,
+ * model), instead of going unpaced into 429s. Text stays as it was: no headers, no pacing (its tier is unknown).
+ *
  * The crypto RPC proxy has a cap of its own (requests per minute per key), which it tells only on the 429
  * that trips it (`X-RateLimit-Limit`, `-Remaining`, `-Reset`); its requests (whichever face sends them: the
  * client, the tools, the ethers and Solana adapters) are paced in a limiter of their own, which learns the cap
@@ -25,11 +30,29 @@ import { sleep } from "./retry.js";
 import { SharedRegistry } from "./bounded.js";
 import { randomId, viaStore, type LimitStore, type PaceObservation } from "./shared-limits.js";
 
+/** The kind of model a request uses: spec part 8 publishes a requests-per-minute limit for each but text. */
+export type ModelType = "text" | "image" | "audio" | "embedding" | "video";
+export const MODEL_TYPES: readonly ModelType[] = ["text", "image", "audio", "embedding", "video"];
+
+/**
+ * Spec part 8, "other model types", default tier (requests per minute), paced when the service sends no
+ * `x-ratelimit-*` headers. Video is the queue's 40 (its retrieve calls count against it too: the stricter of
+ * the two); text has none (its limit depends on the model's tier, which the client does not know).
+ */
+export const TYPE_LIMITS: Readonly<Partial<Record<ModelType, number>>> = { image: 20, audio: 60, embedding: 500, video: 40 };
+
 export interface PacingOptions {
   /** extra ms to wait past a reset instant, for clock granularity (default 50) */
   resetMarginMs: number;
   /** the longest a request is held before it is sent anyway (default 120000) */
   maxHoldMs: number;
+  /**
+   * requests per `typeWindowMs` by model type, applied when the service sends no rate-limit headers (default
+   * `TYPE_LIMITS`: image 20, audio 60, embedding 500, video 40; text none). Headers, when sent, win.
+   */
+  typeLimits?: Partial<Record<ModelType, number>>;
+  /** the window of `typeLimits` in ms (default 60000: the published limits are per minute) */
+  typeWindowMs?: number;
 }
 
 /** the longest a 429 pauses a limiter (the retry layer's default `maxRateLimitWaitMs`) */
@@ -71,7 +94,34 @@ export class RateLimiter {
   #capWindowMs = 0;
   /** before the cap is known: the first send of the last minute, where the window a 429 ends may have started */
   #firstSend?: number;
-  constructor(readonly options: PacingOptions) {}
+  /**
+   * when the answers of a send came, while the type's limit paces (no `x-ratelimit-*` learned), oldest first. A
+   * send counts from when it goes until a window after its answer: the service saw it somewhere in between.
+   */
+  #answered: number[] = [];
+
+  /** `typeLimit`: requests per `options.typeWindowMs` to pace by when the service sends no rate-limit headers */
+  constructor(
+    readonly options: PacingOptions,
+    readonly typeLimit?: number,
+  ) {}
+
+  /** true while the type's limit paces this limiter: it has one and no headers told the service's own */
+  get typePaced(): boolean {
+    return this.typeLimit !== undefined && !this.#requests;
+  }
+
+  #typeWindowMs(): number {
+    return this.options.typeWindowMs ?? 60_000;
+  }
+
+  /** ms until one more send fits the type's limit; -1 while every place is held by a send in flight */
+  #typeWait(now: number): number {
+    const windowMs = this.#typeWindowMs();
+    while (this.#answered.length > 0 && this.#answered[0]! + windowMs <= now) this.#answered.shift();
+    if (this.#inFlight + this.#answered.length < this.typeLimit!) return 0;
+    return this.#answered.length > 0 ? this.#answered[0]! + windowMs - now + this.options.resetMarginMs : -1;
+  }
 
   /** ms until one more request (with `tokens`) fits, or 0 */
   #waitFor(tokens: number, now: number): number {
@@ -86,7 +136,10 @@ export class RateLimiter {
   /** the request and token windows of the `x-ratelimit-*-requests/-tokens` headers */
   #windowsWait(tokens: number, now: number): number {
     const r = this.#requests;
-    if (!r) return this.#probing && !this.#unmetered ? -1 : 0; // -1: wait for the probe's answer
+    if (!r) {
+      if (this.#probing && !this.#unmetered) return -1; // wait for the probe's answer
+      return this.#unmetered && this.typeLimit !== undefined ? this.#typeWait(now) : 0;
+    }
     if (now >= r.resetAt) {
       r.remaining = r.limit;
       r.resetAt = Number.POSITIVE_INFINITY; // unknown until the next answer
@@ -184,6 +237,8 @@ export class RateLimiter {
     for (const w of [this.#requests, this.#tokens, this.#cap]) {
       if (w && Number.isFinite(w.resetAt)) until = Math.max(until, w.resetAt);
     }
+    const last = this.#answered.at(-1);
+    if (last !== undefined) until = Math.max(until, last + this.#typeWindowMs());
     return until > now ? Math.min(until, now + MAX_REMEMBER_MS) : 0;
   }
 
@@ -192,6 +247,9 @@ export class RateLimiter {
     this.#inFlight--;
     this.#inFlightTokens -= tokens;
     this.learn(headers, now, status);
+    // the type's window counts this send until a window after its answer (nothing to count once headers tell)
+    if (this.typePaced) this.#answered.push(now);
+    else this.#answered.length = 0;
   }
 
   /**
@@ -257,10 +315,31 @@ const limiters = new SharedRegistry<RateLimiter>();
 /** `POST /crypto/rpc/{network}` (not the public network list): the proxy's cap is apart from the key's other limits */
 const CRYPTO_RPC_CALL = /\/crypto\/rpc\/(?!networks(?:[/?#]|$))[^/?#]+(?:[?#]|$)/;
 
-/** The rate-limit bucket of a request: the crypto RPC proxy's cap, else its model (`init.service.model`). */
-function bucketOf(input: string | URL | Request, model: string | undefined): string {
-  const url = typeof input === "string" ? input : input instanceof URL ? input.href : input.url;
-  return CRYPTO_RPC_CALL.test(url) ? "crypto-rpc" : (model ?? "*");
+/** the endpoint families of the other model types, at the end of the path: /embeddings, /image(s)/…, /audio/…, /video/… */
+const TYPED_PATH = /\/(?:(embeddings)|(images?|audio|video)\/[^/]+)\/?$/;
+
+/** A request's model type: the hint (`init.service.modelType`), else told by its path; chat and the rest are text. */
+function modelTypeOf(url: string, hint: ModelType | undefined): ModelType {
+  if (hint) return hint;
+  let path: string;
+  try {
+    path = new URL(url).pathname;
+  } catch {
+    path = url.split(/[?#]/)[0]!;
+  }
+  const m = TYPED_PATH.exec(path);
+  if (!m) return "text";
+  if (m[1]) return "embedding";
+  return m[2] === "images" ? "image" : (m[2] as ModelType);
+}
+
+/**
+ * The rate-limit bucket of a request: the crypto RPC proxy's cap, else its model (`init.service.model`). A
+ * typed request without a model is keyed by its type, so that it does not share a window with chat's.
+ */
+function bucketOf(url: string, model: string | undefined, type: ModelType): string {
+  if (CRYPTO_RPC_CALL.test(url)) return "crypto-rpc";
+  return model ?? (type === "text" ? "*" : `*${type}`);
 }
 
 /** A fleet store to pace through, and the label of its one warning when it fails. */
@@ -329,34 +408,42 @@ async function acquireShared(
 
 /**
  * The pacing layer for one caller of one service: one limiter per rate-limit bucket (a model, or the crypto RPC
- * cap). With `shared`, the model buckets are paced through the fleet store (and locally while it fails).
+ * cap), with its model type's published limit (`typeLimits`) for when the service sends no headers. With
+ * `shared`, the model buckets are paced through the fleet store (and locally while it fails).
  */
 export function pacingLayer(scope: string, options: Partial<PacingOptions> = {}, shared?: SharedPacing): FetchLayer {
   const o: PacingOptions = { resetMarginMs: 20, maxHoldMs: 120_000, ...options };
+  const typeLimits = { ...TYPE_LIMITS, ...options.typeLimits };
   // this layer's own strong hold on the limiters it uses (a few: one per model it paces)
   const own = new Map<string, RateLimiter>();
   return (next) => async (input, init) => {
     if (init?.service?.auth === false) return next(input, init); // public endpoints are not metered per caller
-    const bucket = bucketOf(input, init?.service?.model);
+    const url = typeof input === "string" ? input : input instanceof URL ? input.href : input.url;
+    const type = modelTypeOf(url, init?.service?.modelType);
+    const bucket = bucketOf(url, init?.service?.model, type);
     const key = `${scope}|${bucket}`;
     let limiter = own.get(key);
-    if (!limiter) own.set(key, (limiter = limiters.get(key, () => new RateLimiter(o))));
+    if (!limiter) {
+      const typeLimit = bucket === "crypto-rpc" ? undefined : typeLimits[type];
+      own.set(key, (limiter = limiters.get(key, () => new RateLimiter(o, typeLimit))));
+    }
     const tokens = init?.service?.estimatedTokens ?? 0;
     const id = shared ? randomId() : "";
     const fleet = shared && bucket !== "crypto-rpc" && (await acquireShared(shared, key, id, tokens, o, init?.signal)) ? shared : undefined;
-    if (!fleet) await limiter.acquire(tokens, init?.signal);
+    // The store knows no type limits: while one paces (no headers), each process keeps to it on its own.
+    const local = !fleet || limiter.typePaced;
+    if (local) await limiter.acquire(tokens, init?.signal);
     let response: Response | undefined;
     try {
       response = await next(input, init);
       return response;
     } finally {
       const now = Date.now();
+      if (local) limiter.release(tokens, response?.headers, now, response?.status);
+      else limiter.learn(response?.headers, now, response?.status);
       if (fleet) {
-        limiter.learn(response?.headers, now, response?.status);
         const observed = observationOf(id, response?.headers, response?.status, now, o.resetMarginMs);
         await viaStore(fleet.store, fleet.label, () => fleet.store.observePace(key, observed));
-      } else {
-        limiter.release(tokens, response?.headers, now, response?.status);
       }
       limiters.keep(limiter, limiter.rememberUntil(now));
     }

@@ -179,7 +179,7 @@ export async function generateImage(client: ServiceClient, parameters: GenerateI
   if (p.safeMode !== undefined) body.safe_mode = p.safeMode;
   if (p.stylePreset !== undefined) body.style_preset = p.stylePreset;
   if (p.cfgScale !== undefined) body.cfg_scale = p.cfgScale;
-  const res = await client.request("/image/generate", { method: "POST", body, signal: options.signal, service: { model: p.model } });
+  const res = await client.request("/image/generate", { method: "POST", body, signal: options.signal, service: { model: p.model, modelType: "image" } });
   const data = parseWith(generateResponse, res.data, "/image/generate", res.headers);
   return { id: data.id, images: data.images.map((b) => decodeImage(b, res.headers)), timing: data.timing, headers: res.headers };
 }
@@ -219,7 +219,7 @@ export async function simpleGenerateImage(
   if (p.size) body.size = p.size;
   if (p.outputFormat) body.output_format = p.outputFormat;
   if (p.moderation) body.moderation = p.moderation;
-  const res = await client.request("/images/generations", { method: "POST", body, signal: options.signal, service: { model: p.model } });
+  const res = await client.request("/images/generations", { method: "POST", body, signal: options.signal, service: { model: p.model, modelType: "image" } });
   const data = parseWith(simpleResponse, res.data, "/images/generations", res.headers);
   const images = data.data.map((item) => decodeImage(String("b64_json" in item ? item.b64_json : (item as { url: string }).url), res.headers));
   return { created: data.created, images, headers: res.headers };
@@ -312,7 +312,7 @@ export async function createSpeech(client: ServiceClient, parameters: CreateSpee
     headers: { "content-type": "application/json", accept: "audio/*, application/json" },
     body: JSON.stringify(body),
     signal: options.signal,
-    service: { model: p.model ?? "tts-kokoro" },
+    service: { model: p.model ?? "tts-kokoro", modelType: "audio" },
   } as ServiceRequestInit);
   const headers = responseHeaders(response, client.brand);
   const audio = new Uint8Array(await response.arrayBuffer());
