@@ -363,8 +363,10 @@ export class X402PaymentController {
   /**
    * The single flight: joins this process's top-up in flight, else starts one, which joins another process's
    * when the store's epoch moved past `seenEpoch` (then the result is undefined: credit was added elsewhere).
+   * `seenEpoch`: the epoch as the request left; null when it could not be read; undefined for an explicit top-up
+   * (which never joins another).
    */
-  #join(send: FetchLike, topUpUrl: string, amountUsd: number | undefined, listener: PaymentEventListener | undefined, seenEpoch: number | undefined): Promise<TopUpResult | undefined> {
+  #join(send: FetchLike, topUpUrl: string, amountUsd: number | undefined, listener: PaymentEventListener | undefined, seenEpoch: number | null | undefined): Promise<TopUpResult | undefined> {
     const s = this.#state;
     if (s.inFlight) {
       // an automatic top-up that finds an explicit one in flight takes its credit when it lands; when the
@@ -401,13 +403,16 @@ export class X402PaymentController {
    * Takes the wallet's lease in the store, waiting while another process holds it. Undefined when the epoch
    * moved past `seenEpoch` (another process's top-up completed since the request was sent: retry, don't pay).
    */
-  async #takeLease(seenEpoch: number | undefined): Promise<{ token: number; pending?: PendingPaymentRecord } | undefined> {
+  async #takeLease(seenEpoch: number | null | undefined): Promise<{ token: number; pending?: PendingPaymentRecord } | undefined> {
     const ttl = this.options.topUpLeaseMs ?? DEFAULT_LEASE_MS;
     const giveUpAt = Date.now() + MAX_LEASE_WAIT_MS;
     let delay = 25;
     for (;;) {
       // a store that cannot answer refuses the payment (StoreUnavailableError): no top-up without the fleet's lease
       const r = await this.store.acquireTopUpLease(this.#walletKey, ttl);
+      // the epoch could not be read as the request left (a slow store): the first one seen here stands in, so a
+      // top-up that ends while this request waits is still joined, not paid again
+      if (seenEpoch === null) seenEpoch = r.epoch;
       if (seenEpoch !== undefined && r.epoch !== seenEpoch) {
         if (r.token !== undefined) await this.store.endTopUp(this.#walletKey, r.token, { settled: false });
         return undefined;
@@ -421,7 +426,7 @@ export class X402PaymentController {
   }
 
   /** Runs a top-up under the wallet's lease (renewed while it runs), and tells the store how it ended. */
-  async #leased(send: FetchLike, topUpUrl: string, amountUsd: number | undefined, listener: PaymentEventListener | undefined, seenEpoch: number | undefined): Promise<TopUpResult | undefined> {
+  async #leased(send: FetchLike, topUpUrl: string, amountUsd: number | undefined, listener: PaymentEventListener | undefined, seenEpoch: number | null | undefined): Promise<TopUpResult | undefined> {
     const s = this.#state;
     const lease = await this.#takeLease(seenEpoch);
     if (!lease) return undefined;
@@ -777,7 +782,7 @@ export class X402PaymentController {
     let epochAtSend = s.epoch;
     // the fleet's top-up epoch as this request leaves: a 402 after it moved was drawn before another
     // process's top-up landed (retry, don't pay)
-    let seenEpoch = creditBearing ? await this.storeEpoch() : undefined;
+    let seenEpoch: number | null = creditBearing ? ((await this.storeEpoch()) ?? null) : null;
     const first = await next(url, replayInit);
     // a 402 that ended on another origin (after a redirect) is not the service's to ask for: handed back unpaid
     if (first.status === 402 && first.url && !this.#onServiceOrigin(first.url)) return first;
@@ -814,7 +819,7 @@ export class X402PaymentController {
       // credit was added: the held requests go now, alongside this retry
       release?.();
       epochAtSend = s.epoch;
-      seenEpoch = await this.storeEpoch();
+      seenEpoch = (await this.storeEpoch()) ?? null;
       const retried = await next(url, replayInit);
       this.observe(retried);
       if (retried.status !== 402) return retried;

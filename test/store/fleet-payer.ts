@@ -4,7 +4,7 @@
  * (every process starts at once), sends `requests` concurrent POSTs to the service, and prints one JSON line:
  * the statuses (or error names) and the payment events it saw.
  *
- * Job (JSON in FLEET_JOB): { service, redisUrl, prefix, privateKey, requests, leaseMs? }
+ * Job (JSON in FLEET_JOB): { service, redisUrl, prefix, privateKey, requests, leaseMs?, epochUnreadable? }
  */
 import { createInterface } from "node:readline";
 import { RedisStore } from "../../src/store/redis.js";
@@ -18,9 +18,16 @@ const job = JSON.parse(process.env.FLEET_JOB ?? "{}") as {
   privateKey: string;
   requests: number;
   leaseMs?: number;
+  /** the store's epoch cannot be read (as when reads are slower than the layer waits for) */
+  epochUnreadable?: boolean;
 };
 
-const store = new RedisStore({ url: job.redisUrl, prefix: job.prefix });
+class EpochBlindStore extends RedisStore {
+  override topUpState(): never {
+    throw new Error("store too slow");
+  }
+}
+const store = new (job.epochUnreadable ? EpochBlindStore : RedisStore)({ url: job.redisUrl, prefix: job.prefix });
 await store.spentUsd("warm-up", 1, 1); // connected before the start line
 const events: string[] = [];
 const f = withX402(fetch, {

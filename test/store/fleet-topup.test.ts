@@ -72,6 +72,15 @@ describe.skipIf(!redisAvailable)("a fleet paying from one wallet through one Red
     expect(svc.to("/chat/completions").length).toBeLessThanOrEqual(100 + 2 * 4);
   });
 
+  it("with the top-up epoch unreadable as requests leave (a slow store), a 402 burst still makes one payment", async () => {
+    const { svc, state } = await creditService();
+    const wallet = Wallet.createRandom();
+    const job = { service: svc.url, redisUrl: redis!.url, prefix: redis!.prefix(), privateKey: wallet.privateKey, requests: 25, epochUnreadable: true };
+    const results = await fleet<PayerResult>(PAYER, [job, job, job, job], 60_000);
+    expect(results.flatMap((r) => r.statuses)).toEqual(Array(100).fill(200));
+    expect(new Set(state.signed).size).toBe(1);
+  });
+
   it("a process killed while its payment is out: the next holder waits for the lease, re-sends the same payment, signs nothing", async () => {
     const { svc, state, firstPayment } = await creditService({ holdTopUps: true });
     const wallet = Wallet.createRandom();
