@@ -4,7 +4,6 @@
  * unreachable, paused, or a lease that runs out between reserve and commit: the payment fails closed with a
  * StoreUnavailableError and nothing reaches the service. Every wait is bounded.
  */
-import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { EvmWallet } from "../../src/x402/wallets.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -13,59 +12,15 @@ import { RedisStore } from "../../src/store/redis.js";
 import { withX402 } from "../../src/x402/with-x402.js";
 import { PaymentPolicy, walletScopeKey } from "../../src/x402/policy.js";
 import { PAYEE_A, PAYEE_B, authorizationOf, json, offer, paymentRequired, startHostile, toppedUp, type HostileServer } from "../hostile/server.js";
+import { bounded, fleet as fleetOf } from "./processes.js";
 import { freePort, keysUnder, ownRedisAvailable, redisAvailable, startRedis, type TestRedis } from "./redis-server.js";
 
-const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 const CHILD = fileURLToPath(new URL("./fleet-child.ts", import.meta.url));
 const N = "eip155:8453";
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const randomAddress = () => EvmWallet.random().address;
 
-function bounded<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: NodeJS.Timeout;
-  return Promise.race([p, new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`${what}: not done within ${ms} ms`)), ms)))]).finally(() =>
-    clearTimeout(timer),
-  );
-}
-
-interface Member {
-  child: ChildProcessWithoutNullStreams;
-  ready: Promise<void>;
-  result: Promise<string[]>;
-}
-
-function member(job: Record<string, unknown>): Member {
-  const child = spawn(process.execPath, ["--import", "tsx", CHILD], { cwd: ROOT, env: { ...process.env, FLEET_JOB: JSON.stringify(job) } });
-  let out = "";
-  let err = "";
-  child.stderr.on("data", (d: Buffer) => (err += d.toString()));
-  const exited = new Promise<number | null>((resolve) => child.once("exit", resolve));
-  const ready = new Promise<void>((resolve, reject) => {
-    child.stdout.on("data", (d: Buffer) => {
-      out += d.toString();
-      if (out.startsWith("ready\n")) resolve();
-    });
-    void exited.then((code) => reject(new Error(`fleet member exited (${code}) before it was ready: ${err.slice(-1000)}`)));
-  });
-  const result = exited.then((code) => {
-    if (code !== 0) throw new Error(`fleet member exited with ${code}: ${err.slice(-1000)}`);
-    return JSON.parse(out.trim().split("\n").pop()!) as string[];
-  });
-  result.catch(() => undefined); // read by the caller (or the start failed first)
-  return { child, ready, result };
-}
-
-/** Starts every member, lets them all go at once, and returns what each one printed. */
-async function fleet(jobs: Record<string, unknown>[]): Promise<string[][]> {
-  const members = jobs.map(member);
-  try {
-    await bounded(Promise.all(members.map((m) => m.ready)), 30_000, "fleet start");
-    for (const m of members) m.child.stdin.write("go\n");
-    return await bounded(Promise.all(members.map((m) => m.result)), 30_000, "fleet run");
-  } finally {
-    for (const m of members) if (m.child.exitCode === null) m.child.kill("SIGKILL");
-  }
-}
+const fleet = (jobs: Record<string, unknown>[]) => fleetOf<string[]>(CHILD, jobs);
 
 let redis: TestRedis | undefined;
 beforeAll(async () => {

@@ -4,7 +4,6 @@
  * store failing: requests still go, paced per process, with one warning, and the store is used again once it
  * answers. Every wait is bounded.
  */
-import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { startEmulator, type Emulator } from "../../src/emulator/index.js";
@@ -13,64 +12,20 @@ import { createServiceFetch } from "../../src/stack.js";
 import { STORE_RETRY_MS } from "../../src/http/shared-limits.js";
 import { MemoryLimits } from "../../src/store/memory-limits.js";
 import { RedisStore } from "../../src/store/redis.js";
+import { bounded, fleet as fleetOf } from "./processes.js";
 import { freePort, keysUnder, ownRedisAvailable, redisAvailable, startRedis, type TestRedis } from "./redis-server.js";
 
-const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 const CHILD = fileURLToPath(new URL("./limits-child.ts", import.meta.url));
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 /** the tier's requests per (1 s) window: small, so that a 3x burst runs in about three seconds */
 const RPM = 12;
 
-function bounded<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: NodeJS.Timeout;
-  return Promise.race([p, new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`${what}: not done within ${ms} ms`)), ms)))]).finally(() =>
-    clearTimeout(timer),
-  );
-}
-
-interface Member {
-  child: ChildProcessWithoutNullStreams;
-  ready: Promise<void>;
-  result: Promise<unknown[]>;
-}
-
-function member(job: Record<string, unknown>): Member {
-  const child = spawn(process.execPath, ["--import", "tsx", CHILD], { cwd: ROOT, env: { ...process.env, FLEET_JOB: JSON.stringify(job) } });
-  let out = "";
-  let err = "";
-  child.stderr.on("data", (d: Buffer) => (err += d.toString()));
-  const exited = new Promise<number | null>((resolve) => child.once("exit", resolve));
-  const ready = new Promise<void>((resolve, reject) => {
-    child.stdout.on("data", (d: Buffer) => {
-      out += d.toString();
-      if (out.startsWith("ready\n")) resolve();
-    });
-    void exited.then((code) => reject(new Error(`fleet member exited (${code}) before it was ready: ${err.slice(-1000)}`)));
-  });
-  const result = exited.then((code) => {
-    if (code !== 0) throw new Error(`fleet member exited with ${code}: ${err.slice(-1000)}`);
-    return JSON.parse(out.trim().split("\n").pop()!) as unknown[];
-  });
-  result.catch(() => undefined);
-  return { child, ready, result };
-}
-
 /**
- * Starts every member and lets them all go at once: just after a whole second, because the service's window
- * starts at the whole second of its first request (a burst that began late in a second would find its first
- * window cut short by the service, whatever the pacing does).
+ * Every member goes just after a whole second, because the service's window starts at the whole second of its
+ * first request (a burst that began late in a second would find its first window cut short by the service,
+ * whatever the pacing does).
  */
-async function fleet(jobs: Record<string, unknown>[]): Promise<unknown[][]> {
-  const members = jobs.map(member);
-  try {
-    await bounded(Promise.all(members.map((m) => m.ready)), 30_000, "fleet start");
-    await sleep(1000 - (Date.now() % 1000) + 30);
-    for (const m of members) m.child.stdin.write("go\n");
-    return await bounded(Promise.all(members.map((m) => m.result)), 30_000, "fleet run");
-  } finally {
-    for (const m of members) if (m.child.exitCode === null) m.child.kill("SIGKILL");
-  }
-}
+const fleet = (jobs: Record<string, unknown>[]) => fleetOf<unknown[]>(CHILD, jobs, 30_000, () => sleep(1000 - (Date.now() % 1000) + 30));
 
 let emu: Emulator;
 let redis: TestRedis | undefined;

@@ -45,11 +45,14 @@ export function member<R>(script: string, job: Record<string, unknown>): Member<
   return { child, ready, result, go: () => child.stdin.write("go\n"), kill: () => child.exitCode === null && child.kill("SIGKILL") };
 }
 
-/** Starts every member, lets them all go at once, and returns what each one printed. */
-export async function fleet<R>(script: string, jobs: Record<string, unknown>[], ms = 30_000): Promise<R[]> {
+/**
+ * Starts every member, lets them all go at once (after `beforeGo`, when given), and returns what each one printed.
+ */
+export async function fleet<R>(script: string, jobs: Record<string, unknown>[], ms = 30_000, beforeGo?: () => Promise<void>): Promise<R[]> {
   const members = jobs.map((job) => member<R>(script, job));
   try {
     await bounded(Promise.all(members.map((m) => m.ready)), 30_000, "fleet start");
+    await beforeGo?.();
     for (const m of members) m.go();
     return await bounded(Promise.all(members.map((m) => m.result)), ms, "fleet run");
   } finally {
