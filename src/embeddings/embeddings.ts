@@ -221,16 +221,20 @@ export class ServiceEmbeddings extends Embeddings {
     const inputs = checkTexts(texts, "embedDocuments");
     options.signal?.throwIfAborted();
     const parts = batches(inputs, this.batchSize);
-    const results = await Promise.all(
-      parts.map((part) =>
-        this.caller.callWithOptions({ signal: options.signal }, () => this.#request(part.texts, options.signal)),
-      ),
-    );
+    // the signal goes to the stack, which ends the request with its typed AbortError (the AsyncCaller's own race
+    // with the signal would reject first, with the bare DOMException); a batch still queued sends nothing
+    const results = await Promise.all(parts.map((part) => this.caller.call(() => this.#request(part.texts, options.signal))));
     const embeddings = new Array<number[]>(inputs.length);
     const usage: EmbeddingsUsage = { promptTokens: 0, totalTokens: 0, requests: parts.length, headers: [] };
     for (let b = 0; b < parts.length; b++) {
       const { start } = parts[b]!;
       const { response, headers } = results[b]!;
+      // each response is checked on its own (./wire.ts); one call's vectors must also agree across its batches
+      const width = response.vectors[0]?.length;
+      const first = results[0]!.response.vectors[0]?.length;
+      if (width !== first) {
+        throw new ResponseFormatError(`unexpected /embeddings response: embeddings of different lengths across batches (${first} and ${width})`, { headers });
+      }
       for (let i = 0; i < response.vectors.length; i++) embeddings[start + i] = response.vectors[i]!;
       usage.promptTokens += response.promptTokens;
       usage.totalTokens += response.totalTokens;

@@ -15,8 +15,17 @@ export interface ReadTextOptions {
 }
 
 export async function readResponseText(response: Response, options: ReadTextOptions): Promise<string> {
+  return readBody(response, options, () => response.text());
+}
+
+/** `readResponseText` for a binary body (audio, images): the same typed errors. */
+export async function readResponseBytes(response: Response, options: ReadTextOptions): Promise<Uint8Array> {
+  return readBody(response, options, async () => new Uint8Array(await response.arrayBuffer()));
+}
+
+async function readBody<T>(response: Response, options: ReadTextOptions, read: () => Promise<T>): Promise<T> {
   try {
-    return await response.text();
+    return await read();
   } catch (err) {
     if (err instanceof ServiceError) throw err;
     if (options.signal?.aborted) throw abortErrorOf(options.signal.reason);

@@ -9,6 +9,7 @@ import type { ServiceClient } from "../client.js";
 import { parseWith } from "../client.js";
 import { ResponseFormatError, ValidationError } from "../http/errors.js";
 import { responseHeaders, type ServiceRequestInit } from "../http/fetch-stack.js";
+import { readResponseBytes } from "../http/body.js";
 import type { ServiceResponseHeaders } from "../http/headers.js";
 import { assertPublicHttpUrl } from "./url-guard.js";
 
@@ -315,7 +316,7 @@ export async function createSpeech(client: ServiceClient, parameters: CreateSpee
     service: { model: p.model ?? "tts-kokoro", modelType: "audio" },
   } as ServiceRequestInit);
   const headers = responseHeaders(response, client.brand);
-  const audio = new Uint8Array(await response.arrayBuffer());
+  const audio = await readResponseBytes(response, { what: "/audio/speech", signal: options.signal, headers });
   const contentType = (response.headers.get("content-type") ?? "").split(";")[0]!.trim().toLowerCase();
   if (contentType.includes("json") || audio.length === 0) {
     throw new ResponseFormatError(`/audio/speech answered ${contentType || "nothing"} instead of audio`, { headers, body: Buffer.from(audio).toString("utf8").slice(0, 500) });

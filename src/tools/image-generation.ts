@@ -9,7 +9,7 @@ import { z } from "zod";
 import type { ServiceClient } from "../client.js";
 import { ValidationError } from "../http/errors.js";
 import { generateImage } from "./api.js";
-import { balanceOf, clientOf, guard, outputDirOption, ToolInputError, writeOutputFile, type ServiceToolConnection, type ToolResult } from "./shared.js";
+import { awaitShared, balanceOf, clientOf, guard, outputDirOption, ToolInputError, writeOutputFile, type ServiceToolConnection, type ToolResult } from "./shared.js";
 
 export interface ImageGenerationToolOptions extends ServiceToolConnection {
   /** image model id (default: the model GET /models?type=image marks `default`) */
@@ -68,13 +68,14 @@ export class ImageGenerationTool extends StructuredTool<typeof schema> {
   /** The model to draw with: the owner's, else the one the service marks `default` (asked once). */
   private modelId(signal?: AbortSignal): Promise<string> {
     if (this.model) return Promise.resolve(this.model);
-    this.defaultModel ??= this.client.listModels({ type: "image", signal }).then((models) => {
+    // asked once for every run, with no run's signal (see awaitShared)
+    this.defaultModel ??= this.client.listModels({ type: "image" }).then((models) => {
       const chosen = models.find((m) => m.model_spec?.traits?.includes("default")) ?? models[0];
       if (!chosen) throw new ValidationError("the service lists no image model; set `model`");
       return chosen.id;
     });
     this.defaultModel.catch(() => (this.defaultModel = undefined));
-    return this.defaultModel;
+    return awaitShared(this.defaultModel, signal);
   }
 
   protected async _call(input: z.infer<typeof schema>, _run?: unknown, config?: ToolRunnableConfig): Promise<ToolResult> {

@@ -8,7 +8,7 @@ import { mkdir, open, realpath } from "node:fs/promises";
 import { isAbsolute, join, relative, resolve } from "node:path";
 import type { ToolParams } from "@langchain/core/tools";
 import { ServiceClient, type ServiceClientOptions } from "../client.js";
-import { BadRequestError, ConfigurationError, ValidationError } from "../http/errors.js";
+import { BadRequestError, ConfigurationError, ValidationError, abortErrorOf } from "../http/errors.js";
 import type { ServiceResponseHeaders } from "../http/headers.js";
 import { ToolInputError } from "../crypto-rpc/tools.js";
 
@@ -85,6 +85,20 @@ export async function writeOutputFile(dir: string, prefix: string, ext: string, 
   const rel = relative(realDir, realFile);
   if (rel.startsWith("..") || isAbsolute(rel)) throw new ConfigurationError(`refusing to write outside outputDir (${dir})`);
   return path;
+}
+
+/**
+ * Waits for a lookup shared by concurrent runs (the default image model, a model's voices) under one run's
+ * signal: the lookup itself is sent without any run's signal, so one run's abort ends only that run's wait.
+ */
+export function awaitShared<T>(lookup: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
+  if (!signal) return lookup;
+  if (signal.aborted) return Promise.reject(abortErrorOf(signal.reason));
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(abortErrorOf(signal.reason));
+    signal.addEventListener("abort", onAbort, { once: true });
+    lookup.then(resolve, reject).finally(() => signal.removeEventListener("abort", onAbort));
+  });
 }
 
 /** `X-Balance-Remaining` (wallet callers) of a response, for the artifact. */

@@ -9,7 +9,7 @@ import { z } from "zod";
 import type { ServiceClient } from "../client.js";
 import { ValidationError } from "../http/errors.js";
 import { createSpeech, listVoices, SPEECH_FORMATS, type SpeechFormat } from "./api.js";
-import { balanceOf, clientOf, guard, outputDirOption, ToolInputError, writeOutputFile, type ServiceToolConnection, type ToolResult } from "./shared.js";
+import { awaitShared, balanceOf, clientOf, guard, outputDirOption, ToolInputError, writeOutputFile, type ServiceToolConnection, type ToolResult } from "./shared.js";
 
 export interface TextToSpeechToolOptions extends ServiceToolConnection {
   /** TTS model (default `tts-kokoro`, the service's default) */
@@ -63,12 +63,13 @@ export class TextToSpeechTool extends StructuredTool<typeof schema> {
 
   /** The model's voices (asked once; a failed ask is asked again next time). */
   private modelVoices(signal?: AbortSignal): Promise<string[]> {
-    this.voices ??= listVoices(this.client, this.model, { signal }).then((voices) => {
+    // asked once for every run, with no run's signal (see awaitShared)
+    this.voices ??= listVoices(this.client, this.model).then((voices) => {
       if (voices === undefined) throw new ValidationError(`the service lists no TTS model ${this.model} (GET /models?type=tts)`);
       return voices;
     });
     this.voices.catch(() => (this.voices = undefined));
-    return this.voices;
+    return awaitShared(this.voices, signal);
   }
 
   protected async _call(input: z.infer<typeof schema>, _run?: unknown, config?: ToolRunnableConfig): Promise<ToolResult> {

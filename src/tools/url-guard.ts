@@ -9,7 +9,9 @@
  * and reserved ranges, in every spelling the WHATWG URL parser accepts (decimal `2130706433`, hex `0x7f.1`,
  * octal `0177.0.0.1`, short `127.1`: it normalizes them, and the check reads the normalized address); IPv6
  * loopback, unspecified, unique-local (fc00::/7), link-local, site-local, multicast, and IPv4 carried inside IPv6
- * (IPv4-mapped `::ffff:`, IPv4-compatible, NAT64 `64:ff9b::/96`, 6to4 `2002::/16`), checked as the IPv4 inside.
+ * (IPv4-mapped `::ffff:`, IPv4-translated `::ffff:0:`, IPv4-compatible, NAT64 `64:ff9b::/96`, 6to4 `2002::/16`),
+ * checked as the IPv4 inside; local-use NAT64 `64:ff9b:1::/48` and Teredo `2001::/32` outright. Any number of
+ * trailing dots is stripped before the checks, and a name with an empty label is refused.
  *
  * Written by hand: the checks are a few ranges over the parser's normalized host, and no kept dependency has them.
  * (A public name may still resolve to a private address; the service, not this process, fetches the page.)
@@ -103,9 +105,15 @@ export function blockedIPv6(ip: string): string | undefined {
     return why ? `${how} ${why}` : undefined;
   };
   if (zeroPrefix(5) && g[5] === 0xffff) return embedded(v4From(g[6]!, g[7]!), "IPv4-mapped") ?? undefined;
+  // IPv4-translated (RFC 2765, ::ffff:0:0/96)
+  if (zeroPrefix(4) && g[4] === 0xffff && g[5] === 0) return embedded(v4From(g[6]!, g[7]!), "IPv4-translated");
   if (zeroPrefix(6)) return embedded(v4From(g[6]!, g[7]!), "IPv4-compatible") ?? "a deprecated IPv4-compatible address";
   if (g[0] === 0x64 && g[1] === 0xff9b && g.slice(2, 6).every((x) => x === 0)) return embedded(v4From(g[6]!, g[7]!), "NAT64");
+  // local-use NAT64 (RFC 8215): where the IPv4 sits depends on the operator's prefix length, so none is public
+  if (g[0] === 0x64 && g[1] === 0xff9b && g[2] === 1) return `${ip} is a local-use NAT64 address (64:ff9b:1::/48)`;
   if (g[0] === 0x2002) return embedded(v4From(g[1]!, g[2]!), "6to4");
+  // Teredo (2001::/32) carries the client's IPv4 (inverted) in its last 32 bits: a tunnel, never a web server
+  if (g[0] === 0x2001 && g[1] === 0) return `${ip} is a Teredo tunnel address (2001::/32)`;
   const first = g[0]!;
   if ((first & 0xfe00) === 0xfc00) return `${ip} is a unique-local address (fc00::/7)`;
   if ((first & 0xffc0) === 0xfe80) return `${ip} is a link-local address (fe80::/10)`;
@@ -134,7 +142,8 @@ export function assertPublicHttpUrl(raw: unknown): URL {
   if (url.protocol !== "http:" && url.protocol !== "https:") refuse(`the scheme ${url.protocol.replace(/:$/, "")} is not http or https`);
   if (url.username || url.password) refuse("URLs with credentials are not fetched");
   if (url.port && !["80", "443", "8080", "8443"].includes(url.port)) refuse(`port ${url.port} is not a web port (80, 443, 8080, 8443)`);
-  const host = url.hostname.toLowerCase().replace(/\.$/, "");
+  // every trailing dot goes (`localhost..` is still localhost to a lenient resolver); an empty label is no name
+  const host = url.hostname.toLowerCase().replace(/\.+$/, "");
   if (host.startsWith("[")) {
     const why = blockedIPv6(host.slice(1, -1));
     if (why) refuse(why);
@@ -145,6 +154,7 @@ export function assertPublicHttpUrl(raw: unknown): URL {
     if (why) refuse(why);
     return url;
   }
+  if (host.split(".").includes("") && host !== "") refuse(`${host} has an empty label`);
   if (host === "" || host === "localhost" || BLOCKED_SUFFIXES.some((s) => host.endsWith(s))) refuse(`${host || "an empty host"} is a local name`);
   if (!host.includes(".")) refuse(`${host} is a single-label (intranet) name`);
   if (ECHO_DNS.test(host)) refuse(`${host} is a wildcard-DNS name that resolves to the address it spells`);

@@ -24,6 +24,10 @@ const schema = z.object({
   provider: z.enum(WEB_SEARCH_PROVIDERS).nullish().describe('search provider: "brave" (default, no data retention) or "google" (anonymized)'),
 });
 
+const MAX_TITLE_CHARS = 200;
+/** the longest URL web_scrape accepts */
+const MAX_URL_CHARS = 2048;
+
 function snippet(text: string, max: number): string {
   const flat = text.replace(/\s+/g, " ").trim();
   return flat.length <= max ? flat : `${flat.slice(0, max - 1).replace(/\s+\S*$/, "")}…`;
@@ -56,12 +60,16 @@ export class WebSearchTool extends StructuredTool<typeof schema> {
 
   protected async _call(input: z.infer<typeof schema>, _run?: unknown, config?: ToolRunnableConfig): Promise<ToolResult> {
     return guard(async () => {
-      const res = await webSearch(
-        this.client,
-        { query: input.query, limit: input.limit ?? this.defaultLimit, provider: input.provider ?? this.provider },
-        { signal: config?.signal },
-      );
-      const results = res.results.map((r, i) => ({ n: i + 1, title: r.title, url: r.url, ...(r.date ? { date: r.date } : {}), snippet: snippet(r.content, this.maxSnippetChars) }));
+      const limit = input.limit ?? this.defaultLimit;
+      const res = await webSearch(this.client, { query: input.query, limit, provider: input.provider ?? this.provider }, { signal: config?.signal });
+      // the model reads at most `limit` results, each field bounded, whatever the service sent (the artifact keeps it all)
+      const results = res.results.slice(0, limit).map((r, i) => ({
+        n: i + 1,
+        title: snippet(r.title, MAX_TITLE_CHARS),
+        url: r.url.length <= MAX_URL_CHARS ? r.url : `${r.url.slice(0, MAX_URL_CHARS - 1)}…`,
+        ...(r.date ? { date: snippet(r.date, 40) } : {}),
+        snippet: snippet(r.content, this.maxSnippetChars),
+      }));
       const content = results.length ? { query: res.query, results } : { query: res.query, results: [], note: "no results; try other words" };
       return [JSON.stringify(content), { response: res.raw, ...balanceOf(res.headers) }];
     });

@@ -44,6 +44,11 @@ function isTokenArray(input: unknown): boolean {
 }
 
 function parseJson(req: EmulatorRequest): Record<string, unknown> {
+  // published: 415 for another content type (as ./strict-body.ts answers the other media routes)
+  const type = req.headers["content-type"];
+  if (type !== undefined && !/^application\/json\b/i.test(type.trim())) {
+    throw new EmulatorHttpError(415, { error: `Invalid request content-type: expected application/json, got ${type.split(";")[0]}` });
+  }
   let json: unknown;
   try {
     json = JSON.parse(req.body.toString("utf8"));
