@@ -13,7 +13,12 @@ interface WalletTopUps {
   fence: number;
   lease?: { token: number; until: number };
   pending?: PendingPaymentRecord;
+  /** the latest pending payments whose outcome was reported (see LeaseOutcome.resolved) */
+  resolved?: string[];
 }
+
+/** how many resolved pending ids a wallet's top-up record remembers */
+export const RESOLVED_KEPT = 16;
 
 interface ScopeState {
   records: { id: string; at: number; usd: number }[];
@@ -127,7 +132,7 @@ export class MemoryStore implements PaymentStore {
     const state = this.#topUpState(w, now);
     if (state.leased) return state;
     w.lease = { token: ++w.fence, until: now + ttlMs };
-    return { ...state, leased: true, token: w.lease.token };
+    return { ...state, leased: true, token: w.lease.token, ...(w.resolved?.length ? { resolved: [...w.resolved] } : {}) };
   }
 
   async renewTopUpLease(wallet: string, token: number, ttlMs: number): Promise<boolean> {
@@ -147,7 +152,11 @@ export class MemoryStore implements PaymentStore {
   async endTopUp(wallet: string, token: number, end: TopUpEnd): Promise<TopUpState> {
     const w = this.#topUps.get(wallet);
     if (!w) return this.#topUpState(undefined);
-    if (end.clearPending !== undefined && w.pending?.id === end.clearPending) w.pending = undefined;
+    if (end.clearPending !== undefined && w.pending?.id === end.clearPending) {
+      w.pending = undefined;
+      // remembered, so that a process whose memory still holds it learns its outcome is known
+      w.resolved = [...(w.resolved ?? []), end.clearPending].slice(-RESOLVED_KEPT);
+    }
     if (end.settled) w.epoch++;
     if (w.lease?.token === token) w.lease = undefined;
     return this.#topUpState(w);

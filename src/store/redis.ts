@@ -209,9 +209,10 @@ return redis.call('HGETALL', scopeKey(ARGV[1]))
 
 // ---- top-up single flight: one hash per wallet, `topup:<wallet>` ------------------------------------------
 //   epoch        completed top-ups
-//   fence        the last lease token handed out (only grows)
+//   fence        the last lease token handed out (only grows; never below Redis's clock in ms, see ACQUIRE_LEASE)
 //   lease        the holder's token, `leaseUntil` its deadline on Redis's clock (an expired lease is free)
 //   pending      a signed payment whose outcome is unknown (JSON), `pendingId`, `pendingUntil` (its expiry, ms)
+//   resolved     JSON list of the latest (16) pending ids cleared by END_TOPUP (their outcome is known)
 // TTL: a week from the last write, and never less than a pending payment's expiry plus PENDING_GRACE_MS.
 const TOPUP = `${PRELUDE}
 local GRACE, KEEP = 600000, 604800000
@@ -232,11 +233,16 @@ const ACQUIRE_LEASE = `${TOPUP}
 local k, now = topUpKey(ARGV[1]), nowMs()
 local s = state(k, now)
 if s.leased then return cjson.encode(s) end
-local token = redis.call('HINCRBY', k, 'fence', 1)
-redis.call('HSET', k, 'lease', token, 'leaseUntil', int(now + tonumber(ARGV[2])))
+-- tokens never repeat, even after this hash was lost (FLUSHDB, a failover that missed it, its TTL): a counter
+-- restarted at 1 would hand a lapsed holder's token to the next one. At least Redis's clock in ms (13 digits, exact
+-- in cjson's 14-digit numbers), so a token after a loss is above every token handed out before it.
+local token = math.max(tonumber(redis.call('HGET', k, 'fence') or '0') + 1, now)
+redis.call('HSET', k, 'fence', int(token), 'lease', int(token), 'leaseUntil', int(now + tonumber(ARGV[2])))
 keepFor(k, KEEP)
 s.token = token
 s.leased = true
+local resolved = redis.call('HGET', k, 'resolved')
+if resolved then s.resolved = cjson.decode(resolved) end
 return cjson.encode(s)
 `;
 
@@ -261,7 +267,14 @@ return 1
 /** ARGV: wallet, token, pending id to clear ('' for none), '1' when settled. The state after, as JSON. */
 const END_TOPUP = `${TOPUP}
 local k, now = topUpKey(ARGV[1]), nowMs()
-if ARGV[3] ~= '' and redis.call('HGET', k, 'pendingId') == ARGV[3] then redis.call('HDEL', k, 'pending', 'pendingId', 'pendingUntil') end
+if ARGV[3] ~= '' and redis.call('HGET', k, 'pendingId') == ARGV[3] then
+  redis.call('HDEL', k, 'pending', 'pendingId', 'pendingUntil')
+  -- remembered (the latest 16), so that a process whose memory still holds it learns its outcome is known
+  local list = cjson.decode(redis.call('HGET', k, 'resolved') or '[]')
+  list[#list + 1] = ARGV[3]
+  while #list > 16 do table.remove(list, 1) end
+  redis.call('HSET', k, 'resolved', cjson.encode(list))
+end
 if ARGV[4] == '1' then redis.call('HINCRBY', k, 'epoch', 1) end
 if redis.call('HGET', k, 'lease') == ARGV[2] then redis.call('HDEL', k, 'lease', 'leaseUntil') end
 if redis.call('EXISTS', k) == 1 then keepFor(k, KEEP) end
@@ -489,10 +502,12 @@ export class RedisStore implements PaymentStore {
   // ---- top-up single flight (leases and pending payments on Redis's clock; see the TOPUP script) ----
 
   static #topUpState(raw: unknown): LeaseOutcome {
-    const r = JSON.parse(String(raw)) as { epoch: number; leased: boolean; pending?: string; token?: number };
+    const r = JSON.parse(String(raw)) as { epoch: number; leased: boolean; pending?: string; token?: number; resolved?: unknown };
     const state: TopUpState = { epoch: r.epoch, leased: r.leased === true };
     if (typeof r.pending === "string") state.pending = JSON.parse(r.pending) as PendingPaymentRecord;
-    return r.token === undefined ? state : { ...state, token: r.token };
+    if (r.token === undefined) return state;
+    const resolved = Array.isArray(r.resolved) ? r.resolved.filter((x): x is string => typeof x === "string") : [];
+    return { ...state, token: r.token, ...(resolved.length ? { resolved } : {}) };
   }
 
   async acquireTopUpLease(wallet: string, ttlMs: number): Promise<LeaseOutcome> {

@@ -79,8 +79,11 @@ export interface TopUpState {
 }
 
 export type LeaseOutcome =
-  /** the lease is this caller's: `token` fences every later write */
-  | ({ token: number } & TopUpState)
+  /**
+   * the lease is this caller's: `token` fences every later write. `resolved`: ids of the latest pending payments
+   * whose outcome a holder reported (cleared): a process still holding one in memory must not re-send it as new
+   */
+  | ({ token: number; resolved?: string[] } & TopUpState)
   /** another holder has it */
   | ({ token?: undefined } & TopUpState);
 

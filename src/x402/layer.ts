@@ -403,7 +403,7 @@ export class X402PaymentController {
    * Takes the wallet's lease in the store, waiting while another process holds it. Undefined when the epoch
    * moved past `seenEpoch` (another process's top-up completed since the request was sent: retry, don't pay).
    */
-  async #takeLease(seenEpoch: number | null | undefined): Promise<{ token: number; pending?: PendingPaymentRecord } | undefined> {
+  async #takeLease(seenEpoch: number | null | undefined): Promise<{ token: number; pending?: PendingPaymentRecord; resolved?: string[] } | undefined> {
     const ttl = this.options.topUpLeaseMs ?? DEFAULT_LEASE_MS;
     const giveUpAt = Date.now() + MAX_LEASE_WAIT_MS;
     let delay = 25;
@@ -414,10 +414,12 @@ export class X402PaymentController {
       // top-up that ends while this request waits is still joined, not paid again
       if (seenEpoch === null) seenEpoch = r.epoch;
       if (seenEpoch !== undefined && r.epoch !== seenEpoch) {
-        if (r.token !== undefined) await this.store.endTopUp(this.#walletKey, r.token, { settled: false });
+        // credit was added elsewhere: a store that fails to take the lease back must not fail this request (and
+        // every one held behind it); the lease then lapses by itself within `ttl`
+        if (r.token !== undefined) await this.store.endTopUp(this.#walletKey, r.token, { settled: false }).catch(() => undefined);
         return undefined;
       }
-      if (r.token !== undefined) return { token: r.token, pending: r.pending };
+      if (r.token !== undefined) return { token: r.token, pending: r.pending, resolved: r.resolved };
       if (Date.now() > giveUpAt) throw new PaymentFailedError(`another process's top-up of this wallet held its lease for over ${MAX_LEASE_WAIT_MS} ms`);
       // another process is paying: poll until its lease ends (released, or lapsed with its process)
       await sleep(delay);
@@ -433,6 +435,10 @@ export class X402PaymentController {
     const ttl = this.options.topUpLeaseMs ?? DEFAULT_LEASE_MS;
     const held: HeldLease = { token: lease.token, end: { settled: false }, storedPending: lease.pending?.id };
     s.held = held;
+    // a payment this process still holds whose outcome another process learned and reported (it re-sent it and
+    // cleared it): known, so dropped. Re-sent from memory, it would draw "already used", be taken for this
+    // top-up's payment (reported settled twice, the epoch moved for no credit) and fail the request with a 402.
+    if (s.pending && s.pending.id !== lease.pending?.id && lease.resolved?.includes(s.pending.id)) s.pending = undefined;
     // another process's signed payment whose outcome is unknown comes first: re-sent, never re-signed
     if (lease.pending && s.pending?.id !== lease.pending.id) s.pending = pendingFromRecord(lease.pending);
     const renew = setInterval(() => void this.store.renewTopUpLease(this.#walletKey, held.token, ttl).catch(() => false), Math.max(10, ttl / 3));
