@@ -121,12 +121,13 @@ function pendingRecord(p: PendingPayment): PendingPaymentRecord {
   return { id, expiresAt, data };
 }
 
-function pendingFromRecord(r: PendingPaymentRecord): PendingPayment {
+function pendingFromRecord(r: PendingPaymentRecord, topUpUrl: string): PendingPayment {
   const d = JSON.parse(r.data, (_k, v: unknown) =>
     v && typeof v === "object" && typeof (v as { bigint?: unknown }).bigint === "string" && Object.keys(v).length === 1 ? BigInt((v as { bigint: string }).bigint) : v,
   ) as Omit<PendingPayment, "id" | "expiresAt" | "sent">;
   // whether its holder sent it is unknown: as if it had (it is re-sent or reconciled, never dropped)
-  return { ...d, id: r.id, expiresAt: r.expiresAt, sent: true };
+  // sent (and reconciled) only at this process's own top-up URL: a URL read from the store is not trusted
+  return { ...d, topUpUrl, id: r.id, expiresAt: r.expiresAt, sent: true };
 }
 
 /** The lease this process holds on the wallet's top-ups while one runs. */
@@ -143,6 +144,8 @@ const DEFAULT_LEASE_MS = 15_000;
 /** the longest the read of the store's epoch may delay a request, and the pause in reads after one failed */
 const EPOCH_READ_MS = 500;
 const EPOCH_BACKOFF_MS = 5_000;
+/** how far before its signing (on the service's clock) a top-up may be dated and still be taken for a payment */
+const RECONCILE_MARGIN_MS = 3_000;
 /** the longest a request waits for another process's top-up of the wallet */
 const MAX_LEASE_WAIT_MS = 10 * 60_000;
 
@@ -440,7 +443,7 @@ export class X402PaymentController {
     // top-up's payment (reported settled twice, the epoch moved for no credit) and fail the request with a 402.
     if (s.pending && s.pending.id !== lease.pending?.id && lease.resolved?.includes(s.pending.id)) s.pending = undefined;
     // another process's signed payment whose outcome is unknown comes first: re-sent, never re-signed
-    if (lease.pending && s.pending?.id !== lease.pending.id) s.pending = pendingFromRecord(lease.pending);
+    if (lease.pending && s.pending?.id !== lease.pending.id) s.pending = pendingFromRecord(lease.pending, topUpUrl);
     const renew = setInterval(() => void this.store.renewTopUpLease(this.#walletKey, held.token, ttl).catch(() => false), Math.max(10, ttl / 3));
     renew.unref?.();
     try {
@@ -506,6 +509,8 @@ export class X402PaymentController {
       method: "POST",
       headers: { accept: "application/json", "content-type": "application/json" },
       body: "{}",
+      // bounded under a plain fetch too (`withX402`): the wallet's lease is held meanwhile
+      signal: AbortSignal.timeout(this.options.topUpTimeoutMs ?? 60_000),
       service: { throwOnError: false },
     });
     const { body } = await readBody(res);
@@ -608,12 +613,18 @@ export class X402PaymentController {
       const res = await send(`${base}/x402/transactions/${this.wallet.address}?limit=50`, {
         method: "GET",
         headers: { accept: "application/json" },
+        signal: AbortSignal.timeout(this.options.topUpTimeoutMs ?? 60_000),
         service: { retry: false, throwOnError: false },
       });
       const { body } = await readBody(res);
       const list = (body as { data?: { transactions?: unknown } } | undefined)?.data?.transactions;
       if (!res.ok || !Array.isArray(list)) return "unknown";
-      const since = pending.signedAt - 120_000; // the service's clock may run behind ours
+      // Only a top-up made after this payment was signed can be it: another top-up of the same amount (in a fleet,
+      // another process's, settled before this lease was taken) must not be taken for it. Compared on the
+      // service's clock, read from this answer's Date (1 s resolution, and fleet clocks a few s apart: a margin);
+      // without a Date, a wide window (the service's clock may run behind ours).
+      const served = Date.parse(res.headers.get("date") ?? "");
+      const since = Number.isFinite(served) ? pending.signedAt + (served - Date.now()) - RECONCILE_MARGIN_MS : pending.signedAt - 120_000;
       const hit = list.some((t) => {
         const tx = t as { type?: unknown; amount?: unknown; createdAt?: unknown };
         const at = typeof tx.createdAt === "string" ? Date.parse(tx.createdAt) : NaN;
