@@ -144,6 +144,8 @@ const DEFAULT_LEASE_MS = 15_000;
 /** the longest the read of the store's epoch may delay a request, and the pause in reads after one failed */
 const EPOCH_READ_MS = 500;
 const EPOCH_BACKOFF_MS = 5_000;
+/** how long the last requirements seen stand in for a budget check before new ones are asked for */
+const LAST_ACCEPTS_MS = 5 * 60_000;
 /** how far before its signing (on the service's clock) a top-up may be dated and still be taken for a payment */
 const RECONCILE_MARGIN_MS = 3_000;
 /** the longest a request waits for another process's top-up of the wallet */
@@ -165,6 +167,8 @@ class WalletState {
   creditOk = false;
   /** the store's lease while this process runs a top-up of the wallet */
   held?: HeldLease;
+  /** the top-up endpoint's last requirements (to refuse a top-up the budget cannot fit without asking again) */
+  lastAccepts?: { accepts: unknown[]; at: number };
   /**
    * While the credit is unknown (first use, or after a 402) one request goes alone and every other one waits
    * here; it resolves when that request (and the top-up it led to) is done: with undefined to go on, or with
@@ -546,8 +550,20 @@ export class X402PaymentController {
       }
     }
     if (!s.pending) {
+      // a budget that cannot fit even the last requirements seen is refused without asking for new ones (each
+      // ask is a 402, which the service counts toward its abuse block)
+      const last = s.lastAccepts;
+      if (last && Date.now() - last.at < LAST_ACCEPTS_MS) {
+        try {
+          await this.policy.checkBudget(last.accepts, { namespace: walletNamespace(this.wallet), amountUsd, walletAddress: this.wallet.address, store: this.store });
+        } catch (err) {
+          if (err instanceof PaymentPolicyError) await this.#emit(listener, "payment.refused", undefined, { rule: err.rule, reason: err.message });
+          throw err;
+        }
+      }
       // the top-up endpoint's own requirements, never the inference 402's (a hint at most)
       const source = await this.#fetchRequirements(send, topUpUrl);
+      s.lastAccepts = { accepts: source.accepts ?? [], at: Date.now() };
       if (amountUsd !== undefined) await this.#checkExplicitAmount(amountUsd, listener);
       let authorization: Awaited<ReturnType<PaymentPolicy["authorize"]>>;
       try {

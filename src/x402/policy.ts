@@ -281,6 +281,35 @@ export class PaymentPolicy {
     };
   }
 
+  /**
+   * Whether the period caps could still fit a payment for these (earlier) requirements, reserving nothing: a
+   * `PaymentPolicyError` (rule `maxPerPeriod`) when no allowed candidate fits. Lets a top-up be refused before
+   * asking the service for requirements: each such ask is a 402, and the service blocks a caller after 20
+   * failures in 30 s, so a fleet at its cap would otherwise block itself.
+   */
+  async checkBudget(accepts: readonly unknown[], context: DecideContext & { walletAddress: string; store?: PaymentStore }): Promise<void> {
+    let candidates: PaymentDecision[];
+    try {
+      candidates = this.candidates(accepts, context);
+    } catch {
+      return; // the earlier requirements no longer pass the policy: the fresh ones decide
+    }
+    const store = context.store ?? defaultStore();
+    const pin = !this.allowedPayees && this.pinPayees;
+    const outcome = await store.reserveSpend({
+      scopes: [
+        { key: walletScopeKey(context.namespace, context.walletAddress), capUsd: this.maxPerPeriodUsd, periodMs: this.periodMs, pin },
+        { key: this.scopeKey, capUsd: this.maxPerPeriodUsd, periodMs: this.periodMs, pin },
+      ],
+      candidates: candidates.map((c) => ({ network: c.network, payTo: normalizeAddress(c.network, c.payTo), amountUsd: c.amountUsd })),
+      now: this.#now(),
+      dryRun: true,
+    });
+    if (!outcome.ok && outcome.rule === "maxPerPeriod") {
+      throw new PaymentPolicyError(`payment refused by policy (maxPerPeriod): ${outcome.detail}`, { rule: "maxPerPeriod" });
+    }
+  }
+
   /** Every offered requirement the policy allows, best first (the preferred network leads). */
   candidates(accepts: readonly unknown[], context: DecideContext): PaymentDecision[] {
     let worst: { rule: PolicyRule; detail: string } = { rule: "noRequirements", detail: "the service offered no payment requirements" };

@@ -102,3 +102,25 @@ describe("a top-up endpoint that never answers", () => {
     expect(outcome).toMatch(/Timeout|Abort/);
   });
 });
+
+describe("a wallet at its period cap", () => {
+  it("refuses the next top-up without asking for requirements (each ask is a 402 the abuse block counts)", async () => {
+    const { PaymentPolicyError } = await import("../../src/http/errors.js");
+    const { X402PaymentController } = await import("../../src/x402/layer.js");
+    const { toppedUp } = await import("./server.js");
+    const svc = await hostile((req, res) => {
+      if (!req.url.split("?")[0]!.endsWith("/x402/top-up")) return json(res, {});
+      return authorizationOf(req) ? toppedUp(res, 5) : json(res, { x402Version: 2, accepts: [offer()] }, {}, 402);
+    });
+    const wallet = EvmWallet.random();
+    const controller = new X402PaymentController({ wallet, baseUrl: svc.url, policy: { maxPerPeriodUsd: 10 } });
+    const f = withX402(fetch, controller.options);
+    for (let i = 0; i < 2; i++) expect((await controller.explicitTopUp(f, `${svc.url}/x402/top-up`, 5)).amountUsd).toBe(5);
+    const asks = () => svc.to("/x402/top-up").filter((r) => !authorizationOf(r)).length;
+    expect(asks()).toBe(2);
+    const err = await controller.explicitTopUp(f, `${svc.url}/x402/top-up`, 5).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(PaymentPolicyError);
+    expect((err as InstanceType<typeof PaymentPolicyError>).rule).toBe("maxPerPeriod");
+    expect(asks()).toBe(2); // nothing sent for the refused one
+  });
+});
