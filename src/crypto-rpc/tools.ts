@@ -13,10 +13,11 @@
 import { StructuredTool, type ToolParams, type ToolRunnableConfig } from "@langchain/core/tools";
 import { Interface, decodeBase58, formatUnits, isAddress, isHexString, getAddress, decodeBytes32String } from "ethers";
 import { z } from "zod";
-import { BadRequestError, UnsupportedNetworkError, ValidationError } from "../http/errors.js";
+import { UnsupportedNetworkError, ValidationError } from "../http/errors.js";
 import type { ServiceClient } from "../client.js";
 import { DEFAULT_MAX_OUTPUT_CHARS, QUANTITY_METHODS, capOutput, hexToDecimal, isHexQuantity, plain, withDecimals } from "./format.js";
 import { checkMethod, exampleReads, label, type MethodPolicy } from "./methods.js";
+import { ToolInputError, errorContent, guard as guardTool, type ToolResult } from "../tools/results.js";
 import { describeNetwork, groupNetworks, networkCacheFor, type NetworkCache, type NetworkFamily, type NetworkInfo } from "./networks.js";
 import { cryptoRpc, type CryptoRpcBatchResult, type CryptoRpcSingleResult, type JsonRpcRequest, type JsonRpcResponse } from "./rpc.js";
 
@@ -36,18 +37,8 @@ export interface CryptoToolOptions extends MethodPolicy {
   toolParams?: ToolParams;
 }
 
-/** A mistake in the model's arguments: reported to the model, never thrown out of the tool. */
-export class ToolInputError extends Error {
-  override name = "ToolInputError";
-  constructor(
-    readonly code: string,
-    message: string,
-  ) {
-    super(message);
-  }
-}
+export { ToolInputError, type ToolResult } from "../tools/results.js";
 
-export type ToolResult = [string, unknown];
 
 interface Shared {
   client: ServiceClient;
@@ -87,25 +78,11 @@ const blockTagField = z
   .nullish()
   .describe('block to read at: "latest" (default), "safe", "finalized", "earliest", a block number, or 0x-hex');
 
-function errorContent(code: string, message: string, extra: Record<string, unknown> = {}): ToolResult {
-  const error = { code, message, ...extra };
-  return [JSON.stringify({ error }), { error }];
-}
-
-/** Runs a tool body; turns the model's mistakes into `{error}` text and rethrows the system's failures. */
-async function guard(body: () => Promise<ToolResult>): Promise<ToolResult> {
-  try {
-    return await body();
-  } catch (err) {
-    if (err instanceof ToolInputError) return errorContent(err.code, err.message);
-    if (err instanceof UnsupportedNetworkError) {
-      return errorContent("UNSUPPORTED_NETWORK", err.message, { validNetworks: err.validNetworks });
-    }
-    if (err instanceof ValidationError) return errorContent("INVALID_PARAMS", err.message);
-    // a 400 from the proxy: the request itself was wrong (method, params, batch)
-    if (err instanceof BadRequestError) return errorContent("BAD_REQUEST", err.message);
-    throw err;
-  }
+/** Runs a tool body; turns the model's mistakes (an unknown network among them) into `{error}` text. */
+function guard(body: () => Promise<ToolResult>): Promise<ToolResult> {
+  return guardTool(body, (err) =>
+    err instanceof UnsupportedNetworkError ? errorContent("UNSUPPORTED_NETWORK", err.message, { validNetworks: err.validNetworks }) : undefined,
+  );
 }
 
 async function network(s: Shared, slug: string, signal: AbortSignal | undefined, family?: NetworkFamily, what?: string): Promise<NetworkInfo> {

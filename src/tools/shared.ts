@@ -8,11 +8,11 @@ import { mkdir, open, realpath } from "node:fs/promises";
 import { isAbsolute, join, relative, resolve } from "node:path";
 import type { ToolParams } from "@langchain/core/tools";
 import { ServiceClient, type ServiceClientOptions } from "../client.js";
-import { BadRequestError, ConfigurationError, ValidationError, abortErrorOf } from "../http/errors.js";
+import { ConfigurationError, ValidationError, abortErrorOf } from "../http/errors.js";
 import type { ServiceResponseHeaders } from "../http/headers.js";
-import { ToolInputError } from "../crypto-rpc/tools.js";
+import { errorContent, guard as guardTool, type ToolResult } from "./results.js";
 
-export { ToolInputError };
+export { ToolInputError, errorContent, type ToolResult } from "./results.js";
 
 /**
  * Connection options of every tool: an existing `client` (its stack is shared), or a `serviceFetch`, or the
@@ -34,28 +34,12 @@ export function clientOf(options: ServiceToolConnection | undefined): ServiceCli
   return new ServiceClient(connection);
 }
 
-export type ToolResult = [string, unknown];
-
-export function errorContent(code: string, message: string, extra: Record<string, unknown> = {}): ToolResult {
-  const error = { code, message, ...extra };
-  return [JSON.stringify({ error }), { error }];
-}
-
 /**
- * Runs a tool body: a refused argument (ToolInputError, ValidationError) or a 400 from the service (the request
- * was wrong: a bad voice, a page that cannot be scraped) goes back to the model as `{error}` text; the rest
- * (auth, payment, rate limits after retries, network, 5xx, an abort) is thrown to the caller.
+ * Runs a tool body: the model's mistakes (see results.ts), and a 403 from the service (a page it will not
+ * scrape), go back to the model as `{error}` text; the rest is thrown to the caller.
  */
-export async function guard(body: () => Promise<ToolResult>): Promise<ToolResult> {
-  try {
-    return await body();
-  } catch (err) {
-    if (err instanceof ToolInputError) return errorContent(err.code, err.message);
-    if (err instanceof ValidationError) return errorContent("INVALID_PARAMS", err.message);
-    if (err instanceof BadRequestError) return errorContent("BAD_REQUEST", err.message, err.details === undefined ? {} : { details: err.details });
-    if ((err as { status?: number })?.status === 403) return errorContent("FORBIDDEN", (err as Error).message);
-    throw err;
-  }
+export function guard(body: () => Promise<ToolResult>): Promise<ToolResult> {
+  return guardTool(body, (err) => ((err as { status?: number })?.status === 403 ? errorContent("FORBIDDEN", (err as Error).message) : undefined));
 }
 
 /** Checks an owner's `outputDir` option (ConfigurationError) and returns it absolute. */
