@@ -48,6 +48,19 @@ export interface ServiceFetch extends TransportFetch {
   paymentController(): Promise<X402PaymentController | undefined>;
 }
 
+/** The stack options a face (ChatService, ServiceEmbeddings) takes among its own fields, under the same names. */
+const FACE_STACK_OPTIONS = [
+  "apiKey", "baseUrl", "brand", "timeout", "idleTimeout", "totalTimeout", "maxResponseBytes", "maxEventBytes", "fetch", "retry",
+  "abuseGuard", "auth", "wallet", "payment", "onPayment", "solanaRpcUrl", "topUp", "store", "pacing", "defaultHeaders",
+] as const satisfies readonly (keyof FetchStackOptions)[];
+
+/** @internal Picks a face's stack options out of its fields (nothing else of them reaches the stack). */
+export function faceStackOptions(fields: Pick<FetchStackOptions, (typeof FACE_STACK_OPTIONS)[number]>): FetchStackOptions {
+  const out: Record<string, unknown> = {};
+  for (const k of FACE_STACK_OPTIONS) if (fields[k] !== undefined) out[k] = fields[k];
+  return out as FetchStackOptions;
+}
+
 /** Wallet sign-in whose signing code loads on the first request. */
 function lazyWalletAuth(wallet: X402Wallet, x402: Promise<typeof import("./x402/index.js")>): AuthProvider {
   const provider = x402.then((m) => m.createWalletAuth(wallet));

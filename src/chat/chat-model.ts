@@ -50,7 +50,7 @@ import { z } from "zod";
 import { brandNames, DEFAULT_BRAND, type BrandNames } from "../config.js";
 import { PAYMENT_EVENT_NAME } from "../x402/event-name.js";
 import { responseHeaders } from "../http/fetch-stack.js";
-import { createServiceFetch, type FetchStackOptions, type ServiceFetch } from "../stack.js";
+import { createServiceFetch, faceStackOptions, type FetchStackOptions, type ServiceFetch } from "../stack.js";
 import { ConfigurationError, ResponseFormatError, ValidationError } from "../http/errors.js";
 import { readResponseText } from "../http/body.js";
 import { LruMap } from "../http/bounded.js";
@@ -398,28 +398,7 @@ export class ChatService extends BaseChatModel<ChatServiceCallOptions, AIMessage
     this.splitThinkTags = fields.splitThinkTags ?? true;
     this.#fetch =
       fields.serviceFetch ??
-      createServiceFetch({
-        apiKey: fields.apiKey,
-        baseUrl: fields.baseUrl,
-        brand: this.brand,
-        timeout: fields.timeout,
-        idleTimeout: fields.idleTimeout,
-        totalTimeout: fields.totalTimeout,
-        maxResponseBytes: fields.maxResponseBytes,
-        maxEventBytes: fields.maxEventBytes,
-        fetch: fields.fetch,
-        retry,
-        abuseGuard: fields.abuseGuard,
-        auth: fields.auth,
-        wallet: fields.wallet,
-        payment: fields.payment,
-        onPayment: fields.onPayment,
-        solanaRpcUrl: fields.solanaRpcUrl,
-        topUp: fields.topUp,
-        store: fields.store,
-        pacing: fields.pacing,
-        defaultHeaders: fields.defaultHeaders,
-      });
+      createServiceFetch({ ...faceStackOptions(fields), brand: this.brand, retry });
     this.#url = this.#fetch.url("/chat/completions");
   }
 

@@ -14,7 +14,7 @@
 import { Embeddings, type EmbeddingsParams } from "@langchain/core/embeddings";
 import { DEFAULT_BRAND } from "../config.js";
 import { responseHeaders } from "../http/fetch-stack.js";
-import { createServiceFetch, type FetchStackOptions, type ServiceFetch } from "../stack.js";
+import { createServiceFetch, faceStackOptions, type FetchStackOptions, type ServiceFetch } from "../stack.js";
 import { ConfigurationError, ResponseFormatError, ValidationError } from "../http/errors.js";
 import { readResponseText } from "../http/body.js";
 import type { ServiceResponseHeaders } from "../http/headers.js";
@@ -172,28 +172,7 @@ export class ServiceEmbeddings extends Embeddings {
     // the key goes into the stack and nowhere else on this object
     this.#fetch =
       fields.serviceFetch ??
-      createServiceFetch({
-        apiKey: fields.apiKey,
-        baseUrl: fields.baseUrl,
-        brand: this.brand,
-        timeout: fields.timeout,
-        idleTimeout: fields.idleTimeout,
-        totalTimeout: fields.totalTimeout,
-        maxResponseBytes: fields.maxResponseBytes,
-        maxEventBytes: fields.maxEventBytes,
-        fetch: fields.fetch,
-        retry,
-        abuseGuard: fields.abuseGuard,
-        auth: fields.auth,
-        wallet: fields.wallet,
-        payment: fields.payment,
-        onPayment: fields.onPayment,
-        solanaRpcUrl: fields.solanaRpcUrl,
-        topUp: fields.topUp,
-        store: fields.store,
-        pacing: fields.pacing,
-        defaultHeaders: fields.defaultHeaders,
-      });
+      createServiceFetch({ ...faceStackOptions(fields), brand: this.brand, retry });
     this.#url = this.#fetch.url("/embeddings");
   }
 
