@@ -14,6 +14,8 @@ import { balanceOf, clientOf, guard, ToolInputError, type ServiceToolConnection,
 
 export const DEFAULT_SCRAPE_MAX_CHARS = 8000;
 const CACHE_PAGES = 8;
+const CACHE_CHARS = 4 * 1024 * 1024;
+const CACHE_TTL_MS = 10 * 60_000;
 
 export interface WebScrapeToolOptions extends ServiceToolConnection {
   /** most characters of page text per call (default 8000) */
@@ -35,8 +37,30 @@ export class WebScrapeTool extends StructuredTool<typeof schema> {
   override responseFormat = "content_and_artifact" as const;
   readonly client: ServiceClient;
   readonly maxChars: number;
-  /** recently read pages (url -> response), so reading on after a cut costs nothing */
-  private readonly pages = new Map<string, WebScrapeResult>();
+  /**
+   * recently read pages (url -> response), so reading on after a cut costs nothing: at most CACHE_PAGES pages and
+   * CACHE_CHARS characters in all, each for CACHE_TTL_MS (a later read of the URL gets the page as it is then)
+   */
+  private readonly pages = new Map<string, { page: WebScrapeResult; at: number }>();
+
+  #cached(url: string): WebScrapeResult | undefined {
+    const hit = this.pages.get(url);
+    if (hit && Date.now() - hit.at < CACHE_TTL_MS) return hit.page;
+    this.pages.delete(url);
+    return undefined;
+  }
+
+  #keep(url: string, page: WebScrapeResult): void {
+    if (page.content.length > CACHE_CHARS) return; // read on by scraping again rather than hold it
+    this.pages.set(url, { page, at: Date.now() });
+    let chars = 0;
+    for (const { page: p } of this.pages.values()) chars += p.content.length;
+    for (const [key, { page: p }] of this.pages) {
+      if (this.pages.size <= CACHE_PAGES && chars <= CACHE_CHARS) break;
+      this.pages.delete(key); // oldest first
+      chars -= p.content.length;
+    }
+  }
 
   constructor(options: WebScrapeToolOptions = {}) {
     super(options.toolParams);
@@ -53,11 +77,10 @@ export class WebScrapeTool extends StructuredTool<typeof schema> {
       const url = assertPublicHttpUrl(input.url).href; // before anything is sent
       const start = input.start ?? 0;
       if (!(Number.isInteger(start) && start >= 0)) throw new ToolInputError("INVALID_PARAMS", "start must be a whole number >= 0");
-      let page = this.pages.get(url);
+      let page = this.#cached(url);
       if (!page) {
         page = await webScrape(this.client, url, { signal: config?.signal });
-        if (this.pages.size >= CACHE_PAGES) this.pages.delete(this.pages.keys().next().value!);
-        this.pages.set(url, page);
+        this.#keep(url, page);
       }
       const total = page.content.length;
       if (start > 0 && start >= total) throw new ToolInputError("INVALID_PARAMS", `start ${start} is past the end of the page (${total} characters)`);

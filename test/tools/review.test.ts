@@ -113,3 +113,22 @@ describe("shared lookups of the media tools (review)", () => {
     expect(result.json.description).toContain("second");
   });
 });
+
+describe("web_scrape's page cache is bounded", () => {
+  it("keeps a page to read on from, but not one over the character budget (read on by scraping again)", async () => {
+    const sizes: Record<string, number> = { "https://example.org/small": 20_000, "https://example.org/huge": 5 * 1024 * 1024 };
+    const svc = await hostile((req, res) => {
+      const url = (req.body as { url: string }).url;
+      json(res, { url, content: "word ".repeat(Math.ceil(sizes[url]! / 5)).slice(0, sizes[url]), format: "markdown" });
+    });
+    const tool = new WebScrapeTool({ client: new ServiceClient({ baseUrl: svc.url, apiKey: "k" }), maxChars: 8000 });
+    for (const url of Object.keys(sizes)) {
+      const first = await callTool(tool, "web_scrape", { url });
+      const next = Number(/start: (\d+)/.exec(first.json.truncated)![1]);
+      await callTool(tool, "web_scrape", { url, start: next });
+    }
+    const scrapes = (url: string) => svc.to("/augment/scrape").filter((r) => (r.body as { url: string }).url === url).length;
+    expect(scrapes("https://example.org/small")).toBe(1);
+    expect(scrapes("https://example.org/huge")).toBe(2);
+  });
+});
