@@ -6,6 +6,7 @@
  *       limit used (goal ≥ 0.90); the emulator's windows are scaled from a minute to 1 s (abuse window and
  *       block likewise, 30 s -> 0.5 s), so it runs in seconds
  *   (c) 4 processes each trying to top up 3× the wallet's period cap -> total signed (goal ≤ the cap)
+ *   (e) a worker SIGKILLed while paying: no second payment signed, the next worker served once the lease lapses
  *   (d) the store's cost: a payment's store round (reserveSpend + releaseSpend), and a paid-for chat request,
  *       on RedisStore (loopback) against MemoryStore
  * Redis: REDIS_URL, else a redis-server from PATH; with neither, one row says how to enable the section.
@@ -196,6 +197,55 @@ async function storeRows(redis: LocalRedis): Promise<BenchRow[]> {
   }
 }
 
+/**
+ * (e) a worker SIGKILLed while its payment is out: the emulator's facilitator takes 6 s to settle the first payment;
+ * the worker is killed 0.5 s after signing it, with its lease (1.5 s) and its signed payment left in Redis. A second
+ * worker then meets a 402: it waits for the lease to lapse, re-sends the SAME payment (never signs one), and is
+ * served. Measured: signatures by the second worker (goal 0), top-ups in the ledger (goal 1), and the time from the
+ * kill to its answer (about the lease, or the settlement when that is slower).
+ */
+async function killRow(redis: LocalRedis): Promise<BenchRow> {
+  const emu = await startEmulator({ chain: true, x402: { settleDelayMs: 6_000 } });
+  const nextSigned: string[] = [];
+  const next = spawnFleet(1, (_, m) => m.type === "payment" && nextSigned.push(m.event.type));
+  try {
+    const [, , , wallet] = emu.chain!.accounts;
+    const job: WorkerJob = {
+      baseUrl: emu.url,
+      redisUrl: redis.url,
+      prefix: prefix(),
+      walletKey: wallet!.privateKey,
+      requests: 1,
+      model: "emu-xs",
+      leaseMs: 1_500,
+      payment: { maxPerPeriodUsd: 100, allowedPayees: [emu.chain!.treasury] },
+    };
+    let signed!: () => void;
+    const signedOnce = new Promise<void>((r) => (signed = r));
+    // the worker that dies (spawned here; `next` is already loading its modules)
+    const first = spawnFleet(1, (_, m) => m.type === "payment" && m.event.type === "payment.signed" && signed());
+    void first.run(job, 60_000).catch(() => undefined);
+    await signedOnce;
+    await new Promise((r) => setTimeout(r, 500)); // its payment is on the wire, the facilitator settling it
+    first.kill();
+    const killedAt = Date.now();
+    const [done] = await next.run(job, 60_000);
+    const recoveredMs = done!.endedAt - killedAt;
+    const ledger = topUps(emu, wallet!.address);
+    return {
+      name: "a worker SIGKILLed while its payment is out: signatures by the next worker",
+      median_ms: recoveredMs,
+      ratio: nextSigned.filter((t) => t === "payment.signed").length,
+      anchor: "payments signed after the kill (goal 0); ms = kill to the next worker's answer",
+      note: `next worker: ${done!.served}/1 served, events ${nextSigned.join(" > ") || "none"}; ledger: ${ledger.length} top-up(s) $${ledger.reduce((s, e) => s + e.amount, 0)}; lease 1.5 s, settlement 6 s; one run`,
+    };
+  } finally {
+    next.kill();
+    await new Promise((r) => setTimeout(r, 500));
+    await emu.close();
+  }
+}
+
 export async function benchFleet(): Promise<BenchRow[]> {
   let redis: LocalRedis;
   try {
@@ -204,7 +254,7 @@ export async function benchFleet(): Promise<BenchRow[]> {
     return [{ name: "(skipped: no Redis)", median_ms: NaN, ratio: NaN, note: (err as Error).message }];
   }
   try {
-    return [...(await paymentRows(redis)), await burstRow(redis), ...(await storeRows(redis))];
+    return [...(await paymentRows(redis)), await killRow(redis), await burstRow(redis), ...(await storeRows(redis))];
   } finally {
     await redis.stop();
   }

@@ -29,6 +29,8 @@ export interface WorkerJob {
   topUps?: { count: number; amountUsd: number };
   /** the client's abuse guard window, to match an emulator whose windows are scaled down */
   abuseWindowMs?: number;
+  /** the wallet's top-up lease in the store (how long a worker killed while paying holds the others up) */
+  leaseMs?: number;
 }
 
 export interface WorkerDone {
@@ -56,6 +58,7 @@ async function work(job: WorkerJob, go: () => Promise<void>): Promise<void> {
     store, // the one thing that makes these processes a fleet
     onPayment: (event) => send({ type: "payment", event }),
     abuseGuard: job.abuseWindowMs ? { windowMs: job.abuseWindowMs } : undefined,
+    topUp: job.leaseMs ? { topUpLeaseMs: job.leaseMs } : undefined,
     // counts what the service answered, below retries and pacing
     fetch: async (input, init) => {
       const res = await fetch(input, init);

@@ -182,6 +182,32 @@ describe("money under faults on /x402/top-up", () => {
     }
   });
 
+  it("a slow facilitator: a re-send while the first send still settles waits for it, is told 'already used', and is credited once", async () => {
+    Object.assign(x402Options, { settleDelayMs: 1_500 });
+    try {
+      const wallet = payer(5);
+      const { fetch, sends } = countingFetch();
+      const events: PaymentEvent[] = [];
+      const serviceFetch = createServiceFetch({
+        baseUrl: emu.url,
+        fetch,
+        auth: createWalletAuth(wallet),
+        paymentLayer: x402PaymentLayer({ wallet, policy: policy(), onPayment: (e) => events.push(e), topUpTimeoutMs: 500, resendDelayMs: 50 }),
+        abuseGuard: { windowMs: 1_000, maxFailures: 20, maxWaitMs: 10_000 },
+      });
+      const model = new ChatService({ model: "emu-xs", serviceFetch });
+      expect((await model.invoke("slow")).content).toBe("Echo: slow");
+      // the first send timed out while settling; the re-send waited for that settlement and was told so
+      const paid = sends.filter((s) => s.path === "/x402/top-up" && s.paid);
+      expect(paid.length).toBeGreaterThanOrEqual(2);
+      expect(paid.at(-1)!.error).toBe("PAYMENT_VERIFICATION_FAILED");
+      expect(events.filter((e) => e.type === "payment.signed")).toHaveLength(1);
+      await expectBooksBalance(wallet, 1);
+    } finally {
+      delete x402Options.settleDelayMs;
+    }
+  });
+
   it("a top-up whose answers are all lost is reconciled from the wallet's transactions: the call succeeds, nothing is re-signed", async () => {
     // seed 34: the requirements are read, the send that settles is answered 503, then three injected 5xx use up
     // the re-sends

@@ -11,7 +11,8 @@
  *   minimumBalanceUsd (0.10), suggestedTopUpUsd (10), minimumTopUpUsd (5), maximumTopUpUsd (10000),
  *   solana (true: start a LiteSVM rail when `litesvm` is installed; false: Base only),
  *   topUpResponseDelayMs + delayedTopUps: answer the first N top-ups late, after settling (a client timeout
- *   after the money moved), topUpFailures: answer the first N top-ups 503 after settling.
+ *   after the money moved), topUpFailures: answer the first N top-ups 503 after settling, settleDelayMs +
+ *   delayedSettlements: settle the first N payments late (a slow facilitator; a re-send meanwhile waits for it).
  */
 import { createHash, randomUUID } from "node:crypto";
 import { isDeepStrictEqual } from "node:util";
@@ -42,6 +43,9 @@ export interface X402EmulatorOptions {
   topUpResponseDelayMs?: number;
   delayedTopUps?: number;
   topUpFailures?: number;
+  /** settle the first `delayedSettlements` (1) payments this many ms after they arrive (a slow facilitator) */
+  settleDelayMs?: number;
+  delayedSettlements?: number;
   /** tests only: replaces `import("litesvm")` (to exercise the missing-package path) */
   solanaImporter?: () => Promise<unknown>;
 }
@@ -138,6 +142,7 @@ export async function createX402Hooks(ctx: EmulatorContext): Promise<X402Hooks &
     }
   }
   let delayed = 0;
+  let slowed = 0;
   let failed = 0;
   /** in-flight and finished settlements by payload fingerprint: an identical re-send gets the same answer */
   const settlements = new Map<string, Promise<Settled>>();
@@ -265,7 +270,11 @@ export async function createX402Hooks(ctx: EmulatorContext): Promise<X402Hooks &
         reason: "nonce_already_used",
       });
     }
-    const settlement = settleOnce(req.headers["payment-signature"] !== undefined, raw);
+    const v2 = req.headers["payment-signature"] !== undefined;
+    const slow = o.settleDelayMs !== undefined && slowed < (o.delayedSettlements ?? 1);
+    if (slow) slowed++;
+    // a slow facilitator: the payment is taken in (a twin waits for it) and settles settleDelayMs later
+    const settlement = slow ? sleep(o.settleDelayMs!).then(() => settleOnce(v2, raw)) : settleOnce(v2, raw);
     settlements.set(fingerprint, settlement);
     // a refused payment may be corrected and re-signed; only settled ones are remembered
     settlement.catch(() => settlements.delete(fingerprint));
