@@ -11,7 +11,7 @@
  * in-process guard still records every failure, and takes over while the store fails (see shared-limits.ts).
  */
 import { AbuseBlockError, ConfigurationError, abortErrorOf } from "./errors.js";
-import type { FetchLayer } from "./fetch-stack.js";
+import type { FetchLayer } from "./types.js";
 import { sleep } from "./retry.js";
 import { randomId, viaStore, type LimitStore } from "./shared-limits.js";
 

@@ -13,7 +13,7 @@
  * never "idle"), with one lazily re-armed timer instead of a timer per chunk.
  */
 import { ConfigurationError, ResponseTooLargeError, TimeoutError, ValidationError, abortErrorOf } from "./errors.js";
-import type { FetchLike } from "./fetch-stack.js";
+import type { FetchLike } from "./types.js";
 import { checkMs } from "./options.js";
 
 /** 64 MiB: far above any chat completion; large crypto RPC answers (logs, full blocks) still fit */

@@ -22,7 +22,8 @@ import {
 import { parseServiceHeaders, type ServiceResponseHeaders } from "./headers.js";
 import { AbuseGuard, abuseGuardLayer, type AbuseGuardOptions } from "./abuse-guard.js";
 import { retryLayer, type RetryOptions } from "./retry.js";
-import { pacingLayer, type ModelType, type PacingOptions } from "./pacing.js";
+import { pacingLayer, type PacingOptions } from "./pacing.js";
+import type { FetchLayer, FetchLike, ServiceRequestInit } from "./types.js";
 import { sendFollowingSafely } from "./redirects.js";
 import { CLOCK_RETRY_MS, serviceClock } from "./clock.js";
 import { DEFAULT_MAX_EVENT_BYTES, DEFAULT_MAX_RESPONSE_BYTES, deadlineLayer, deadlineOf, guardBody, validateBodyOptions, type BodyLimits } from "./body-guard.js";
@@ -30,41 +31,7 @@ import { SharedRegistry } from "./bounded.js";
 import type { LimitStore } from "./shared-limits.js";
 import { validateHints, validateStackOptions } from "./options.js";
 
-/** Per-request hints to the stack; plain `fetch` ignores them. */
-export interface ServiceRequestHints {
-  /** model id, for pacing per key and model */
-  model?: string;
-  /**
-   * the model's type, for its published requests per minute (spec part 8) when the service sends no rate-limit
-   * headers; default: told by the path (`/embeddings`, `/image(s)/…`, `/audio/…`, `/video/…`; else text)
-   */
-  modelType?: ModelType;
-  /** tokens this request may use, for token pacing */
-  estimatedTokens?: number;
-  /** false: send no credentials (public endpoints) */
-  auth?: boolean;
-  /** false: never retry (e.g. a payment that must not be re-sent blindly) */
-  retry?: boolean;
-  /** per-request timeout in ms (overrides the stack's) */
-  timeout?: number;
-  /** per-request idle timeout of the body read, in ms (overrides the stack's `idleTimeout`) */
-  idleTimeout?: number;
-  /** per-request deadline of the whole call, body included, in ms (overrides the stack's `totalTimeout`) */
-  totalTimeout?: number;
-  /** per-request cap of a non-stream body, in bytes (overrides the stack's `maxResponseBytes`) */
-  maxResponseBytes?: number;
-  /** false: hand back non-success responses instead of throwing typed errors */
-  throwOnError?: boolean;
-  /** receives the events of payments this request causes (a LangChain run's callbacks; a `PaymentEvent`) */
-  onPaymentEvent?(event: { type: string }): void | Promise<void>;
-}
-
-export interface ServiceRequestInit extends RequestInit {
-  service?: ServiceRequestHints;
-}
-
-export type FetchLike = (input: string | URL | Request, init?: ServiceRequestInit) => Promise<Response>;
-export type FetchLayer = (next: FetchLike) => FetchLike;
+export type { FetchLayer, FetchLike, ServiceRequestHints, ServiceRequestInit } from "./types.js";
 
 /** Supplies the credential headers of one attempt (an API key, or a freshly signed SIWX header). */
 export interface AuthProvider {

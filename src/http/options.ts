@@ -4,7 +4,7 @@
  * (or Infinity) `setTimeout` warns and fires after 1 ms, so `timeout: Infinity` used to time out at once.
  */
 import { ConfigurationError, ValidationError } from "./errors.js";
-import { MODEL_TYPES } from "./pacing.js";
+import { MODEL_TYPES } from "./types.js";
 
 /** the longest delay `setTimeout` holds (about 24.8 days) */
 export const MAX_TIMER_MS = 2 ** 31 - 1;

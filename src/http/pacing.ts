@@ -23,7 +23,7 @@
  * The in-process limiter keeps learning from every answer and takes over when the store fails (see
  * shared-limits.ts). The crypto RPC proxy's cap stays per process: it is told only by the 429 that trips it.
  */
-import type { FetchLayer } from "./fetch-stack.js";
+import { type FetchLayer, type ModelType } from "./types.js";
 import { abortErrorOf } from "./errors.js";
 import { parseServiceHeaders, rateLimitResetAtMs, resetRequestsAtMs, toNumber } from "./headers.js";
 import { sleep } from "./retry.js";
@@ -31,8 +31,7 @@ import { SharedRegistry } from "./bounded.js";
 import { randomId, viaStore, type LimitStore, type PaceObservation } from "./shared-limits.js";
 
 /** The kind of model a request uses: spec part 8 publishes a requests-per-minute limit for each but text. */
-export type ModelType = "text" | "image" | "audio" | "embedding" | "video";
-export const MODEL_TYPES: readonly ModelType[] = ["text", "image", "audio", "embedding", "video"];
+export { MODEL_TYPES, type ModelType } from "./types.js";
 
 /**
  * Spec part 8, "other model types", default tier (requests per minute), paced when the service sends no

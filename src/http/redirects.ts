@@ -13,7 +13,7 @@
  * A request without credentials follows redirects as fetch does.
  */
 import { RedirectError } from "./errors.js";
-import type { FetchLike, ServiceRequestInit } from "./fetch-stack.js";
+import type { FetchLike, ServiceRequestInit } from "./types.js";
 
 /** Headers that carry a credential or money: never sent beyond the service's origin. */
 export const CREDENTIAL_HEADERS = ["authorization", "sign-in-with-x", "x-sign-in-with-x"] as const;

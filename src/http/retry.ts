@@ -10,7 +10,7 @@
  */
 import { AbuseBlockError, abortErrorOf } from "./errors.js";
 import { parseServiceHeaders, rateLimitResetAtMs } from "./headers.js";
-import type { FetchLayer } from "./fetch-stack.js";
+import type { FetchLayer } from "./types.js";
 
 export interface RetryOptions {
   /** retries after the first attempt (default 4) */

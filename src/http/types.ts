@@ -1,0 +1,44 @@
+/**
+ * The types every layer of the transport shares (kept apart from fetch-stack.ts, which assembles the layers, so
+ * that no layer imports the assembly that imports it).
+ */
+
+/** A model's type, for its published requests per minute (spec part 8). */
+export type ModelType = "text" | "image" | "audio" | "embedding" | "video";
+export const MODEL_TYPES: readonly ModelType[] = ["text", "image", "audio", "embedding", "video"];
+
+/** Per-request hints to the stack; plain `fetch` ignores them. */
+export interface ServiceRequestHints {
+  /** model id, for pacing per key and model */
+  model?: string;
+  /**
+   * the model's type, for its published requests per minute (spec part 8) when the service sends no rate-limit
+   * headers; default: told by the path (`/embeddings`, `/image(s)/…`, `/audio/…`, `/video/…`; else text)
+   */
+  modelType?: ModelType;
+  /** tokens this request may use, for token pacing */
+  estimatedTokens?: number;
+  /** false: send no credentials (public endpoints) */
+  auth?: boolean;
+  /** false: never retry (e.g. a payment that must not be re-sent blindly) */
+  retry?: boolean;
+  /** per-request timeout in ms (overrides the stack's) */
+  timeout?: number;
+  /** per-request idle timeout of the body read, in ms (overrides the stack's `idleTimeout`) */
+  idleTimeout?: number;
+  /** per-request deadline of the whole call, body included, in ms (overrides the stack's `totalTimeout`) */
+  totalTimeout?: number;
+  /** per-request cap of a non-stream body, in bytes (overrides the stack's `maxResponseBytes`) */
+  maxResponseBytes?: number;
+  /** false: hand back non-success responses instead of throwing typed errors */
+  throwOnError?: boolean;
+  /** receives the events of payments this request causes (a LangChain run's callbacks; a `PaymentEvent`) */
+  onPaymentEvent?(event: { type: string }): void | Promise<void>;
+}
+
+export interface ServiceRequestInit extends RequestInit {
+  service?: ServiceRequestHints;
+}
+
+export type FetchLike = (input: string | URL | Request, init?: ServiceRequestInit) => Promise<Response>;
+export type FetchLayer = (next: FetchLike) => FetchLike;
