@@ -42,6 +42,8 @@ export type SpendOutcome =
   | { ok: false; rule: "payee" | "maxPerPeriod" | "dryRun"; detail: string; index?: number };
 
 export interface PaymentStore extends TopUpCoordinator {
+  /** true for a store that lives in this process (its answers need no I/O, nor a timeout) */
+  readonly processLocal?: boolean;
   /** Atomically: pins -> budgets -> record the spend in every scope and set missing pins. */
   reserveSpend(request: SpendRequest): Promise<SpendOutcome>;
   /** Undoes a reservation whose payment was never signed: its spend records, and the pins it set. */

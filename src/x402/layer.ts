@@ -494,6 +494,8 @@ export class X402PaymentController {
    * none is tried for EPOCH_BACKOFF_MS (a 402 then goes to the lease, which fails closed).
    */
   async storeEpoch(): Promise<number | undefined> {
+    // the in-process store answers at once: no timer on every request for it
+    if (this.store.processLocal === true) return (await this.store.topUpState(this.#walletKey)).epoch;
     if (Date.now() - this.#epochFailedAt < EPOCH_BACKOFF_MS) return undefined;
     let timer: ReturnType<typeof setTimeout> | undefined;
     try {

@@ -74,6 +74,18 @@ function countingFetch(): { fetch: FetchLike; sends: Send[] } {
   return { fetch, sends };
 }
 
+/** The stack a ChatService builds from `wallet`, with a short top-up timeout (not a ChatService option). */
+function impatientModel(wallet: EvmWallet, fetch: FetchLike, events: PaymentEvent[]): ChatService {
+  const serviceFetch = createServiceFetch({
+    baseUrl: emu.url,
+    fetch,
+    auth: createWalletAuth(wallet),
+    paymentLayer: x402PaymentLayer({ wallet, policy: policy(), onPayment: (e) => events.push(e), topUpTimeoutMs: 500, resendDelayMs: 50 }),
+    abuseGuard: { windowMs: 1_000, maxFailures: 20, maxWaitMs: 10_000 },
+  });
+  return new ChatService({ model: "emu-xs", serviceFetch });
+}
+
 /** USDC Transfer events from `from` to the treasury, read from the chain itself. */
 async function transfersToTreasury(from: string): Promise<bigint[]> {
   const logs = await provider.getLogs({
@@ -156,15 +168,7 @@ describe("money under faults on /x402/top-up", () => {
       const wallet = payer(2);
       const { fetch, sends } = countingFetch();
       const events: PaymentEvent[] = [];
-      // the stack a ChatService builds from `wallet`, with a short top-up timeout (not a ChatService option)
-      const serviceFetch = createServiceFetch({
-        baseUrl: emu.url,
-        fetch,
-        auth: createWalletAuth(wallet),
-        paymentLayer: x402PaymentLayer({ wallet, policy: policy(), onPayment: (e) => events.push(e), topUpTimeoutMs: 500, resendDelayMs: 50 }),
-        abuseGuard: { windowMs: 1_000, maxFailures: 20, maxWaitMs: 10_000 },
-      });
-      const model = new ChatService({ model: "emu-xs", serviceFetch });
+      const model = impatientModel(wallet, fetch, events);
       const answers = await Promise.all(Array.from({ length: 5 }, (_, i) => model.invoke(`late ${i}`)));
       expect(answers.map((a) => a.content)).toEqual(Array.from({ length: 5 }, (_, i) => `Echo: late ${i}`));
 
@@ -188,14 +192,7 @@ describe("money under faults on /x402/top-up", () => {
       const wallet = payer(5);
       const { fetch, sends } = countingFetch();
       const events: PaymentEvent[] = [];
-      const serviceFetch = createServiceFetch({
-        baseUrl: emu.url,
-        fetch,
-        auth: createWalletAuth(wallet),
-        paymentLayer: x402PaymentLayer({ wallet, policy: policy(), onPayment: (e) => events.push(e), topUpTimeoutMs: 500, resendDelayMs: 50 }),
-        abuseGuard: { windowMs: 1_000, maxFailures: 20, maxWaitMs: 10_000 },
-      });
-      const model = new ChatService({ model: "emu-xs", serviceFetch });
+      const model = impatientModel(wallet, fetch, events);
       expect((await model.invoke("slow")).content).toBe("Echo: slow");
       // the first send timed out while settling; the re-send waited for that settlement and was told so
       const paid = sends.filter((s) => s.path === "/x402/top-up" && s.paid);

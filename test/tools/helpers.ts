@@ -1,30 +1,14 @@
 /** Shared setup for the tool tests: clients over loopback that count what reaches the wire, and file checks. */
 import { inflateSync } from "node:zlib";
 import type { Emulator } from "../../src/emulator/index.js";
-import { ServiceClient } from "../../src/client.js";
+import { countingClient as countingRpcClient, type CountingClient } from "../crypto-rpc/helpers.js";
 import { crc32 } from "../../src/emulator/media/png.js";
 
-export interface CountingClient {
-  client: ServiceClient;
-  /** requests that reached the wire, by path below /api/v1 */
-  counts: Record<string, number>;
-  total(): number;
-}
+export type { CountingClient };
 
+/** The crypto tests' counting client, with the options (key or wallet) in one object. */
 export function countingClient(emu: Emulator, options: Record<string, unknown> = {}): CountingClient {
-  const counts: Record<string, number> = {};
-  const client = new ServiceClient({
-    baseUrl: emu.url,
-    retry: { maxRetries: 1, baseDelayMs: 5, maxDelayMs: 10 },
-    fetch: (input, init) => {
-      const url = new URL(typeof input === "string" ? input : input instanceof URL ? input.href : input.url);
-      const path = url.pathname.replace(/^\/api\/v1/, "");
-      counts[path] = (counts[path] ?? 0) + 1;
-      return globalThis.fetch(input, init);
-    },
-    ...options,
-  });
-  return { client, counts, total: () => Object.values(counts).reduce((a, b) => a + b, 0) };
+  return countingRpcClient(emu, options.apiKey as string, options);
 }
 
 /** Invokes a tool as an agent would (a tool call) and returns its ToolMessage's parsed content and artifact. */

@@ -15,7 +15,8 @@ import { z } from "zod";
 import { findEmbeddingModel, type EmbeddingModel } from "../models/catalog.js";
 import { embedText, toBase64Float32 } from "../models/embeddings.js";
 import { countTokens } from "../models/tokenizer.js";
-import { EmulatorHttpError, type Caller, type EmulatorContext, type EmulatorRequest, type EmulatorResponse, type Route } from "../types.js";
+import { badRequest, parseBody } from "./strict-body.js";
+import { type Caller, type EmulatorContext, type EmulatorRequest, type EmulatorResponse, type Route } from "../types.js";
 
 /** published: "any array must contain 2048 items or less" */
 export const MAX_EMBEDDING_INPUTS = 2048;
@@ -33,32 +34,15 @@ const requestSchema = z
   })
   .strict();
 
-function badRequest(error: string, details: unknown, issues?: unknown[]): EmulatorHttpError {
-  return new EmulatorHttpError(400, { error, details, ...(issues ? { issues } : {}) });
-}
-
 /** Integer ids, or arrays of them: the token-array forms of OpenAI's `input`. */
 function isTokenArray(input: unknown): boolean {
   if (!Array.isArray(input) || input.length === 0) return false;
   return input.every((x) => typeof x === "number" || (Array.isArray(x) && x.every((y) => typeof y === "number")));
 }
 
+/** The body as a JSON object: 415 / 400 as every media route answers (the fields are checked below). */
 function parseJson(req: EmulatorRequest): Record<string, unknown> {
-  // published: 415 for another content type (as ./strict-body.ts answers the other media routes)
-  const type = req.headers["content-type"];
-  if (type !== undefined && !/^application\/json\b/i.test(type.trim())) {
-    throw new EmulatorHttpError(415, { error: `Invalid request content-type: expected application/json, got ${type.split(";")[0]}` });
-  }
-  let json: unknown;
-  try {
-    json = JSON.parse(req.body.toString("utf8"));
-  } catch {
-    throw badRequest("Invalid request body: expected JSON", { _errors: ["Body is not valid JSON"] });
-  }
-  if (!json || typeof json !== "object" || Array.isArray(json)) {
-    throw badRequest("Invalid request body: expected a JSON object", { _errors: ["Expected object"] });
-  }
-  return json as Record<string, unknown>;
+  return parseBody(req, z.record(z.string(), z.unknown()));
 }
 
 /** The server's model step: the embedding model named by the body (400 when absent or unknown). */
