@@ -1,7 +1,7 @@
 /**
  * `langchain-service emulator`: runs the local service emulator until SIGINT/SIGTERM.
  *
- *   langchain-service emulator [--port N] [--api-key KEY[=USD]]... [--brand NAME] [--no-chain] [--public-origin URL]
+ *   langchain-service emulator [--port N] [--api-key KEY[=USD]]... [--brand NAME] [--mode live|seed] [--no-chain] [--public-origin URL]
  *     [--upstream slug=URL]... [--window-ms N] [--fault-rate R] [--latency-ms N] [--stream-cut-after K] [--log]
  *
  * Prints the base URL and the keys it accepts; with the local chain (on by default here), also its funded
@@ -21,6 +21,7 @@ Options:
   --api-key KEY[=USD]      accept KEY with a starting USD balance (default 100; DIEM 10); repeatable.
                            Without any, one random key is created.
   --brand NAME             brand used in wire names (x-NAME-version, NAME_parameters); default "service"
+  --mode live|seed         behave as the live service does today (default) or as the seed contract describes
   --no-chain               do not start the local EVM chain (crypto RPC upstreams and x402 top-ups need it)
   --public-origin URL      the origin clients reach it at, behind a proxy (wallet sign-ins are checked against
                            it); default its own http://127.0.0.1:PORT
@@ -67,6 +68,7 @@ export function parseCliArgs(argv: string[]): { help: true } | { help: false; op
         port: { type: "string" },
         "api-key": { type: "string", multiple: true },
         brand: { type: "string" },
+        mode: { type: "string" },
         "public-origin": { type: "string" },
         chain: { type: "boolean" },
         "no-chain": { type: "boolean" },
@@ -112,6 +114,10 @@ export function parseCliArgs(argv: string[]): { help: true } | { help: false; op
   };
   if (apiKeys.length) options.apiKeys = apiKeys;
   if (values.brand) options.brand = values.brand;
+  if (values.mode !== undefined) {
+    if (values.mode !== "live" && values.mode !== "seed") throw new CliUsageError(`--mode: expected live or seed, got ${JSON.stringify(values.mode)}`);
+    options.mode = values.mode;
+  }
   if (values["public-origin"] !== undefined) {
     let origin: URL | undefined;
     try {

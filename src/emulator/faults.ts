@@ -36,6 +36,8 @@ export interface FaultDecision {
 export class FaultInjector {
   private faults: FaultOptions = {};
   private random: () => number = Math.random;
+  /** overloaded answers given since the faults were set */
+  private overloads = 0;
 
   constructor(faults: FaultOptions = {}) {
     this.set(faults);
@@ -52,6 +54,7 @@ export class FaultInjector {
       throw new RangeError(`faults.streamCutAfter must be a non-negative integer (got ${faults.streamCutAfter})`);
     }
     this.faults = { ...faults };
+    this.overloads = 0;
     this.random = faults.seed !== undefined ? seededRandom(faults.seed) : Math.random;
   }
 
@@ -71,6 +74,16 @@ export class FaultInjector {
       return { status, latencyMs };
     }
     return { latencyMs };
+  }
+
+  /** `Retry-After` seconds when this inference request on `path` is to be answered "overloaded"; else undefined */
+  overloaded(path: string): number | undefined {
+    const o = this.faults.overload;
+    if (!o || !this.applies(path)) return undefined;
+    const hit = (o.first !== undefined && this.overloads < o.first) || (o.rate !== undefined && o.rate > 0 && this.random() < o.rate);
+    if (!hit) return undefined;
+    this.overloads++;
+    return o.retryAfterSeconds ?? 30;
   }
 
   /** chunks after which a stream on `path` is cut, if any */

@@ -12,9 +12,10 @@ import { brandNames } from "../config.js";
 import { ConfigurationError } from "../http/errors.js";
 import { FaultInjector } from "./faults.js";
 import { Ledger } from "./ledger.js";
+import { validateChatOptions } from "./models/chat-behaviour.js";
 import { RateLimiter } from "./rate-limits.js";
 import { API_PREFIX, closeServer, collectRoutes, createListener, listen, type PipelineState } from "./server.js";
-import type { Account, ApiKeyOption, EmulatorContext, EmulatorOptions, FaultOptions, LocalChain, X402Hooks } from "./types.js";
+import { isLiveMode, type Account, type ApiKeyOption, type EmulatorContext, type EmulatorOptions, type FaultOptions, type LocalChain, type X402Hooks } from "./types.js";
 import { createDefaultX402Hooks, loadX402Hooks } from "./x402-default.js";
 
 export * from "./types.js";
@@ -71,6 +72,14 @@ function publicOriginOf(value: string): string {
 
 function validateOptions(options: EmulatorOptions): void {
   if (options.publicOrigin !== undefined) publicOriginOf(options.publicOrigin);
+  validateChatOptions(options.chat);
+  if (options.mode !== undefined && options.mode !== "live" && options.mode !== "seed") {
+    throw new ConfigurationError(`emulator mode must be "live" or "seed" (got ${JSON.stringify(options.mode)})`);
+  }
+  const flights = options.walletConcurrency;
+  if (flights !== undefined && flights !== false && !(Number.isInteger(flights) && flights > 0)) {
+    throw new ConfigurationError(`emulator walletConcurrency must be a positive integer or false (got ${String(flights)})`);
+  }
   const port = options.port ?? 0;
   if (!Number.isInteger(port) || port < 0 || port > 65_535) {
     throw new ConfigurationError(`emulator port must be an integer in 0..65535 (got ${String(options.port)})`);
@@ -96,7 +105,7 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
   const apiKeyOptions = options.apiKeys?.length ? options.apiKeys : [`emu-${randomBytes(12).toString("hex")}`];
   const apiKeys = apiKeyOptions.map((o) => ledger.addApiKey(o).id);
   const now = options.now ?? Date.now;
-  const rateLimiter = new RateLimiter(options.rateLimits, now);
+  const rateLimiter = new RateLimiter(options.rateLimits, now, isLiveMode(options));
   const faults = new FaultInjector(options.faults);
   // the context's own copy: setFaults() updates `faults` here, where the chat route reads streamCutAfter
   const ctxOptions: EmulatorOptions = { ...options, apiKeys: apiKeyOptions, faults: faults.current };

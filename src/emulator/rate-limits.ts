@@ -4,6 +4,11 @@
  * failures, the log of exceeded limits that `/api_keys/rate_limits/log` returns, and the crypto RPC proxy's
  * own per-key cap (its 429 speaks the published `X-RateLimit-Limit`, `-Remaining`, `-Reset`, nothing else).
  *
+ * Live mode (the default) follows the service's current guides where they differ from the seed: reset headers in
+ * Unix milliseconds (the seed: Unix seconds for requests, seconds from now for tokens); an error budget of 50
+ * non-429 4xx per 30 s (5xx and 429s never count; the seed: more than 20 non-success answers), told on every
+ * credentialed answer by `x-ratelimit-remaining` / `x-ratelimit-resets` (Unix ms).
+ *
  * Written by hand: the counters are a few maps, and the service's semantics (a window from the caller's first
  * request, on whole seconds; reset times in Unix seconds) are what the tests check, not a library's.
  */
@@ -47,6 +52,8 @@ export const DEFAULT_WINDOW_MS = 60_000;
 /** the crypto RPC proxy's requests per minute on the paid tier (the published description) */
 export const CRYPTO_RPC_REQUESTS_PER_MINUTE = 100;
 export const DEFAULT_ABUSE_MAX_FAILURES = 20;
+/** the live service's error budget: failures (non-429 4xx) per window before every request is refused */
+export const LIVE_ABUSE_MAX_FAILURES = 50;
 export const DEFAULT_ABUSE_WINDOW_MS = 30_000;
 export const DEFAULT_ABUSE_BLOCK_MS = 30_000;
 /** the published description: "Returns the last 50 rate limits that the account exceeded" */
@@ -55,6 +62,11 @@ export const RATE_LIMIT_LOG_SIZE = 50;
 /** The spec's abuse-block message (part 7), answered with 429. */
 export const ABUSE_BLOCK_MESSAGE =
   "Too many failed attempts (> 20) resulting in a non-success status code. Please wait 30s and try again.";
+
+/** The live service's wording of the same block (its threshold named in it). */
+export function liveAbuseBlockMessage(maxFailures: number): string {
+  return `Too many failed attempts (> ${maxFailures}) resulting in a non-success status code. Please wait 30 seconds and try again.`;
+}
 
 /** One entry of `/api_keys/rate_limits/log`, in the published shape (no other members). */
 export interface RateLimitLogEntry {
@@ -89,6 +101,12 @@ export interface CapResult {
 
 export class RateLimiter {
   readonly windowMs: number;
+  /** `x-ratelimit-reset-*` in Unix ms (live) or the seed's units */
+  readonly resetUnit: "ms" | "s";
+  /** which answers count toward the block: non-429 4xx (live) or every non-success (seed) */
+  readonly abuseCounts: "4xx" | "all";
+  /** `x-ratelimit-remaining` / `x-ratelimit-resets` (the error budget) on credentialed answers */
+  readonly errorBudgetHeaders: boolean;
   readonly abuseMaxFailures: number;
   readonly abuseWindowMs: number;
   readonly abuseBlockMs: number;
@@ -102,12 +120,17 @@ export class RateLimiter {
   private readonly blockedUntil = new Map<string, number>();
   private readonly logs = new Map<string, RateLimitLogEntry[]>();
 
+  /** `live`: behave as the live service where it differs from the seed (each option below still wins) */
   constructor(
     private readonly options: RateLimitOptions = {},
     readonly now: () => number = Date.now,
+    readonly live = false,
   ) {
     this.windowMs = positive(options.windowMs, DEFAULT_WINDOW_MS);
-    this.abuseMaxFailures = positive(options.abuseMaxFailures, DEFAULT_ABUSE_MAX_FAILURES);
+    this.resetUnit = options.resetUnit ?? (live ? "ms" : "s");
+    this.abuseCounts = options.abuseCounts ?? (live ? "4xx" : "all");
+    this.errorBudgetHeaders = options.errorBudgetHeaders ?? live;
+    this.abuseMaxFailures = positive(options.abuseMaxFailures, live ? LIVE_ABUSE_MAX_FAILURES : DEFAULT_ABUSE_MAX_FAILURES);
     this.abuseWindowMs = positive(options.abuseWindowMs, DEFAULT_ABUSE_WINDOW_MS);
     this.abuseBlockMs = positive(options.abuseBlockMs, DEFAULT_ABUSE_BLOCK_MS);
     this.enabled = options.enabled !== false;
@@ -148,8 +171,9 @@ export class RateLimiter {
   }
 
   /**
-   * The `x-ratelimit-*` headers. `reset-requests` is a Unix timestamp in whole seconds (rounded up, so a
-   * client that waits until then finds a fresh window); `reset-tokens` is seconds from now.
+   * The `x-ratelimit-*` headers. Live: both resets are the window's end in Unix ms. Seed: `reset-requests` is a
+   * Unix timestamp in whole seconds (rounded up, so a client that waits until then finds a fresh window) and
+   * `reset-tokens` is seconds from now.
    */
   headers(identity: string, bucket: Bucket, partner = false): Record<string, string> {
     if (!this.enabled) return {};
@@ -159,7 +183,7 @@ export class RateLimiter {
     const requests = {
       "x-ratelimit-limit-requests": String(limits.requests),
       "x-ratelimit-remaining-requests": String(Math.max(0, limits.requests - window.requests)),
-      "x-ratelimit-reset-requests": String(Math.ceil(resetAt / 1000)),
+      "x-ratelimit-reset-requests": String(this.resetUnit === "ms" ? resetAt : Math.ceil(resetAt / 1000)),
     };
     // image, audio and embedding models have no published token limit: no token headers for them
     if (!Number.isFinite(limits.tokens)) return { ...requests, "x-ratelimit-type": "api_key" };
@@ -167,7 +191,7 @@ export class RateLimiter {
       ...requests,
       "x-ratelimit-limit-tokens": String(limits.tokens),
       "x-ratelimit-remaining-tokens": String(Math.max(0, limits.tokens - window.tokens)),
-      "x-ratelimit-reset-tokens": String(Math.max(0, Math.ceil((resetAt - this.now()) / 1000))),
+      "x-ratelimit-reset-tokens": String(this.resetUnit === "ms" ? resetAt : Math.max(0, Math.ceil((resetAt - this.now()) / 1000))),
       "x-ratelimit-type": "api_key",
     };
   }
@@ -210,6 +234,30 @@ export class RateLimiter {
       return 0;
     }
     return left;
+  }
+
+  /** Whether an answer of `status` counts toward the block: live, only non-429 4xx; seed, every non-success. */
+  countsAsFailure(status: number): boolean {
+    if (this.abuseCounts === "4xx") return status >= 400 && status < 500 && status !== 429;
+    return status < 200 || status >= 300;
+  }
+
+  /** The block's 429 message: the seed's exact words, or the live wording with its threshold. */
+  abuseMessage(): string {
+    return this.abuseCounts === "4xx" ? liveAbuseBlockMessage(this.abuseMaxFailures) : ABUSE_BLOCK_MESSAGE;
+  }
+
+  /**
+   * The error budget as the live service tells it on credentialed answers: `x-ratelimit-remaining` (failures left
+   * before the block) and `x-ratelimit-resets` (Unix ms when the oldest failure counted stops counting; a window
+   * from now when none does). Empty when the headers are off.
+   */
+  budgetHeaders(identity: string): Record<string, string> {
+    if (!this.errorBudgetHeaders) return {};
+    const now = this.now();
+    const recent = (this.failures.get(identity) ?? []).filter((t) => now - t < this.abuseWindowMs);
+    const resets = (recent[0] ?? now) + this.abuseWindowMs;
+    return { "x-ratelimit-remaining": String(Math.max(0, this.abuseMaxFailures - recent.length)), "x-ratelimit-resets": String(resets) };
   }
 
   /**

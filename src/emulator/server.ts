@@ -2,8 +2,9 @@
  * The emulator's HTTP server: node:http on 127.0.0.1 and the one pipeline every request under /api/v1 takes
  * (the wiring contract, top to bottom):
  *
- *   fault injection -> abuse block -> route match -> auth -> [inference: model, Pro-only, balance]
- *   -> request/token rate limit -> handler -> headers -> compression -> failure counting
+ *   fault injection -> abuse block -> route match -> auth -> wallet requests in flight
+ *   -> [inference: model, Pro-only, balance] -> request/token rate limit -> [overload] -> handler -> headers
+ *   -> compression -> failure counting
  *
  * Routes come from one module per area of the API; the server only does what is common to all of them.
  */
@@ -14,7 +15,7 @@ import { brotliCompressSync, constants as zlibConstants, gzipSync } from "node:z
 import { accountForIdentity, accountIdentity, addressIdentity, authenticate, callerIdentity, claimedIdentity, publicAccountId } from "./auth.js";
 import { FAULT_BODIES, FaultInjector } from "./faults.js";
 import { findModel, type ServedModel } from "./models/catalog.js";
-import { ABUSE_BLOCK_MESSAGE, RateLimiter, type Bucket } from "./rate-limits.js";
+import { RateLimiter, type Bucket } from "./rate-limits.js";
 import { audioRoutes } from "./routes/audio.js";
 import { augmentRoutes } from "./routes/augment.js";
 import { chatRoutes } from "./routes/chat.js";
@@ -34,6 +35,7 @@ import {
   type ResolvedModel,
   type Route,
   type X402Hooks,
+  isLiveMode,
 } from "./types.js";
 
 export const API_PREFIX = "/api/v1";
@@ -112,6 +114,45 @@ interface Outcome {
   model?: ServedModel;
   /** cut the stream after this many chunks */
   cutAfter?: number;
+  /**
+   * Runs once the answer is complete on the server's side, before its last byte goes out (so a client never sees
+   * the end of an answer while the server still counts the request in flight): a wallet's place among its requests
+   * in flight is given back here.
+   */
+  onWritten?: () => void;
+}
+
+/** The live service's cap of requests in flight per wallet (the 6th gets `429 X402_CONCURRENCY_LIMIT`). */
+export const LIVE_WALLET_CONCURRENCY = 5;
+
+/** Requests in flight per wallet, as the live service counts them (on inference and crypto RPC routes). */
+class WalletFlights {
+  readonly #count = new Map<string, number>();
+  constructor(readonly limit: number) {}
+  /** Takes a place for `wallet`; undefined when it already has `limit` in flight, else the release (idempotent). */
+  take(wallet: string): (() => void) | undefined {
+    const n = this.#count.get(wallet) ?? 0;
+    if (n >= this.limit) return undefined;
+    this.#count.set(wallet, n + 1);
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      const left = (this.#count.get(wallet) ?? 1) - 1;
+      if (left <= 0) this.#count.delete(wallet);
+      else this.#count.set(wallet, left);
+    };
+  }
+}
+const walletFlights = new WeakMap<PipelineState, WalletFlights | null>();
+function walletFlightsOf(state: PipelineState): WalletFlights | undefined {
+  let f = walletFlights.get(state);
+  if (f === undefined) {
+    const option = state.ctx.options.walletConcurrency;
+    const limit = option === undefined ? (isLiveMode(state.ctx.options) ? LIVE_WALLET_CONCURRENCY : 0) : option === false ? 0 : option;
+    walletFlights.set(state, (f = limit > 0 ? new WalletFlights(limit) : null));
+  }
+  return f ?? undefined;
 }
 
 function errorResponse(status: number, error: string, extra: Record<string, unknown> = {}): EmulatorResponse {
@@ -142,9 +183,13 @@ function parseInferenceBody(body: Buffer): { json: Record<string, unknown> } | {
 
 /** The abuse block's 429; it says when to retry (spec part 7): the end of the block. */
 function abuseBlock(limiter: RateLimiter, blockedMs: number): EmulatorResponse {
-  const retry = { "x-ratelimit-reset-requests": String(Math.ceil((limiter.now() + blockedMs) / 1000)), "retry-after": String(Math.ceil(blockedMs / 1000)) };
-  return { ...errorResponse(429, ABUSE_BLOCK_MESSAGE), headers: retry };
+  const end = limiter.now() + blockedMs;
+  const retry = { "x-ratelimit-reset-requests": String(limiter.resetUnit === "ms" ? end : Math.ceil(end / 1000)), "retry-after": String(Math.ceil(blockedMs / 1000)) };
+  return { ...errorResponse(429, limiter.abuseMessage()), headers: retry };
 }
+
+/** The live service's answer to an overloaded model (also its default wait: 30 s). */
+export const OVERLOADED_MESSAGE = "The model is currently overloaded. Please try again later.";
 
 async function runPipeline(state: PipelineState, req: EmulatorRequest): Promise<Outcome> {
   const { ctx, limiter, faults } = state;
@@ -158,10 +203,11 @@ async function runPipeline(state: PipelineState, req: EmulatorRequest): Promise<
     ...extra,
   });
 
-  // 1. faults: latency, then 500/503 before any route runs (nothing is charged)
+  // 1. faults: 500/503 before any route runs (nothing is charged), after their latency; a served request's latency
+  // comes once it is admitted (below), like a model's time: it counts while the request is in flight
   const fault = faults.decide(req.path);
-  if (fault.latencyMs > 0) await sleep(fault.latencyMs);
   if (fault.status !== undefined) {
+    if (fault.latencyMs > 0) await sleep(fault.latencyMs);
     return done({ status: fault.status, body: FAULT_BODIES[fault.status] ?? { error: `HTTP ${fault.status}` } });
   }
 
@@ -200,6 +246,16 @@ async function runPipeline(state: PipelineState, req: EmulatorRequest): Promise<
   identity = callerIdentity(caller, req.remoteAddress);
   const account = caller.kind === "anonymous" ? undefined : caller.account;
   const headers: Record<string, string> = {};
+  // a wallet's requests in flight (live: at most 5; the 6th is refused, and a refusal is not a failure)
+  let onWritten: (() => void) | undefined;
+  const flights = caller.kind === "wallet" && (route.inference || route.pattern.startsWith("/crypto/rpc/")) ? walletFlightsOf(state) : undefined;
+  if (flights && caller.kind === "wallet") {
+    onWritten = flights.take(caller.account.id);
+    if (!onWritten) {
+      return done(errorResponse(429, `Too many concurrent requests for this wallet (at most ${flights.limit} in flight)`, { code: "X402_CONCURRENCY_LIMIT" }), { countFailure: false });
+    }
+  }
+  if (fault.latencyMs > 0) await sleep(fault.latencyMs);
   let bucket: Bucket = "default";
   let model: ServedModel | undefined;
   if (account) {
@@ -213,15 +269,19 @@ async function runPipeline(state: PipelineState, req: EmulatorRequest): Promise<
     if (account && !ownLimit && !Object.keys(headers).some((h) => h.startsWith("x-ratelimit-"))) {
       Object.assign(headers, limiter.headers(identity, bucket, account.partner));
     }
-    return { response, headers, identity, countFailure: true, account, model, ...extra };
+    // the error budget (live) on every credentialed answer but a route's own rate limit (its X-RateLimit-* names clash)
+    if (account && !ownLimit) Object.assign(headers, limiter.budgetHeaders(identity));
+    return { response, headers, identity, countFailure: true, account, model, onWritten, ...extra };
   };
 
   /** an API key without balance, or a wallet under the minimum credit: the 402 (spec part 7) */
   const creditRefusal = (): EmulatorResponse | undefined => {
     if (caller.kind === "apiKey" && ctx.ledger.available(caller.account) <= 0) {
+      // live: a plain message without a code; seed: the spec's INSUFFICIENT_BALANCE
+      if (isLiveMode(ctx.options)) return errorResponse(402, "Insufficient USD or Diem balance to complete request. Add credits to your account.");
       return errorResponse(402, "Insufficient balance", { code: "INSUFFICIENT_BALANCE" });
     }
-    if (caller.kind === "wallet" && caller.account.usd < ctx.x402.minimumBalanceUsd) return ctx.x402.insufficientCredit402(req, ctx, caller.account);
+    if (caller.kind === "wallet") return ctx.x402.walletRefusal(req, ctx, caller.account);
     return undefined;
   };
   const modelHeaders = (served: ServedModel) => {
@@ -262,8 +322,11 @@ async function runPipeline(state: PipelineState, req: EmulatorRequest): Promise<
     const textModel = findModel(modelId);
     model = textModel;
     if (!textModel) {
+      const id = modelId.split(":")[0];
+      // live: 404 "Specified model not found"; seed: a 400 DetailedError
+      if (isLiveMode(ctx.options)) return outcome(errorResponse(404, `Specified model not found: ${id}. See GET /models for the models available.`));
       return outcome(
-        errorResponse(400, `Invalid request: unknown model "${modelId.split(":")[0]}"`, {
+        errorResponse(400, `Invalid request: unknown model "${id}"`, {
           details: { model: { _errors: ["Model not found; see GET /models"] } },
         }),
       );
@@ -293,6 +356,12 @@ async function runPipeline(state: PipelineState, req: EmulatorRequest): Promise<
     }
   }
 
+  // 6b. an overloaded model (fault knob): 429 with Retry-After, after the limits counted the request
+  if (route.inference) {
+    const retryAfter = faults.overloaded(req.path);
+    if (retryAfter !== undefined) return outcome({ ...errorResponse(429, OVERLOADED_MESSAGE), headers: { "retry-after": String(retryAfter) } });
+  }
+
   // 7. the route itself
   let response: EmulatorResponse;
   try {
@@ -306,15 +375,17 @@ async function runPipeline(state: PipelineState, req: EmulatorRequest): Promise<
   if (account) {
     const tokens = response.meta?.tokens;
     if (tokens) limiter.addTokens(identity, bucket, tokens);
-    // A route's own 429 (the crypto RPC cap) carries only the headers the published description gives it
-    // (`X-RateLimit-Limit`, `-Remaining`, `-Reset`): no chat-limit `x-ratelimit-*` for a client to misread.
-    ownLimit = response.status === 429 && Object.keys(response.headers ?? {}).some((h) => h.toLowerCase() === "x-ratelimit-limit");
+    // A route's own 429 (the crypto RPC cap; its one-at-a-time rule, `meta.ownLimit`) carries only the headers the
+    // route gives it (the cap's `X-RateLimit-Limit`, `-Remaining`, `-Reset`): no chat-limit `x-ratelimit-*` to misread.
+    ownLimit =
+      response.status === 429 &&
+      (response.meta?.ownLimit === true || Object.keys(response.headers ?? {}).some((h) => h.toLowerCase() === "x-ratelimit-limit"));
     if (ownLimit) {
       for (const h of Object.keys(headers)) if (h.startsWith("x-ratelimit-")) delete headers[h];
     } else {
-      Object.assign(headers, limiter.headers(identity, bucket, account.partner));
+      Object.assign(headers, limiter.headers(identity, bucket, account.partner), limiter.budgetHeaders(identity));
     }
-    if (caller.kind === "wallet" && route.inference && response.status >= 200 && response.status < 300) {
+    if (caller.kind === "wallet" && route.inference && response.status >= 200 && response.status < 300 && ctx.x402.balanceHeader) {
       headers["x-balance-remaining"] = account.usd.toFixed(6);
     }
   }
@@ -370,7 +441,7 @@ function drained(res: ServerResponse): Promise<void> {
   });
 }
 
-async function writeStream(res: ServerResponse, stream: AsyncIterable<string>, cutAfter: number | undefined): Promise<void> {
+async function writeStream(res: ServerResponse, stream: AsyncIterable<string>, cutAfter: number | undefined, onWritten?: () => void): Promise<void> {
   res.flushHeaders();
   const iterator = stream[Symbol.asyncIterator]();
   let written = 0;
@@ -381,6 +452,7 @@ async function writeStream(res: ServerResponse, stream: AsyncIterable<string>, c
       if (cutAfter !== undefined && written >= cutAfter) {
         // the fault: the chunks already written reach the client, then the connection dies (no [DONE])
         await Promise.race([flushed, closed]);
+        onWritten?.();
         res.destroy();
         return;
       }
@@ -394,11 +466,14 @@ async function writeStream(res: ServerResponse, stream: AsyncIterable<string>, c
       });
       if (!ok) await drained(res);
     }
+    onWritten?.();
     res.end();
   } catch (err) {
     // an error after the headers went out can only be told by cutting the connection
+    onWritten?.();
     res.destroy(err instanceof Error ? err : undefined);
   } finally {
+    onWritten?.();
     if (res.destroyed) await iterator.return?.().catch(() => undefined);
   }
 }
@@ -415,9 +490,10 @@ async function writeOutcome(ctx: EmulatorContext, req: IncomingMessage, res: Ser
     headers["content-type"] ??= "text/event-stream; charset=utf-8";
     headers["cache-control"] ??= "no-cache";
     res.writeHead(response.status, headers);
-    await writeStream(res, response.stream, outcome.cutAfter);
+    await writeStream(res, response.stream, outcome.cutAfter, outcome.onWritten);
     return;
   }
+  outcome.onWritten?.();
   const { buffer, contentType } = serializeBody(response.body);
   if (contentType) headers["content-type"] ??= contentType;
   let payload = buffer;
@@ -518,12 +594,17 @@ export function createListener(getState: () => Promise<PipelineState>) {
         return;
       }
       const ereq = toEmulatorRequest(req, url, body);
-      const outcome = inApi
+      const outcome: Outcome = inApi
         ? await runPipeline(state, ereq)
         : { response: errorResponse(404, "Not found"), headers: {}, identity: "", countFailure: false };
       status = outcome.response.status;
-      await writeOutcome(ctx, req, res, outcome);
-      const failed = status < 200 || status >= 300 || outcome.response.meta?.failed === true;
+      try {
+        await writeOutcome(ctx, req, res, outcome);
+      } finally {
+        outcome.onWritten?.();
+      }
+      // an in-band failure of a 200 (a stream's error event) counts only where every non-success does (seed)
+      const failed = limiter.countsAsFailure(status) || (outcome.response.meta?.failed === true && limiter.countsAsFailure(500));
       if (failed && outcome.countFailure && outcome.identity) {
         const blocked = limiter.recordFailure(outcome.identity);
         const account = blocked ? (outcome.account ?? accountForIdentity(outcome.identity, ctx.ledger)) : undefined;

@@ -34,7 +34,13 @@ export interface EmulatorResponse {
   /** SSE or other streamed body: each string is written as it comes (the server adds nothing) */
   stream?: AsyncIterable<string>;
   /** what the server needs after the handler: tokens used (for token rate limits), the model served */
-  meta?: { tokens?: number; modelId?: string; failed?: boolean };
+  meta?: {
+    tokens?: number;
+    modelId?: string;
+    failed?: boolean;
+    /** a route's own rate-limit answer (a 429): the pipeline adds no `x-ratelimit-*` of its own to it */
+    ownLimit?: boolean;
+  };
 }
 
 /** Who is calling, as decided by the auth step. */
@@ -89,6 +95,12 @@ export interface FaultOptions {
   paths?: string[];
   /** deterministic randomness for faults */
   seed?: number;
+  /**
+   * An overloaded model: inference requests answered `429` "The model is currently overloaded…" with `Retry-After`
+   * (after the rate limits counted them), as the live service does. `first`: the first N such requests; `rate`: a
+   * share of them; `retryAfterSeconds` (default 30, the service's default).
+   */
+  overload?: { first?: number; rate?: number; retryAfterSeconds?: number };
 }
 
 export interface RateLimitOptions {
@@ -106,9 +118,23 @@ export interface RateLimitOptions {
    * The crypto RPC proxy's own cap per key: `requests` per `windowMs` (default 100, the paid tier's published
    * per-minute cap, over `windowMs` above, else 60 s). Its 429 carries `X-RateLimit-Limit`, `-Remaining`, `-Reset`.
    */
-  cryptoRpc?: { requests?: number; windowMs?: number };
+  cryptoRpc?: {
+    requests?: number;
+    windowMs?: number;
+    /**
+     * One request at a time per caller: a second waits up to this many ms for the first to finish, then gets
+     * `429 "Another request for this user is in flight"` (live default 500; seed default and `false`: no such rule)
+     */
+    inFlightWaitMs?: number | false;
+  };
   /** false: no rate limiting at all */
   enabled?: boolean;
+  /** units of `x-ratelimit-reset-requests` / `-tokens`: Unix ms (`"ms"`, live default) or the seed's (`"s"`) */
+  resetUnit?: "ms" | "s";
+  /** what counts toward the abuse block: non-429 4xx (`"4xx"`, live default) or every non-success (`"all"`, seed) */
+  abuseCounts?: "4xx" | "all";
+  /** send the error budget (`x-ratelimit-remaining`, `x-ratelimit-resets`) on credentialed answers (live default) */
+  errorBudgetHeaders?: boolean;
 }
 
 export interface ApiKeyOption {
@@ -119,7 +145,74 @@ export interface ApiKeyOption {
   partner?: boolean;
 }
 
+/**
+ * Which deployment the emulator behaves as. `"live"` (the default): as the service's current agent guides say the
+ * live service behaves (`../shared/notes/service-live.md`). `"seed"`: as the contract (`service-api.md`) and the
+ * published description tell it. Where they differ, each behaviour also has an option of its own, which wins over
+ * the mode. What differs (the rest is the same in both):
+ *
+ * | behaviour | live | seed |
+ * |---|---|---|
+ * | requests in flight per wallet | 5, then 429 `X402_CONCURRENCY_LIMIT` | no limit |
+ * | crypto RPC per user | one at a time: a second waits 0.5 s, then 429 | any number |
+ * | crypto RPC methods | explicit names per family | the published namespaces (`debug_*`, `zks_*`, …) |
+ * | crypto RPC networks | 27 (with `blast-*`, `robinhood-*`) | the spec's 23 |
+ * | citation markers | `^n^`, `^i,j^` | `[REF]n[/REF]` |
+ * | search-documents call | id `web_search_call`, name `web_search`, before the content | `<brand>_web_search_documents` |
+ * | search results in a stream | only with `include_search_results_in_stream`, at the end | last, or first with the flag |
+ * | a stream failing in-band | charged, then a `REFUND` row | not charged |
+ * | `X-Balance-Remaining` | never sent | on wallet inference answers |
+ * | `x-ratelimit-reset-*` | Unix ms | Unix s (requests), s from now (tokens) |
+ * | abuse block | > 50 non-429 4xx in 30 s; error-budget headers | > 20 non-success answers in 30 s |
+ * | API-key 402 | no code | `INSUFFICIENT_BALANCE` |
+ * | `/x402/*` route limits | top-up 10/min, balance 30/min, transactions 20/min | none |
+ * | a re-send of a payment still settling | `409 PAYMENT_IN_PROGRESS` | waits for the settlement |
+ * | top-up 400 codes | `INVALID_PAYMENT_FORMAT`, `AMOUNT_TOO_LOW`, … | `X402_INVALID_PAYMENT` |
+ * | `/x402/balance`, `/x402/transactions` without sign-in | 402 (empty `accepts`); a bad one: generic 401 | 401 |
+ */
+export type EmulatorMode = "live" | "seed";
+
+/** Whether the emulator behaves as the live service (the default) rather than as the seed contract. */
+export function isLiveMode(options: Pick<EmulatorOptions, "mode">): boolean {
+  return options.mode !== "seed";
+}
+
+/** Citation markers of the emulated chat model (`EmulatorOptions.chat.citationMarkers`). */
+export type CitationMarkers = "caret" | "ref";
+
+export interface ChatEmulatorOptions {
+  /** inline citation markers with `enable_web_citations`: `"caret"` `^1^` (live) or `"ref"` `[REF]1[/REF]` (seed) */
+  citationMarkers?: CitationMarkers;
+  /** the shape and place of the search-documents tool call: `"live"` or `"seed"` (see the table above) */
+  searchDocuments?: "live" | "seed";
+  /** where a stream carries `web_search_citations`: `"live"` or `"seed"` (see the table above) */
+  streamSearchResults?: "live" | "seed";
+  /** a stream that fails in-band is charged, then refunded (`true`, live) or never charged (`false`, seed) */
+  refundFailedStreams?: boolean;
+  /**
+   * The first N streamed chat completions answer an in-band `model_overloaded` (with `retry_after`) before any
+   * content, then `[DONE]`; they are not charged. Later ones are served: a client that retries gets its answer.
+   */
+  overloadedStreams?: number;
+  /** `retry_after` of in-band `model_overloaded` errors and `Retry-After` of the JSON 429, in seconds (default 1) */
+  overloadedRetryAfterSeconds?: number;
+}
+
+/** This route's options (`EmulatorOptions.cryptoRpc`); its request limits are in `rateLimits.cryptoRpc`. */
+export interface CryptoRpcEmulatorOptions {
+  /** upstream timeout in ms (default 30 s); the request cap is `rateLimits.cryptoRpc` */
+  upstreamTimeoutMs?: number;
+  /**
+   * How methods are checked: `"explicit"` (live default), against the per-family lists of
+   * src/crypto-rpc/methods.ts; `"namespaces"` (seed default), by the namespaces the published description names
+   * (`zks_*`, `debug_*`, `trace_*`, any Solana-shaped name, ...).
+   */
+  methodAllowlist?: "explicit" | "namespaces";
+}
+
 export interface EmulatorOptions {
+  /** which deployment to behave as: `"live"` (default) or `"seed"` (see `EmulatorMode`) */
+  mode?: EmulatorMode;
   /** port (default 0: ephemeral); host is always 127.0.0.1 */
   port?: number;
   /** API keys with starting balances; strings get the default balance (USD 100, DIEM 10) */
@@ -131,6 +224,8 @@ export interface EmulatorOptions {
   walletStartingUsd?: number;
   /** crypto RPC: slug -> upstream JSON-RPC URL (issue 3) */
   upstreams?: Record<string, string>;
+  /** crypto RPC proxy options (upstream timeout, method allowlist); its request limits are in `rateLimits.cryptoRpc` */
+  cryptoRpc?: CryptoRpcEmulatorOptions;
   /** start a local chain for crypto RPC and x402 (issue 3/5); default false in-process, true in the CLI */
   chain?: boolean | Record<string, unknown>;
   /** x402 options (issue 5) */
@@ -149,6 +244,17 @@ export interface EmulatorOptions {
    * checked against it, and the sign-in challenge names it; behind a proxy set e.g. `https://api.example`.
    */
   publicOrigin?: string;
+  /**
+   * Requests in flight per wallet on inference and crypto RPC routes; one more is refused with
+   * `429 {code: "X402_CONCURRENCY_LIMIT"}` (live default 5; seed: no limit; `false`: none)
+   */
+  walletConcurrency?: number | false;
+  /**
+   * Chat completions: where live and seed differ (citation markers, the search-documents call, search results in
+   * streams, refunds of failed streams) and the in-band error knobs (`overloadedStreams`); see
+   * ./models/chat-behaviour.ts
+   */
+  chat?: ChatEmulatorOptions;
   /** extra routes mounted after the built-in ones (custom endpoints, server tests); same pipeline */
   routes?: Route[];
 }
@@ -217,6 +323,13 @@ export interface X402Hooks {
   discovery402(req: EmulatorRequest, ctx: EmulatorContext): EmulatorResponse;
   /** 402 variant 3: wallet caller whose credit is under the minimum */
   insufficientCredit402(req: EmulatorRequest, ctx: EmulatorContext, account: Account): EmulatorResponse;
+  /**
+   * Whether a wallet caller may be served: undefined, or its 402 (credit under the minimum; or, for a wallet linked
+   * to an account with staking-token credit, that account's DIEM under it, whatever the wallet's own credit)
+   */
+  walletRefusal(req: EmulatorRequest, ctx: EmulatorContext, account: Account): EmulatorResponse | undefined;
+  /** send `X-Balance-Remaining` on a wallet's served answers (live: no; seed: yes; option `x402.balanceHeader`) */
+  readonly balanceHeader: boolean;
   /** minimum wallet credit in USD to be served (default 0.10) */
   minimumBalanceUsd: number;
   /** /x402/top-up, /x402/balance/:wallet, /x402/transactions/:wallet */

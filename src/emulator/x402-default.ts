@@ -4,7 +4,7 @@
  * with no payment options (`accepts: []`): without a chain there is nothing a client could pay, and a
  * made-up payee must never be offered. `loadX402Hooks` picks the wallet module when it exists, else these.
  */
-import { EmulatorHttpError, type Account, type EmulatorContext, type EmulatorRequest, type EmulatorResponse, type X402Hooks } from "./types.js";
+import { EmulatorHttpError, isLiveMode, type Account, type EmulatorContext, type EmulatorOptions, type EmulatorRequest, type EmulatorResponse, type X402Hooks } from "./types.js";
 
 export const DEFAULT_MINIMUM_BALANCE_USD = 0.1;
 export const MINIMUM_TOP_UP_USD = 5;
@@ -26,9 +26,12 @@ function authOptions(ctx: EmulatorContext) {
   };
 }
 
-export function createDefaultX402Hooks(): X402Hooks {
-  return {
+/** `options`: the emulator's, for what differs between live and seed (`x402.balanceHeader`, else the mode). */
+export function createDefaultX402Hooks(options: EmulatorOptions = {}): X402Hooks {
+  const hooks: X402Hooks = {
     minimumBalanceUsd: DEFAULT_MINIMUM_BALANCE_USD,
+    // no wallet signs in here, so none is ever told; still the mode's answer, for a caller that asks
+    balanceHeader: (options.x402 as { balanceHeader?: boolean } | undefined)?.balanceHeader ?? !isLiveMode(options),
     routes: [],
     async verifySiwx(): Promise<never> {
       // the published refusal; why, for people reading it, in details
@@ -75,7 +78,11 @@ export function createDefaultX402Hooks(): X402Hooks {
         },
       };
     },
+    walletRefusal(req: EmulatorRequest, ctx: EmulatorContext, account: Account): EmulatorResponse | undefined {
+      return account.usd < DEFAULT_MINIMUM_BALANCE_USD ? hooks.insufficientCredit402(req, ctx, account) : undefined;
+    },
   };
+  return hooks;
 }
 
 /** The wallet module when it is there, else the default hooks (wallet sign-in refused, static discovery 402). */
@@ -84,7 +91,7 @@ export async function loadX402Hooks(ctx: EmulatorContext): Promise<X402Hooks> {
   try {
     mod = await import("./x402/index.js");
   } catch (err) {
-    if (isMissingModule(err, "x402")) return createDefaultX402Hooks();
+    if (isMissingModule(err, "x402")) return createDefaultX402Hooks(ctx.options);
     throw err;
   }
   return mod.createX402Hooks(ctx);

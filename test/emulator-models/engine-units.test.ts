@@ -102,6 +102,10 @@ describe("test directives", () => {
     expect(d.tools).toEqual([{ name: "get_weather", arguments: { city: "Paris", nested: { a: [1] } } }]);
     expect(d.text).toBe("Do it now");
     expect(parseDirectives("plain").error).toBe(false);
+    expect(d.errorKind).toBe("upstream_error");
+    expect(parseDirectives("x [[emu:error=model_overloaded]]")).toMatchObject({ error: true, errorKind: "model_overloaded", text: "x" });
+    expect(parseDirectives("[[emu:error=content_filter]] y")).toMatchObject({ errorKind: "content_filter", refuse: false, text: "y" });
+    expect(parseDirectives("no [[emu:refuse]] way")).toMatchObject({ error: false, refuse: true, text: "no way" });
     expect(() => parseDirectives("[[emu:tool=x {not json}]]")).toThrow(InvalidRequest);
   });
 
@@ -113,15 +117,19 @@ describe("test directives", () => {
 });
 
 describe("web search corpus", () => {
-  it("finds documents by word overlap and cites them with [REF] markers", () => {
+  it("finds documents by word overlap and cites them with ^n^ (live) or [REF]n[/REF] (seed) markers", () => {
     const docs = searchCorpus("What is the latest news about USDC on Base?");
     expect(docs.length).toBeGreaterThan(0);
     expect(docs.map((d) => d.url)).toContain("https://example.org/usdc");
     for (const d of docs) expect(d.url).toMatch(/^https:\/\/example\.org\//);
-    const text = answerFromDocuments("q", docs, true);
-    expect(text).toContain("[REF]1[/REF]");
-    expect(text).toContain(`[REF]${docs.length}[/REF]`);
-    expect(answerFromDocuments("q", docs, false)).not.toContain("[REF]");
+    const seed = answerFromDocuments("q", docs, "ref");
+    expect(seed).toContain("[REF]1[/REF]");
+    expect(seed).toContain(`[REF]${docs.length}[/REF]`);
+    const live = answerFromDocuments("q", docs, "caret");
+    expect(live).toContain("^1^");
+    expect(live).toContain(`^${docs.length}^`);
+    expect(live).not.toContain("[REF]");
+    expect(answerFromDocuments("q", docs)).not.toMatch(/\[REF\]|\^\d/);
     expect(searchCorpus("zzzz qqqq")).toEqual([]);
   });
 

@@ -5,11 +5,13 @@ import { countTokens } from "../../src/emulator/models/tokenizer.js";
 import { chat, chatStream, KEY, startModelsEmulator, streamedContent, user } from "./helpers.js";
 
 let emu: Emulator;
+/** the seed contract's behaviour, where it differs from the live service's (live: ./live-chat.test.ts) */
+let seed: Emulator;
 beforeAll(async () => {
-  emu = await startModelsEmulator();
+  [emu, seed] = await Promise.all([startModelsEmulator(), startModelsEmulator({ mode: "seed" })]);
 });
 afterAll(async () => {
-  await emu?.close();
+  await Promise.all([emu?.close(), seed?.close()]);
 });
 
 const rpcTool = {
@@ -56,9 +58,9 @@ describe("streaming", () => {
     expect(events.at(-1)).toBe("[DONE]");
   });
 
-  it("[[emu:error]] sends an in-band error after the first content chunk, then [DONE], uncharged", async () => {
-    const before = emu.ledger.apiKey(KEY)!.entries.length;
-    const { status, events } = await chatStream(emu, { model: "emu-s", messages: [user("a long enough answer to need chunks [[emu:error]]")] });
+  it("[[emu:error]] sends an in-band error after the first content chunk, then [DONE], uncharged (seed)", async () => {
+    const before = seed.ledger.apiKey(KEY)!.entries.length;
+    const { status, events } = await chatStream(seed, { model: "emu-s", messages: [user("a long enough answer to need chunks [[emu:error]]")] });
     expect(status).toBe(200);
     const errorAt = events.findIndex((e) => e !== "[DONE]" && e.error);
     expect(errorAt).toBeGreaterThan(0);
@@ -66,7 +68,7 @@ describe("streaming", () => {
     expect(events.slice(0, errorAt).filter((e) => e.choices?.[0]?.delta?.content).length).toBe(1);
     expect(events[errorAt + 1]).toBe("[DONE]");
     expect(events).toHaveLength(errorAt + 2);
-    expect(emu.ledger.apiKey(KEY)!.entries.length).toBe(before);
+    expect(seed.ledger.apiKey(KEY)!.entries.length).toBe(before);
   });
 
   it("streams tool calls as indexed deltas with finish_reason tool_calls", async () => {
@@ -220,9 +222,9 @@ describe("reasoning", () => {
 });
 
 describe("web search", () => {
-  it("answers from the corpus with [REF] citations, echoes citations and bills the search", async () => {
-    const plain = await chat(emu, { model: "emu-s", messages: [user("Tell me about USDC on Base")] });
-    const r = await chat(emu, {
+  it("seed: answers from the corpus with [REF] citations, echoes citations and bills the search", async () => {
+    const plain = await chat(seed, { model: "emu-s", messages: [user("Tell me about USDC on Base")] });
+    const r = await chat(seed, {
       model: "emu-s",
       messages: [user("Tell me about USDC on Base")],
       service_parameters: { enable_web_search: "on", enable_web_citations: true },
@@ -242,8 +244,8 @@ describe("web search", () => {
     expect(q.json.service_parameters.enable_web_search).toBe("auto");
   });
 
-  it("returns results as a documents tool call when asked", async () => {
-    const r = await chat(emu, {
+  it("seed: returns results as a <brand>_web_search_documents tool call when asked, finish_reason stop", async () => {
+    const r = await chat(seed, {
       model: "emu-s",
       messages: [user("x402 payment protocol")],
       service_parameters: { enable_web_search: "on", return_search_results_as_documents: true },
@@ -251,14 +253,15 @@ describe("web search", () => {
     const call = r.json.choices[0].message.tool_calls.find((c: any) => c.function.name === "service_web_search_documents");
     expect(JSON.parse(call.function.arguments).documents[0].url).toBe("https://example.org/x402");
     expect(r.json.choices[0].message.content).toContain("x402");
+    expect(r.json.choices[0].finish_reason).toBe("stop");
   });
 
-  it("streams citations once: last by default, first with include_search_results_in_stream", async () => {
+  it("seed: streams citations once: last by default, first with include_search_results_in_stream", async () => {
     const body = { model: "emu-s", messages: [user("news about Ethereum")], service_parameters: { enable_web_search: "on" } };
-    const late = (await chatStream(emu, body)).events.filter((e) => e !== "[DONE]" && e.service_parameters?.web_search_citations);
+    const late = (await chatStream(seed, body)).events.filter((e) => e !== "[DONE]" && e.service_parameters?.web_search_citations);
     expect(late).toHaveLength(1);
     expect(late[0].usage).toBeDefined();
-    const early = await chatStream(emu, { ...body, service_parameters: { enable_web_search: "on", include_search_results_in_stream: true } });
+    const early = await chatStream(seed, { ...body, service_parameters: { enable_web_search: "on", include_search_results_in_stream: true } });
     const withCitations = early.events.filter((e) => e !== "[DONE]" && e.service_parameters?.web_search_citations);
     expect(withCitations).toHaveLength(1);
     expect(early.events[0]).toBe(withCitations[0]);

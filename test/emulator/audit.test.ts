@@ -115,7 +115,7 @@ describe("contract audit fixes", () => {
   });
 
   it("the abuse block's 429 says when to retry", async () => {
-    emu = await startEmulator({ apiKeys: ["k1"], rateLimits: { abuseMaxFailures: 2, abuseBlockMs: 10_000 } });
+    emu = await startEmulator({ mode: "seed", apiKeys: ["k1"], rateLimits: { abuseMaxFailures: 2, abuseBlockMs: 10_000 } });
     let res: Response | undefined;
     for (let i = 0; i < 4; i++) res = await postJson(`${emu.url}/chat/completions`, "{bad", bearer("k1"));
     expect(res!.status).toBe(429);

@@ -17,6 +17,8 @@ let emu: Emulator;
 
 beforeAll(async () => {
   emu = await startEmulator({
+    // the seed contract (the live differences: live-mode.test.ts)
+    mode: "seed",
     apiKeys: [
       "key-main",
       { key: "key-empty", usd: 0, diem: 0 },

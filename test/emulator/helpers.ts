@@ -7,7 +7,7 @@ import type { Route } from "../../src/emulator/index.js";
 
 /**
  * POST /probe/inference: an inference route like chat (model headers, tier limits, balance checks) that
- * charges `usd` and reports `tokens`; with `stream: true` it streams `chunks` SSE lines and `[DONE]`.
+ * charges `usd` and reports `tokens`; with `stream: true` it streams `chunks` SSE lines (`delayMs` apart) and `[DONE]`.
  */
 export const probeRoute: Route = {
   method: "POST",
@@ -15,7 +15,7 @@ export const probeRoute: Route = {
   auth: "required",
   inference: true,
   handler(req, ctx, caller) {
-    const body = JSON.parse(req.body.toString("utf8")) as { model: string; usd?: number; tokens?: number; stream?: boolean; chunks?: number };
+    const body = JSON.parse(req.body.toString("utf8")) as { model: string; usd?: number; tokens?: number; stream?: boolean; chunks?: number; delayMs?: number };
     const tokens = body.tokens ?? 10;
     if (caller.kind !== "anonymous") ctx.ledger.charge(caller.account, body.usd ?? 0.001, { kind: "probe", modelId: body.model });
     if (body.stream) {
@@ -24,7 +24,11 @@ export const probeRoute: Route = {
         status: 200,
         headers: { "content-type": "text/event-stream" },
         stream: (async function* () {
-          for (let i = 0; i < chunks; i++) yield `data: {"i":${i}}\n\n`;
+          for (let i = 0; i < chunks; i++) {
+            // `delayMs` between chunks: a stream the server is still sending (a request still in flight)
+            if (body.delayMs) await new Promise((r) => setTimeout(r, body.delayMs));
+            yield `data: {"i":${i}}\n\n`;
+          }
           yield "data: [DONE]\n\n";
         })(),
         meta: { tokens },

@@ -18,7 +18,7 @@ const infer = (e: Emulator, key: string, model: string, extra: Record<string, un
 describe("request limits per (caller, tier)", () => {
   it("counts down, answers 429 with the reset time in Unix seconds, and logs it", async () => {
     // 2 s windows: the window starts at the first request's whole second, so at least 1 s of it is left
-    emu = await startEmulator({ apiKeys: ["a", "b"], routes: [probeRoute], rateLimits: { windowMs: 2_000, tiers: { L: { requests: 2 } } } });
+    emu = await startEmulator({ mode: "seed", apiKeys: ["a", "b"], routes: [probeRoute], rateLimits: { windowMs: 2_000, tiers: { L: { requests: 2 } } } });
     const before = Math.floor(Date.now() / 1000);
     const r1 = await infer(emu, "a", "emu-l");
     const r2 = await infer(emu, "a", "emu-l");
@@ -61,7 +61,7 @@ describe("request limits per (caller, tier)", () => {
   });
 
   it("token limits: tokens reported by the route count; 429 TPM when spent", async () => {
-    emu = await startEmulator({ apiKeys: ["a"], routes: [probeRoute], rateLimits: { windowMs: 10_000, tiers: { M: { tokens: 100 } } } });
+    emu = await startEmulator({ mode: "seed", apiKeys: ["a"], routes: [probeRoute], rateLimits: { windowMs: 10_000, tiers: { M: { tokens: 100 } } } });
     const r1 = await infer(emu, "a", "emu-m", { tokens: 60 });
     expect(r1.headers.get("x-ratelimit-limit-tokens")).toBe("100");
     expect(r1.headers.get("x-ratelimit-remaining-tokens")).toBe("40");
@@ -78,14 +78,14 @@ describe("request limits per (caller, tier)", () => {
   });
 
   it("partner keys get the partner numbers of their tier", async () => {
-    emu = await startEmulator({ apiKeys: [{ key: "p", partner: true }], routes: [probeRoute] });
+    emu = await startEmulator({ mode: "seed", apiKeys: [{ key: "p", partner: true }], routes: [probeRoute] });
     const res = await infer(emu, "p", "emu-l");
     expect(res.headers.get("x-ratelimit-limit-requests")).toBe("60");
     expect(res.headers.get("x-ratelimit-limit-tokens")).toBe("1000000");
   });
 
   it("rateLimits.enabled=false serves without limits or headers", async () => {
-    emu = await startEmulator({ apiKeys: ["a"], routes: [probeRoute], rateLimits: { enabled: false, tiers: { L: { requests: 1 } } } });
+    emu = await startEmulator({ mode: "seed", apiKeys: ["a"], routes: [probeRoute], rateLimits: { enabled: false, tiers: { L: { requests: 1 } } } });
     const statuses = [];
     for (let i = 0; i < 3; i++) statuses.push((await infer(emu, "a", "emu-l")).status);
     expect(statuses).toEqual([200, 200, 200]);
@@ -94,7 +94,7 @@ describe("request limits per (caller, tier)", () => {
 
 describe("abuse block", () => {
   it("more than 20 failures in the window block the caller with the spec's message, then lift", async () => {
-    emu = await startEmulator({ apiKeys: ["a", "b"], rateLimits: { abuseWindowMs: 10_000, abuseBlockMs: 700 } });
+    emu = await startEmulator({ mode: "seed", apiKeys: ["a", "b"], rateLimits: { abuseWindowMs: 10_000, abuseBlockMs: 700 } });
     const statuses: number[] = [];
     for (let i = 0; i < 21; i++) {
       const res = await fetch(`${emu.url}/no/such/path`, { headers: bearer("a") });
@@ -120,7 +120,7 @@ describe("abuse block", () => {
   });
 
   it("20 failures do not block; failures outside the window are forgotten", async () => {
-    emu = await startEmulator({ apiKeys: ["a"], rateLimits: { abuseWindowMs: 500, abuseBlockMs: 10_000 } });
+    emu = await startEmulator({ mode: "seed", apiKeys: ["a"], rateLimits: { abuseWindowMs: 500, abuseBlockMs: 10_000 } });
     for (let i = 0; i < 20; i++) await (await fetch(`${emu.url}/nope`, { headers: bearer("a") })).arrayBuffer();
     expect((await fetch(`${emu.url}/models`, { headers: bearer("a") })).status).toBe(200);
     await sleep(550);
@@ -129,7 +129,7 @@ describe("abuse block", () => {
   });
 
   it("anonymous callers and bad keys are counted by address", async () => {
-    emu = await startEmulator({ apiKeys: ["good"], rateLimits: { abuseMaxFailures: 3, abuseBlockMs: 10_000 } });
+    emu = await startEmulator({ mode: "seed", apiKeys: ["good"], rateLimits: { abuseMaxFailures: 3, abuseBlockMs: 10_000 } });
     for (let i = 0; i < 4; i++) expect((await fetch(`${emu.url}/models`, { headers: bearer("wrong") })).status).toBe(401);
     const anon = await fetch(`${emu.url}/models`);
     expect(anon.status).toBe(429);

@@ -25,7 +25,7 @@ async function callAsWallet(e: Emulator, body: Record<string, unknown>) {
 
 describe("wallet callers through the pipeline", () => {
   it("served with balance headers before, X-Balance-Remaining after", async () => {
-    emu = await startEmulator({ routes: [probeRoute], walletStartingUsd: 1 });
+    emu = await startEmulator({ routes: [probeRoute], walletStartingUsd: 1, x402: { balanceHeader: true } }); // the seed's header
     const res = await callAsWallet(emu, { model: "emu-s", usd: 0.125 });
     expect(res.status, await res.clone().text()).toBe(200);
     expect((await res.json()).caller).toBe("wallet");

@@ -1,7 +1,8 @@
 /**
  * The emulator's "web": a few short local documents that web search picks from by word overlap, so answers,
- * citations and `[REF]n[/REF]` markers are deterministic and need no network.
+ * citations and their markers (`^n^` live, `[REF]n[/REF]` seed) are deterministic and need no network.
  */
+import type { CitationMarkers } from "./chat-behaviour.js";
 
 export interface WebDocument {
   title: string;
@@ -110,12 +111,22 @@ function firstSentence(text: string): string {
   return (m ? m[0] : text).trim();
 }
 
+/** A citation marker for the 1-based citation `n`: `^n^` (live) or `[REF]n[/REF]` (seed). */
+export function citationMarker(n: number, markers: CitationMarkers): string {
+  return markers === "caret" ? `^${n}^` : `[REF]${n}[/REF]`;
+}
+
 /**
- * The answer text built from search results: one sentence per document, each followed by a `[REF]n[/REF]`
- * marker (1-based index into the citations) when citations were asked for.
+ * The answer text built from search results: one sentence per document, each followed by its citation marker
+ * (1-based index into the citations) when citations were asked for (`markers` given).
  */
-export function answerFromDocuments(question: string, docs: readonly WebDocument[], withCitations: boolean): string {
+export function answerFromDocuments(question: string, docs: readonly WebDocument[], markers?: CitationMarkers): string {
   if (docs.length === 0) return `I searched the web for "${question}" but found no results.`;
-  const parts = docs.map((doc, i) => `${firstSentence(doc.content)}${withCitations ? `[REF]${i + 1}[/REF]` : ""}`);
+  const parts = docs.map((doc, i) => `${firstSentence(doc.content)}${markers ? citationMarker(i + 1, markers) : ""}`);
   return `Search results for "${question}": ${parts.join(" ")}`;
+}
+
+/** The live search-documents payload: `{documents: [{id, title, url, snippet, published_at}]}`. */
+export function liveSearchDocuments(docs: readonly WebDocument[]): { documents: Record<string, string>[] } {
+  return { documents: docs.map((doc, i) => ({ id: String(i + 1), title: doc.title, url: doc.url, snippet: doc.content, published_at: doc.date })) };
 }

@@ -9,7 +9,7 @@
  * 3. `response_format` json_schema: JSON filled from the prompt (./structured.ts); json_object:
  *    `{"answer": <the text answer>}`;
  * 4. web search on (or "auto" and the question looks factual): sentences from the local corpus
- *    (./corpus.ts), with `[REF]n[/REF]` markers when citations are on;
+ *    (./corpus.ts), with citation markers when citations are on (`^n^` live, `[REF]n[/REF]` seed);
  * 5. `[[emu:tokens=N]]`: exactly N filler tokens ("lorem ipsum dolor ..."), produced lazily;
  * 6. otherwise `Echo: <last user text>` (directives removed, trimmed; decoded text files included).
  * With n > 1, each text answer ends with ` (choice i)` (1-based). `seed`/`temperature` change nothing.
@@ -17,8 +17,13 @@
  * Test directives, written anywhere in the LAST user message and removed from the text the model "sees":
  * - `[[emu:tokens=N]]`          answer with exactly N completion tokens (streamed lazily, never built up front)
  * - `[[emu:tool=NAME {json}]]`  call tool NAME with these JSON arguments (may repeat for several calls)
- * - `[[emu:error]]`             stream: an in-band `data: {"error": {...}}` then `[DONE]` after the first
- *                               content chunk; non-stream: a 500
+ * - `[[emu:error]]`             stream: an in-band `data: {"error": {code: "upstream_error"}}` then `[DONE]`
+ *                               after the first content chunk; non-stream: a 500
+ * - `[[emu:error=model_overloaded]]`  the same with `{code: "model_overloaded", retry_after}`; non-stream: a 429
+ *                               with `Retry-After`
+ * - `[[emu:error=content_filter]]`    the same with `{type: "content_filter_error", code:
+ *                               "content_blocked_by_provider"}`; non-stream: as `[[emu:refuse]]`
+ * - `[[emu:refuse]]`            the answer is cut after a few tokens with `finish_reason: "content_filter"` (a 200)
  *
  * Tokens (./tokenizer.ts): words and punctuation. Prompt tokens = per message 4 + its text tokens (+85 per
  * image, 100 per audio, 200 per video part), + the tool definitions' JSON tokens, + the service system
@@ -36,7 +41,9 @@
 import { createHash } from "node:crypto";
 import type { BrandNames } from "../../config.js";
 import type { EmulatedModel } from "./catalog.js";
-import { answerFromDocuments, looksLikeItNeedsSearch, searchCorpus, type WebDocument } from "./corpus.js";
+import { SEARCH_DOCUMENTS_CALL_ID, SEARCH_DOCUMENTS_CALL_NAME } from "../../chat/search-documents.js";
+import { chatBehaviour, type ChatBehaviour, type InBandErrorKind } from "./chat-behaviour.js";
+import { answerFromDocuments, liveSearchDocuments, looksLikeItNeedsSearch, searchCorpus, type WebDocument } from "./corpus.js";
 import { extractFacts } from "./facts.js";
 import { callSignature, canonicalJson, planToolCalls, type PlannedCall, type ToolChoice, type ToolSpec } from "./planner.js";
 import type { PromptBlock } from "./prompt-cache.js";
@@ -51,6 +58,8 @@ export const MESSAGE_OVERHEAD_TOKENS = 4;
 export const MEDIA_TOKENS = { image_url: 85, input_audio: 100, video_url: 200 } as const;
 /** flat fee per request that used web search, USD */
 export const WEB_SEARCH_FEE_USD = 0.01;
+/** tokens of the answer a refusal (`[[emu:refuse]]`) keeps before `finish_reason: "content_filter"` */
+export const REFUSAL_CUT_TOKENS = 4;
 /** upper bound of `[[emu:tokens=N]]` */
 export const MAX_DIRECTIVE_TOKENS = 5_000_000;
 
@@ -118,7 +127,9 @@ export interface PlannedChoice {
   /** `message.thought_signature` (./reasoning.ts) */
   thoughtSignature?: string;
   toolCalls?: WireToolCall[];
-  finishReason: "stop" | "length" | "tool_calls";
+  /** `return_search_results_as_documents`: the search-documents call (live or seed shape), not a tool to run */
+  documentsCall?: WireToolCall;
+  finishReason: "stop" | "length" | "tool_calls" | "content_filter";
   completionTokens: number;
   reasoningTokens: number;
 }
@@ -132,8 +143,8 @@ export interface CompletionPlan {
   /** web search ran (billed); citations may be empty */
   webSearched: boolean;
   citations: WebDocument[];
-  /** `[[emu:error]]`: the answer fails (in-band in a stream) */
-  failing: boolean;
+  /** `[[emu:error=...]]`: the answer fails with this in-band error (in a stream) */
+  failure?: InBandErrorKind;
   echo: Record<string, unknown>;
   /** tool call ids issued with signed reasoning (to verify them on later turns) */
   signedToolCallIds: string[];
@@ -150,13 +161,20 @@ export interface EngineInput {
   responseId: string;
   /** was this tool call id issued by this server with signed reasoning? */
   isSignedToolCall?(id: string): boolean;
+  /** live or seed behaviour (default: live) */
+  behaviour?: ChatBehaviour;
 }
 
 // --- directives -------------------------------------------------------------------------------------------
 
 export interface Directives {
   tokens?: number;
+  /** any `[[emu:error]]` directive */
   error: boolean;
+  /** which in-band error it asks for (`[[emu:error]]`: `upstream_error`) */
+  errorKind?: InBandErrorKind;
+  /** `[[emu:refuse]]` */
+  refuse: boolean;
   tools: PlannedCall[];
   /** the text without directives, trimmed */
   text: string;
@@ -164,7 +182,8 @@ export interface Directives {
 
 const TOOL_DIRECTIVE_RE = /\[\[emu:tool=([\w.-]+)\s*(\{[\s\S]*?\})?\s*\]\]/g;
 const TOKENS_DIRECTIVE_RE = /\[\[emu:tokens=(\d+)\]\]/g;
-const ERROR_DIRECTIVE_RE = /\[\[emu:error\]\]/g;
+const ERROR_DIRECTIVE_RE = /\[\[emu:error(?:=(upstream_error|model_overloaded|content_filter))?\]\]/g;
+const REFUSE_DIRECTIVE_RE = /\[\[emu:refuse\]\]/g;
 
 export function parseDirectives(text: string): Directives {
   const tools: PlannedCall[] = [];
@@ -184,15 +203,18 @@ export function parseDirectives(text: string): Directives {
   if (tokens !== undefined && tokens > MAX_DIRECTIVE_TOKENS) {
     throw new InvalidRequest("Invalid [[emu:tokens]] directive", { messages: `at most ${MAX_DIRECTIVE_TOKENS} tokens` });
   }
-  const error = ERROR_DIRECTIVE_RE.test(text);
-  ERROR_DIRECTIVE_RE.lastIndex = 0;
+  let errorKind: InBandErrorKind | undefined;
+  for (const m of text.matchAll(ERROR_DIRECTIVE_RE)) errorKind = (m[1] as InBandErrorKind | undefined) ?? "upstream_error";
+  const refuse = REFUSE_DIRECTIVE_RE.test(text);
+  REFUSE_DIRECTIVE_RE.lastIndex = 0;
   const stripped = text
     .replace(TOOL_DIRECTIVE_RE, "")
     .replace(TOKENS_DIRECTIVE_RE, "")
     .replace(ERROR_DIRECTIVE_RE, "")
+    .replace(REFUSE_DIRECTIVE_RE, "")
     .replace(/[ \t]{2,}/g, " ")
     .trim();
-  return { ...(tokens !== undefined ? { tokens } : {}), error, tools, text: stripped };
+  return { ...(tokens !== undefined ? { tokens } : {}), error: errorKind !== undefined, ...(errorKind ? { errorKind } : {}), refuse, tools, text: stripped };
 }
 
 // --- messages as the model sees them ----------------------------------------------------------------------
@@ -320,6 +342,7 @@ function cutAtStop(text: string, stop: ChatRequest["stop"]): { text: string; sto
 
 export function planCompletion(input: EngineInput): CompletionPlan {
   const { request, model, params, names, secret } = input;
+  const behaviour = input.behaviour ?? chatBehaviour({});
   const messages = request.messages;
 
   // what the model "sees", and the prompt as cache blocks
@@ -394,7 +417,7 @@ export function planCompletion(input: EngineInput): CompletionPlan {
     messages.forEach((message, i) => {
       if (message.role !== "assistant") return;
       // the search-documents call is added after signing (and LangChain clients drop it)
-      const calls = toolCallsOf(message).filter((c) => c.name !== names.webSearchDocumentsTool);
+      const calls = toolCallsOf(message).filter((c) => c.name !== names.webSearchDocumentsTool && c.id !== SEARCH_DOCUMENTS_CALL_ID);
       const issuedHere = !!input.isSignedToolCall && calls.some((c) => input.isSignedToolCall!(c.id));
       if (!issuedHere && (message.thought_signature === null || message.thought_signature === undefined)) return;
       const verdict = verifyThoughtSignature(secret, message.thought_signature, calls);
@@ -416,6 +439,10 @@ export function planCompletion(input: EngineInput): CompletionPlan {
     }
   }
   const directives = parseDirectives(lastUser >= 0 ? seen[lastUser]!.text : "");
+  // a provider's block mid-stream is an in-band error; without a stream it is the refusal itself
+  const stream = request.stream === true;
+  const refused = directives.refuse || (directives.errorKind === "content_filter" && !stream);
+  const failure = directives.errorKind === "content_filter" && !stream ? undefined : directives.errorKind;
   const question = lastUser >= 0 ? directives.text : (seen[seen.length - 1]?.text ?? "").trim();
   const afterToolResults = messages[messages.length - 1]?.role === "tool";
   const alreadyCalled: PlannedCall[] = [];
@@ -498,7 +525,7 @@ export function planCompletion(input: EngineInput): CompletionPlan {
       if (afterToolResults && toolResults.length > 0) {
         base = toolResults.map((r) => `Based on ${r.name}: ${compact(readable(r.content), 300)}`).join(" ");
       } else if (webSearched) {
-        base = answerFromDocuments(question, citations, params.enable_web_citations);
+        base = answerFromDocuments(question, citations, params.enable_web_citations ? behaviour.citationMarkers : undefined);
       } else {
         base = `Echo: ${question}`.trim();
       }
@@ -527,6 +554,10 @@ export function planCompletion(input: EngineInput): CompletionPlan {
         content = takeSource(content, maxTokens);
         finishReason = "length";
       }
+      if (refused) {
+        content = takeSource(content ?? textSource(""), REFUSAL_CUT_TOKENS);
+        finishReason = "content_filter";
+      }
     }
 
     if (thinkingOn && (model.reasoning === "details" || model.reasoning === "content")) {
@@ -549,20 +580,30 @@ export function planCompletion(input: EngineInput): CompletionPlan {
       }
     }
 
+    // (signed reasoning covers the model's own calls only: the search-documents call is the service's)
+    let documentsCall: WireToolCall | undefined;
     if (webSearched && params.return_search_results_as_documents) {
-      toolCalls.push({
-        id: toolIdFor(input.responseId, index, toolCalls.length, names.webSearchDocumentsTool),
-        type: "function",
-        function: { name: names.webSearchDocumentsTool, arguments: JSON.stringify({ documents: citations }) },
-      });
+      documentsCall = behaviour.liveSearchDocuments
+        ? { id: SEARCH_DOCUMENTS_CALL_ID, type: "function", function: { name: SEARCH_DOCUMENTS_CALL_NAME, arguments: JSON.stringify(liveSearchDocuments(citations)) } }
+        : {
+            id: toolIdFor(input.responseId, index, toolCalls.length, names.webSearchDocumentsTool),
+            type: "function",
+            function: { name: names.webSearchDocumentsTool, arguments: JSON.stringify({ documents: citations }) },
+          };
+      // live: "sets finish_reason: tool_calls" (a cut answer stays "length")
+      if (behaviour.liveSearchDocuments && finishReason === "stop") finishReason = "tool_calls";
     }
 
-    const callTokens = toolCalls.reduce((sum, c) => sum + countTokens(c.function.name) + countTokens(c.function.arguments), 0);
+    const callTokens = [...toolCalls, ...(documentsCall ? [documentsCall] : [])].reduce(
+      (sum, c) => sum + countTokens(c.function.name) + countTokens(c.function.arguments),
+      0,
+    );
     choices.push({
       ...choice,
       index,
       content,
       ...(toolCalls.length > 0 ? { toolCalls } : {}),
+      ...(documentsCall ? { documentsCall } : {}),
       finishReason,
       completionTokens: (content?.count ?? 0) + hiddenTokens + callTokens,
       reasoningTokens,
@@ -576,7 +617,7 @@ export function planCompletion(input: EngineInput): CompletionPlan {
     promptBlocks: blocks,
     webSearched,
     citations,
-    failing: directives.error,
+    ...(failure ? { failure } : {}),
     echo: parametersEcho(params, names),
     signedToolCallIds,
   };
@@ -604,161 +645,13 @@ export function usageOf(plan: CompletionPlan, cache: { cachedTokens: number; cac
   };
 }
 
-/** USD: pricing per 1M tokens, cached prompt tokens at the cache_input price, plus the web search fee. */
-export function costUsd(model: EmulatedModel, usage: Usage, webSearched: boolean): number {
+/**
+ * The model's charge in USD: pricing per 1M tokens, cached prompt tokens at the cache_input price. Web search
+ * is an add-on charged apart (WEB_SEARCH_FEE_USD, its own ledger row).
+ */
+export function costUsd(model: EmulatedModel, usage: Usage): number {
   const cached = usage.prompt_tokens_details.cached_tokens;
   const cachePrice = model.pricing.cache_input ?? model.pricing.input;
-  const usd =
-    ((usage.prompt_tokens - cached) * model.pricing.input + cached * cachePrice + usage.completion_tokens * model.pricing.output) / 1e6 +
-    (webSearched ? WEB_SEARCH_FEE_USD : 0);
+  const usd = ((usage.prompt_tokens - cached) * model.pricing.input + cached * cachePrice + usage.completion_tokens * model.pricing.output) / 1e6;
   return Math.round(usd * 1e9) / 1e9;
-}
-
-/** Deterministic log probabilities: a hash of (token, position) mapped to (-3, 0). */
-export function tokenLogprob(token: string, position: number, top: number) {
-  const h = createHash("sha256").update(`${position}\u0000${token}`).digest();
-  const logprob = -((h.readUInt16BE(0) % 3000) + 1) / 1000;
-  const bytes = [...Buffer.from(token, "utf8")];
-  const top_logprobs = Array.from({ length: top }, (_, j) =>
-    j === 0 ? { token, logprob, bytes } : { token: `${token}~${j}`, logprob: logprob - j, bytes: [...Buffer.from(`${token}~${j}`, "utf8")] },
-  );
-  return { token, logprob, bytes, top_logprobs };
-}
-
-function logprobsFor(tokens: string[], start: number, top: number) {
-  return { content: tokens.map((t, i) => tokenLogprob(t, start + i, top)) };
-}
-
-export interface RenderOptions {
-  id: string;
-  created: number;
-  usage: Usage;
-  cost: { usd: number; diem: number };
-  names: BrandNames;
-  logprobs: boolean;
-  topLogprobs: number;
-}
-
-function stopReason(finish: PlannedChoice["finishReason"]): "stop" | "length" | null {
-  return finish === "tool_calls" ? null : finish;
-}
-
-export function renderCompletion(plan: CompletionPlan, o: RenderOptions): Record<string, unknown> {
-  return {
-    id: o.id,
-    object: "chat.completion",
-    created: o.created,
-    model: plan.model.id,
-    choices: plan.choices.map((c) => {
-      const tokens = c.content ? [...c.content.tokens()] : [];
-      return {
-        index: c.index,
-        message: {
-          role: "assistant",
-          content: c.content ? tokens.join("") : null,
-          ...(c.reasoningContent !== undefined ? { reasoning_content: c.reasoningContent } : {}),
-          ...(c.reasoningDetails ? { reasoning_details: c.reasoningDetails } : {}),
-          ...(c.thoughtSignature ? { thought_signature: c.thoughtSignature } : {}),
-          ...(c.toolCalls ? { tool_calls: c.toolCalls } : {}),
-        },
-        logprobs: o.logprobs ? logprobsFor(tokens, 0, o.topLogprobs) : null,
-        finish_reason: c.finishReason,
-        stop_reason: stopReason(c.finishReason),
-      };
-    }),
-    usage: o.usage,
-    cost: o.cost,
-    prompt_logprobs: null,
-    [o.names.parameters]: { ...plan.echo, ...(plan.webSearched ? { web_search_citations: plan.citations } : {}) },
-  };
-}
-
-/** Splits text into pieces of a few tokens (for streamed reasoning). */
-function pieces(text: string, size = 3): string[] {
-  const tokens = tokenize(text);
-  const out: string[] = [];
-  for (let i = 0; i < tokens.length; i += size) out.push(tokens.slice(i, i + size).join(""));
-  return out;
-}
-
-/**
- * The SSE stream: role chunk, reasoning deltas, content deltas (a few tokens each; bigger pieces for very long
- * answers), tool-call deltas with `index`, a finish chunk per choice, then one `choices: []` chunk with usage,
- * cost and the parameters echo (with citations), then `[DONE]`. With `include_search_results_in_stream` the
- * citations come in a first `choices: []` chunk instead (citations are sent exactly once per stream).
- */
-export async function* streamCompletion(plan: CompletionPlan, o: RenderOptions): AsyncGenerator<string> {
-  const base = { id: o.id, object: "chat.completion.chunk", created: o.created, model: plan.model.id };
-  const sse = (payload: unknown) => `data: ${JSON.stringify(payload)}\n\n`;
-  const chunk = (index: number, delta: Record<string, unknown>, extra: Record<string, unknown> = {}) =>
-    sse({ ...base, choices: [{ index, delta, logprobs: null, finish_reason: null, ...extra }] });
-  const citationsFirst = plan.webSearched && plan.echo.include_search_results_in_stream === true;
-
-  if (citationsFirst) {
-    yield sse({ ...base, choices: [], [o.names.parameters]: { ...plan.echo, web_search_citations: plan.citations } });
-  }
-
-  for (const c of plan.choices) {
-    yield chunk(c.index, { role: "assistant", content: "" });
-    let failedYet = false;
-    const failIfAsked = function* () {
-      if (plan.failing && !failedYet) {
-        failedYet = true;
-        yield sse({ error: { message: "Emulated upstream error in the middle of the stream", type: "server_error", code: "upstream_error" } });
-        yield "data: [DONE]\n\n";
-      }
-    };
-
-    if (c.reasoningContent !== undefined) {
-      const parts = pieces(c.reasoningContent);
-      for (let i = 0; i < parts.length; i++) {
-        const delta: Record<string, unknown> = { reasoning_content: parts[i] };
-        if (c.reasoningDetails) {
-          // first piece of index 0 carries type and format; later ones only index + text (they concatenate)
-          delta.reasoning_details = [i === 0 ? { type: "reasoning.text", text: parts[i], format: "emu-v1", index: 0 } : { type: "reasoning.text", text: parts[i], index: 0 }];
-        }
-        yield chunk(c.index, delta);
-      }
-      const signed = c.reasoningDetails?.find((d) => d.type === "reasoning.encrypted");
-      if (signed) yield chunk(c.index, { reasoning_details: [signed] });
-      // the stream has no published shape for it: the message member, whole, in one delta
-      if (c.thoughtSignature) yield chunk(c.index, { thought_signature: c.thoughtSignature });
-    }
-
-    if (c.content && c.content.count > 0) {
-      const size = c.content.count <= 300 ? 3 : Math.ceil(c.content.count / 1000);
-      let batch: string[] = [];
-      let position = 0;
-      for (const t of c.content.tokens()) {
-        batch.push(t);
-        if (batch.length >= size) {
-          yield chunk(c.index, { content: batch.join("") }, o.logprobs ? { logprobs: logprobsFor(batch, position, o.topLogprobs) } : {});
-          position += batch.length;
-          batch = [];
-          if (plan.failing) return yield* failIfAsked();
-        }
-      }
-      if (batch.length > 0) {
-        yield chunk(c.index, { content: batch.join("") }, o.logprobs ? { logprobs: logprobsFor(batch, position, o.topLogprobs) } : {});
-        if (plan.failing) return yield* failIfAsked();
-      }
-    } else if (plan.failing) {
-      return yield* failIfAsked();
-    }
-
-    for (const [i, call] of (c.toolCalls ?? []).entries()) {
-      yield chunk(c.index, { tool_calls: [{ index: i, id: call.id, type: "function", function: { name: call.function.name, arguments: "" } }] });
-      yield chunk(c.index, { tool_calls: [{ index: i, function: { arguments: call.function.arguments } }] });
-    }
-    yield chunk(c.index, {}, { finish_reason: c.finishReason, stop_reason: stopReason(c.finishReason) });
-  }
-
-  yield sse({
-    ...base,
-    choices: [],
-    usage: o.usage,
-    cost: o.cost,
-    [o.names.parameters]: { ...plan.echo, ...(plan.webSearched && !citationsFirst ? { web_search_citations: plan.citations } : {}) },
-  });
-  yield "data: [DONE]\n\n";
 }

@@ -1,14 +1,19 @@
 /**
  * POST /chat/completions. The server has already authenticated the caller, found the model, checked Pro-only,
  * balance and rate limits; this route validates the body, applies the model feature suffix, runs the
- * deterministic engine (../models/engine.ts), charges the ledger, and answers JSON or an SSE stream.
+ * deterministic engine (../models/engine.ts), charges the ledger, and answers JSON or an SSE stream
+ * (../models/render.ts). The model's charge and the web-search add-on are two CHARGE rows of one request id.
  * Streams are charged before the first byte (the whole completion is known up front); a stream that fails
- * in-band (`[[emu:error]]`) is not charged. Stream cuts (`faults.streamCutAfter`) are done by the server.
+ * in-band (`[[emu:error=...]]`) is then refunded (live) or was never charged (seed). The first
+ * `chat.overloadedStreams` streams fail with `model_overloaded` before any content, uncharged. Stream cuts
+ * (`faults.streamCutAfter`) are done by the server.
  */
 import { randomBytes, randomUUID } from "node:crypto";
 import { z } from "zod";
 import { findModel } from "../models/catalog.js";
-import { costUsd, planCompletion, renderCompletion, streamCompletion, usageOf } from "../models/engine.js";
+import { chatBehaviour } from "../models/chat-behaviour.js";
+import { costUsd, planCompletion, usageOf, WEB_SEARCH_FEE_USD } from "../models/engine.js";
+import { overloadedStream, renderCompletion, streamCompletion } from "../models/render.js";
 import { PromptCache } from "../models/prompt-cache.js";
 import { chatRequestSchema, effectiveParameters, InvalidRequest, parseModelSuffix } from "../models/request.js";
 import { EmulatorHttpError, type Caller, type EmulatorContext, type EmulatorRequest, type EmulatorResponse, type Route } from "../types.js";
@@ -20,7 +25,12 @@ interface ChatState {
   cache: PromptCache;
   /** tool call ids issued together with signed reasoning (bounded, oldest dropped first) */
   signedToolCalls: Set<string>;
+  /** streams answered `model_overloaded` so far (`chat.overloadedStreams`) */
+  overloadedServed: number;
 }
+
+/** `modelId` of the web-search add-on's CHARGE row (the model's row carries the model's id) */
+export const WEB_SEARCH_ADD_ON_ID = "web-search";
 
 const MAX_SIGNED_IDS = 100_000;
 const states = new WeakMap<EmulatorContext, ChatState>();
@@ -28,7 +38,7 @@ const states = new WeakMap<EmulatorContext, ChatState>();
 function stateOf(ctx: EmulatorContext): ChatState {
   let state = states.get(ctx);
   if (!state) {
-    state = { secret: randomBytes(32), cache: new PromptCache(), signedToolCalls: new Set() };
+    state = { secret: randomBytes(32), cache: new PromptCache(), signedToolCalls: new Set(), overloadedServed: 0 };
     states.set(ctx, state);
   }
   return state;
@@ -73,6 +83,7 @@ export async function handleChatCompletion(req: EmulatorRequest, ctx: EmulatorCo
   if (!parsed.success) throw badRequest("Invalid request", z.formatError(parsed.error), parsed.error.issues);
   const request = parsed.data;
   const state = stateOf(ctx);
+  const behaviour = chatBehaviour(ctx.options);
 
   try {
     const { id: modelId, overrides } = parseModelSuffix(request.model, names);
@@ -89,9 +100,29 @@ export async function handleChatCompletion(req: EmulatorRequest, ctx: EmulatorCo
       secret: state.secret,
       responseId: id,
       isSignedToolCall: (callId) => state.signedToolCalls.has(callId),
+      behaviour,
     });
     const stream = request.stream === true;
-    if (plan.failing && !stream) {
+    const created = Math.floor(ctx.now() / 1000);
+    const retryAfter = behaviour.overloadedRetryAfterSeconds;
+    if (stream && state.overloadedServed < behaviour.overloadedStreams) {
+      state.overloadedServed++;
+      return {
+        status: 200,
+        headers: { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache", connection: "keep-alive" },
+        stream: overloadedStream({ id, created, model: model.id, retryAfterSeconds: retryAfter }),
+        meta: { modelId: model.id, failed: true },
+      };
+    }
+    if (plan.failure === "model_overloaded" && !stream) {
+      return {
+        status: 429,
+        headers: { "retry-after": String(Math.ceil(retryAfter)) },
+        body: { error: "The model is currently overloaded. Please try again later." },
+        meta: { modelId: model.id, failed: true },
+      };
+    }
+    if (plan.failure && !stream) {
       return { status: 500, body: { error: "Emulated upstream error" }, meta: { modelId: model.id, failed: true } };
     }
 
@@ -105,23 +136,31 @@ export async function handleChatCompletion(req: EmulatorRequest, ctx: EmulatorCo
       state.signedToolCalls.add(callId);
     }
 
-    const usd = costUsd(model, usage, plan.webSearched);
-    let cost = { usd, diem: 0 };
-    if (caller.kind !== "anonymous" && !plan.failing) {
-      const charged = ctx.ledger.charge(caller.account, usd, { kind: "chat", modelId: model.id, requestId: id });
-      cost = { usd: charged.usd, diem: charged.diem };
+    const modelUsd = costUsd(model, usage);
+    let cost = { usd: modelUsd + (plan.webSearched ? WEB_SEARCH_FEE_USD : 0), diem: 0 };
+    const account = caller.kind === "anonymous" ? undefined : caller.account;
+    if (account && (!plan.failure || behaviour.refundFailedStreams)) {
+      const charges = [ctx.ledger.charge(account, modelUsd, { kind: "chat", modelId: model.id, requestId: id })];
+      if (plan.webSearched) charges.push(ctx.ledger.charge(account, WEB_SEARCH_FEE_USD, { kind: "chat", modelId: WEB_SEARCH_ADD_ON_ID, requestId: id }));
+      cost = {
+        usd: Math.round(charges.reduce((sum, c) => sum + c.usd, 0) * 1e6) / 1e6,
+        diem: Math.round(charges.reduce((sum, c) => sum + c.diem, 0) * 1e6) / 1e6,
+      };
     }
 
     const render = {
       id,
-      created: Math.floor(ctx.now() / 1000),
+      created,
       usage,
       cost,
       names,
       logprobs: request.logprobs === true,
       topLogprobs: request.top_logprobs ?? 0,
+      behaviour,
+      // the request was charged before the first byte: its failure gives the charges back
+      onFailure: account && plan.failure ? () => void ctx.ledger.refund(account, id) : undefined,
     };
-    const meta = { tokens: usage.total_tokens, modelId: model.id, ...(plan.failing ? { failed: true } : {}) };
+    const meta = { tokens: usage.total_tokens, modelId: model.id, ...(plan.failure ? { failed: true } : {}) };
     if (stream) {
       return {
         status: 200,

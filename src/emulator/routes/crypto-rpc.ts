@@ -7,11 +7,19 @@
  * A published slug with no node behind it is not listed, and is refused 400 like any unlisted slug (saying what
  * would serve it); a slug listed by an explicit `networks` option without an upstream answers as the service
  * does when its upstream fails: 500.
+ *
+ * Live mode (the default) adds what the service's guide says of the deployment: each user's requests are served
+ * one at a time (a second waits up to 0.5 s, then `429 "Another request for this user is in flight"`), and methods
+ * are checked against explicit per-family lists (src/crypto-rpc/methods.ts, shared with the client) instead of the
+ * published namespaces. Seed mode keeps neither; `rateLimits.cryptoRpc.inFlightWaitMs` and
+ * `cryptoRpc.methodAllowlist` win over the mode.
  */
 import { createHash, randomBytes } from "node:crypto";
+import { NODE_KEYS_REASON, isFilterOrSubscription, methodTier, needsNodeKeys, unsupportedReason as listedMethodRefusal } from "../../crypto-rpc/methods.js";
+import { describeNetwork, type NetworkFamily } from "../../crypto-rpc/networks.js";
 import { accountIdentity } from "../auth.js";
-import { DEFAULT_NETWORKS, cryptoNetworks, upstreamOf } from "./networks.js";
-import { EmulatorHttpError, type Account, type Caller, type EmulatorContext, type EmulatorRequest, type EmulatorResponse, type Route } from "../types.js";
+import { cryptoNetworks, publishedNetworks, upstreamOf } from "./networks.js";
+import { EmulatorHttpError, isLiveMode, type Account, type Caller, type EmulatorContext, type EmulatorRequest, type EmulatorResponse, type Route, type CryptoRpcEmulatorOptions } from "../types.js";
 
 export const RPC_PRICE_PER_CREDIT_USD = 7e-7;
 export const RPC_ERROR_CREDITS = 5;
@@ -21,17 +29,14 @@ export const RPC_UPSTREAM_TIMEOUT_MS = 30_000;
 export const RPC_IDEMPOTENCY_TTL_MS = 24 * 60 * 60_000;
 const IDEMPOTENCY_KEY_RE = /^[A-Za-z0-9_-]{1,255}$/;
 
-/** Options this route reads beyond `EmulatorOptions` (kept here until the shared type carries them). */
-export interface CryptoRpcEmulatorOptions {
-  /** upstream timeout in ms (default 30 s); the request cap is `rateLimits.cryptoRpc` */
-  upstreamTimeoutMs?: number;
-}
+/** the live service's wait for a user's request in flight before it answers 429 */
+export const RPC_IN_FLIGHT_WAIT_MS = 500;
+export const RPC_IN_FLIGHT_MESSAGE = "Another request for this user is in flight";
 
-type Family = "evm" | "solana" | "starknet";
+export type { CryptoRpcEmulatorOptions } from "../types.js";
 
-function familyOf(slug: string): Family {
-  return slug.startsWith("solana-") ? "solana" : slug.startsWith("starknet-") ? "starknet" : "evm";
-}
+/** the pricing tiers, shared with the client (src/crypto-rpc/methods.ts) */
+export { methodTier };
 
 /** Credits for one successful call: base per chain × method tier (the published pricing). */
 export function rpcCredits(slug: string, method: string): number {
@@ -39,40 +44,19 @@ export function rpcCredits(slug: string, method: string): number {
   return base * methodTier(method);
 }
 
-export function methodTier(method: string): 1 | 2 | 4 {
-  if (
-    method === "trace_replayBlockTransactions" ||
-    method === "trace_replayTransaction" ||
-    method === "txpool_content" ||
-    method.startsWith("arbtrace_replay") ||
-    method === "getLargestAccounts" ||
-    method === "getSupply"
-  ) {
-    return 4;
-  }
-  if (/^(trace_|debug_|arbtrace_)/.test(method) || method === "txpool_inspect" || method === "txpool_status") return 2;
-  return 1;
-}
-
-const FILTER_METHODS = new Set([
-  "eth_newFilter", "eth_newBlockFilter", "eth_newPendingTransactionFilter", "eth_getFilterChanges", "eth_getFilterLogs",
-  "eth_uninstallFilter",
-]);
-
-/** Why the proxy refuses `method` on a `family` network, or undefined when it forwards it. */
-export function unsupportedReason(family: Family, method: string): string | undefined {
-  if (FILTER_METHODS.has(method)) return "stateful filter methods are not supported on the HTTP proxy; use eth_getLogs";
-  if (method === "eth_subscribe" || method === "eth_unsubscribe" || /(Subscribe|Unsubscribe)$/.test(method) || method.startsWith("starknet_subscribe")) {
-    return "WebSocket-only method; this proxy is HTTP-only";
-  }
+/**
+ * Why the proxy refuses `method` on a `family` network, or undefined when it forwards it: by the explicit lists
+ * (live), or by the published namespaces (seed).
+ */
+export function unsupportedReason(family: NetworkFamily, method: string, allowlist: "explicit" | "namespaces" = "explicit"): string | undefined {
+  // filters and subscriptions: the same refusal either way
+  if (allowlist === "explicit" || isFilterOrSubscription(method)) return listedMethodRefusal(family, method);
   switch (family) {
     case "evm":
       // node-held keys and node administration never reach an upstream
       if (/^(personal|admin|engine|miner|evm|hardhat|anvil|ganache|clique|les)_/.test(method)) return "method is not available on this proxy";
-      if (/^eth_(sign|signTransaction|signTypedData\w*|sendTransaction|accounts|coinbase|mining|hashrate|submitWork|submitHashrate|getWork)$/.test(method)) {
-        return "method needs keys held by the node; sign locally and use eth_sendRawTransaction";
-      }
-      if (/^(eth|net|web3|zks|linea|bor|debug|trace|txpool|arbtrace)_\w+$/.test(method)) return undefined;
+      if (needsNodeKeys(method)) return NODE_KEYS_REASON;
+      if (/^(eth|net|web3|zks|linea|bor|debug|trace|txpool|arbtrace|pimlico)_\w+$/.test(method)) return undefined;
       if (method.startsWith("starknet_")) return "Starknet method on an EVM network";
       return "method is not supported on EVM networks";
     case "starknet":
@@ -82,7 +66,7 @@ export function unsupportedReason(family: Family, method: string): string | unde
   }
 }
 
-function noNodeReason(slug: string, family: Family): string {
+function noNodeReason(slug: string, family: NetworkFamily): string {
   const upstream = "or give it an upstream (`upstreams`; the CLI's --upstream slug=URL)";
   const way =
     family === "evm"
@@ -106,29 +90,84 @@ function sweep(cache: Map<string, IdempotentEntry>, now: number): void {
   for (const [key, entry] of cache) if (now - entry.at >= RPC_IDEMPOTENCY_TTL_MS) cache.delete(key);
 }
 
+/** A user's turn at the proxy (live: one request at a time), taken while it exists: who waits for it, in order. */
+interface UserTurn {
+  waiters: (() => void)[];
+}
+
 interface RouteState {
   idempotency: Map<string, IdempotentEntry>;
   /** requests under an Idempotency-Key still being served: a concurrent twin waits for the first answer */
   inflight: Map<string, { bodyHash: string; done: Promise<unknown> }>;
+  /** users with a request being served (live), by account identity */
+  turns: Map<string, UserTurn>;
 }
 
 const states = new WeakMap<EmulatorContext, RouteState>();
 function stateOf(ctx: EmulatorContext): RouteState {
   let state = states.get(ctx);
-  if (!state) states.set(ctx, (state = { idempotency: new Map(), inflight: new Map() }));
+  if (!state) states.set(ctx, (state = { idempotency: new Map(), inflight: new Map(), turns: new Map() }));
   return state;
 }
 
 function options(ctx: EmulatorContext): CryptoRpcEmulatorOptions {
-  return (ctx.options as { cryptoRpc?: CryptoRpcEmulatorOptions }).cryptoRpc ?? {};
+  return ctx.options.cryptoRpc ?? {};
+}
+
+function methodAllowlist(ctx: EmulatorContext): "explicit" | "namespaces" {
+  return options(ctx).methodAllowlist ?? (isLiveMode(ctx.options) ? "explicit" : "namespaces");
+}
+
+/** How long a user's second request waits for the first (ms), or undefined when requests are not serialized. */
+function inFlightWaitMs(ctx: EmulatorContext): number | undefined {
+  const limits = ctx.options.rateLimits;
+  const option = limits?.cryptoRpc?.inFlightWaitMs;
+  if (option === false) return undefined;
+  if (option !== undefined) return Number.isNaN(option) ? 0 : Math.max(0, option);
+  if (limits?.enabled === false) return undefined;
+  return isLiveMode(ctx.options) ? RPC_IN_FLIGHT_WAIT_MS : undefined;
+}
+
+/**
+ * Takes `user`'s turn, waiting up to `waitMs` for the request being served; returns the release (idempotent), or
+ * undefined when the wait ran out. A release hands the turn straight to the longest waiter, so a request that
+ * arrives just then cannot jump the queue.
+ */
+async function takeTurn(state: RouteState, user: string, waitMs: number): Promise<(() => void) | undefined> {
+  const turns = state.turns;
+  let released = false;
+  const release = () => {
+    if (released) return;
+    released = true;
+    const turn = turns.get(user);
+    const next = turn?.waiters.shift();
+    if (next) next();
+    else turns.delete(user);
+  };
+  const turn = turns.get(user);
+  if (!turn) {
+    turns.set(user, { waiters: [] });
+    return release;
+  }
+  const served = await new Promise<boolean>((resolve) => {
+    const waiter = () => {
+      clearTimeout(timer);
+      resolve(true);
+    };
+    // an infinite wait has no timer (setTimeout would fire at once)
+    const timer = Number.isFinite(waitMs)
+      ? setTimeout(() => {
+          turn.waiters.splice(turn.waiters.indexOf(waiter), 1);
+          resolve(false);
+        }, waitMs)
+      : undefined;
+    turn.waiters.push(waiter);
+  });
+  return served ? release : undefined;
 }
 
 function badRequest(error: string, details?: unknown): EmulatorHttpError {
   return new EmulatorHttpError(400, details === undefined ? { error } : { error, details });
-}
-
-function accountKey(account: Account): string {
-  return `${account.kind}:${account.id}`;
 }
 
 /** A JSON-RPC request item as the proxy accepts it; throws a 400 naming what is wrong. */
@@ -214,11 +253,11 @@ async function handle(req: EmulatorRequest, ctx: EmulatorContext, caller: Caller
   const account = caller.account;
   const slug = req.params.network ?? "";
   const networks = cryptoNetworks(ctx);
-  const family = familyOf(slug);
+  const family = describeNetwork(slug).family;
   if (!networks.includes(slug)) {
     const details: Record<string, unknown> = { network: slug, supportedNetworks: networks };
     // a published slug left out for want of a node: say what would serve it
-    if (!ctx.options.networks && DEFAULT_NETWORKS.includes(slug)) details.reason = noNodeReason(slug, family);
+    if (!ctx.options.networks && publishedNetworks(ctx.options).includes(slug)) details.reason = noNodeReason(slug, family);
     throw badRequest(`Unsupported network: ${slug}`, details);
   }
 
@@ -241,8 +280,9 @@ async function handle(req: EmulatorRequest, ctx: EmulatorContext, caller: Caller
     if (parsed.length > RPC_MAX_BATCH) throw badRequest(`Batch too large: ${parsed.length} requests (max ${RPC_MAX_BATCH})`);
   }
   const methods = items.map((item, i) => checkItem(item, Array.isArray(parsed) ? `item ${i}` : "request").method);
+  const allowlist = methodAllowlist(ctx);
   const refused = [...new Set(methods)]
-    .map((m) => ({ method: m, reason: unsupportedReason(family, m) }))
+    .map((m) => ({ method: m, reason: unsupportedReason(family, m, allowlist) }))
     .filter((r): r is { method: string; reason: string } => r.reason !== undefined);
   if (refused.length > 0) {
     throw badRequest(`Unsupported method${refused.length > 1 ? "s" : ""} on ${slug}: ${refused.map((r) => r.method).join(", ")}`, {
@@ -250,10 +290,38 @@ async function handle(req: EmulatorRequest, ctx: EmulatorContext, caller: Caller
     });
   }
 
-  // --- idempotency: same key + same body replays, other body is refused ---
+  // --- one request at a time per user (live): a batch is one request; the turn is given back before the answer
+  // is written, so a client never holds an answer while its request still counts as in flight ---
+  const call: RpcCall = { req, ctx, caller, account, slug, items, methods };
+  const waitMs = inFlightWaitMs(ctx);
+  if (waitMs === undefined) return idempotent(call, idempotencyKey);
+  const release = await takeTurn(stateOf(ctx), accountIdentity(account), waitMs);
+  // the route's own 429: the pipeline adds no x-ratelimit-* to it (the live answer carries none)
+  if (!release) return { status: 429, body: { error: RPC_IN_FLIGHT_MESSAGE }, meta: { ownLimit: true } };
+  try {
+    return await idempotent(call, idempotencyKey);
+  } finally {
+    release();
+  }
+}
+
+/** A validated request on its way to the upstream. */
+interface RpcCall {
+  req: EmulatorRequest;
+  ctx: EmulatorContext;
+  caller: Caller;
+  account: Account;
+  slug: string;
+  items: unknown[];
+  methods: string[];
+}
+
+/** Idempotency: the same key with the same body replays; another body under the key is refused. */
+async function idempotent(call: RpcCall, idempotencyKey: string | undefined): Promise<EmulatorResponse> {
+  const { req, ctx, account, slug } = call;
   const state = stateOf(ctx);
   const bodyHash = createHash("sha256").update(slug).update("\n").update(req.body).digest("hex");
-  const cacheKey = idempotencyKey ? `${accountKey(account)}|${idempotencyKey}` : undefined;
+  const cacheKey = idempotencyKey ? `${accountIdentity(account)}|${idempotencyKey}` : undefined;
   if (cacheKey) {
     // a twin still in flight: wait for it (its answer is then replayed, its failure lets this one try)
     for (let pending = state.inflight.get(cacheKey); pending; pending = state.inflight.get(cacheKey)) {
@@ -265,7 +333,7 @@ async function handle(req: EmulatorRequest, ctx: EmulatorContext, caller: Caller
       if (hit.bodyHash !== bodyHash) throw badRequest("Idempotency-Key was already used with a different request body");
       return { ...hit.response, headers: { ...hit.response.headers, "idempotent-replayed": "true" } };
     }
-    const done = serve(req, ctx, caller, account, slug, items, methods);
+    const done = serve(call);
     state.inflight.set(cacheKey, { bodyHash, done });
     try {
       const response = await done;
@@ -279,24 +347,19 @@ async function handle(req: EmulatorRequest, ctx: EmulatorContext, caller: Caller
       state.inflight.delete(cacheKey);
     }
   }
-  return serve(req, ctx, caller, account, slug, items, methods);
+  return serve(call);
 }
 
 /** Admits, checks the balance, forwards and bills one (already validated) request. */
-async function serve(
-  req: EmulatorRequest,
-  ctx: EmulatorContext,
-  caller: Caller,
-  account: Account,
-  slug: string,
-  items: unknown[],
-  methods: string[],
-): Promise<EmulatorResponse> {
+async function serve({ req, ctx, caller, account, slug, items, methods }: RpcCall): Promise<EmulatorResponse> {
   admit(ctx, account);
   if (caller.kind === "apiKey" && ctx.ledger.available(account) <= 0) {
     return { status: 402, body: { error: "Insufficient balance", code: "INSUFFICIENT_BALANCE" } };
   }
-  if (caller.kind === "wallet" && account.usd < ctx.x402.minimumBalanceUsd) return ctx.x402.insufficientCredit402(req, ctx, account);
+  if (caller.kind === "wallet") {
+    const refused = ctx.x402.walletRefusal(req, ctx, account);
+    if (refused) return refused;
+  }
 
   // --- forward ---
   const upstream = upstreamOf(ctx, slug);
@@ -323,7 +386,7 @@ async function serve(
     [ctx.names.rpcCostUsdHeader]: costUsd.toFixed(8),
     "x-request-id": requestId,
   };
-  if (caller.kind === "wallet") headers["x-balance-remaining"] = account.usd.toFixed(6);
+  if (caller.kind === "wallet" && ctx.x402.balanceHeader) headers["x-balance-remaining"] = account.usd.toFixed(6);
   return { status: 200, headers, body: answer };
 }
 

@@ -7,7 +7,7 @@ import { accountIdentity } from "../auth.js";
 import { EMBEDDING_MODELS, MODELS } from "../models/catalog.js";
 import { RateLimiter } from "../rate-limits.js";
 import type { Account, Caller, EmulatorContext, Route, RouteHandler } from "../types.js";
-import { EmulatorHttpError } from "../types.js";
+import { EmulatorHttpError, isLiveMode } from "../types.js";
 
 /** The API tier id of an account (`apiTier.id`, and `rateLimitTier` in the log). */
 export function apiTierId(account: Account): string {
@@ -21,7 +21,7 @@ function accountOf(caller: Caller): Account {
 }
 
 function limiterOf(ctx: EmulatorContext): RateLimiter {
-  return ctx.rateLimiter ?? new RateLimiter(ctx.options.rateLimits, ctx.now);
+  return ctx.rateLimiter ?? new RateLimiter(ctx.options.rateLimits, ctx.now, isLiveMode(ctx.options));
 }
 
 function nextUtcMidnight(now: number): string {

@@ -23,7 +23,7 @@ import type { AddressInfo } from "node:net";
 import { USDC_SOLANA } from "../../x402/policy.js";
 import { SOLANA_MAINNET } from "../../x402/wallets.js";
 import type { EmulatorContext, EmulatorRequest, EmulatorResponse, Route } from "../types.js";
-import type { Rail } from "./index.js";
+import type { Rail } from "./options.js";
 
 const DECIMALS = 6;
 export const SOLANA_STARTING_USDC_ATOMIC = 1_000_000n * 10n ** BigInt(DECIMALS);

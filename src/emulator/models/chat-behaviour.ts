@@ -1,0 +1,82 @@
+/**
+ * Where the emulated chat behaves as the live service (`mode: "live"`, the default) rather than as the seed
+ * contract (`mode: "seed"`), each difference with an option of its own that wins over the mode; and the
+ * in-band error knobs (`EmulatorOptions.chat`).
+ *
+ * | behaviour | live | seed |
+ * |---|---|---|
+ * | citation markers (`citationMarkers`) | `^n^` | `[REF]n[/REF]` |
+ * | `return_search_results_as_documents` (`searchDocuments`) | id `web_search_call`, name `web_search`, `finish_reason: "tool_calls"`, streamed before the content | `<brand>_web_search_documents`, streamed after the content |
+ * | citations in a stream (`streamSearchResults`) | only with `include_search_results_in_stream`: a `choices: []` chunk at the end | in the closing usage chunk, or first with the flag |
+ * | a stream that fails in-band (`refundFailedStreams`) | charged before the first byte, then a `REFUND` row | never charged |
+ *
+ * Per-request test directives (./engine.ts) trigger the in-band errors of one answer: `[[emu:error]]`
+ * (`upstream_error`), `[[emu:error=model_overloaded]]`, `[[emu:error=content_filter]]` (each after the first
+ * content chunk, then `[DONE]`), and `[[emu:refuse]]` (`finish_reason: "content_filter"`).
+ */
+import { ConfigurationError } from "../../http/errors.js";
+import type { ChatEmulatorOptions, CitationMarkers, EmulatorOptions } from "../types.js";
+
+export type { ChatEmulatorOptions, CitationMarkers } from "../types.js";
+
+/** The resolved chat behaviour of one emulator. */
+export interface ChatBehaviour {
+  citationMarkers: CitationMarkers;
+  liveSearchDocuments: boolean;
+  liveStreamSearchResults: boolean;
+  refundFailedStreams: boolean;
+  overloadedStreams: number;
+  overloadedRetryAfterSeconds: number;
+}
+
+export const DEFAULT_OVERLOADED_RETRY_AFTER_SECONDS = 1;
+
+export function chatBehaviour(options: Pick<EmulatorOptions, "mode" | "chat">): ChatBehaviour {
+  const live = options.mode !== "seed";
+  const chat = options.chat ?? {};
+  return {
+    citationMarkers: chat.citationMarkers ?? (live ? "caret" : "ref"),
+    liveSearchDocuments: (chat.searchDocuments ?? (live ? "live" : "seed")) === "live",
+    liveStreamSearchResults: (chat.streamSearchResults ?? (live ? "live" : "seed")) === "live",
+    refundFailedStreams: chat.refundFailedStreams ?? live,
+    overloadedStreams: chat.overloadedStreams ?? 0,
+    overloadedRetryAfterSeconds: chat.overloadedRetryAfterSeconds ?? DEFAULT_OVERLOADED_RETRY_AFTER_SECONDS,
+  };
+}
+
+/** Throws a ConfigurationError naming the first bad `chat` option (at `startEmulator`). */
+export function validateChatOptions(chat: ChatEmulatorOptions | undefined): void {
+  if (chat === undefined) return;
+  const oneOf = (key: keyof ChatEmulatorOptions, allowed: readonly unknown[]) => {
+    const value = chat[key];
+    if (value !== undefined && !allowed.includes(value)) {
+      throw new ConfigurationError(`chat.${key} must be one of ${allowed.map((a) => JSON.stringify(a)).join(", ")} (got ${JSON.stringify(value)})`);
+    }
+  };
+  oneOf("citationMarkers", ["caret", "ref"]);
+  oneOf("searchDocuments", ["live", "seed"]);
+  oneOf("streamSearchResults", ["live", "seed"]);
+  oneOf("refundFailedStreams", [true, false]);
+  const n = chat.overloadedStreams;
+  if (n !== undefined && !(Number.isInteger(n) && n >= 0)) throw new ConfigurationError(`chat.overloadedStreams must be a non-negative integer (got ${String(n)})`);
+  const s = chat.overloadedRetryAfterSeconds;
+  if (s !== undefined && !(typeof s === "number" && Number.isFinite(s) && s >= 0)) {
+    throw new ConfigurationError(`chat.overloadedRetryAfterSeconds must be a number >= 0 (got ${String(s)})`);
+  }
+}
+
+/** The in-band errors a stream can end with (each followed by `[DONE]`), as the live service words them. */
+export type InBandErrorKind = "upstream_error" | "model_overloaded" | "content_filter";
+
+export function inBandErrorEvent(kind: InBandErrorKind, retryAfterSeconds: number): { error: Record<string, unknown> } {
+  switch (kind) {
+    case "model_overloaded":
+      return {
+        error: { message: "The model is currently overloaded. Please try again later.", type: "server_error", code: "model_overloaded", retry_after: retryAfterSeconds },
+      };
+    case "content_filter":
+      return { error: { message: "The provider blocked the content of this answer.", type: "content_filter_error", code: "content_blocked_by_provider" } };
+    default:
+      return { error: { message: "Emulated upstream error in the middle of the stream", type: "server_error", code: "upstream_error" } };
+  }
+}

@@ -1,0 +1,125 @@
+/**
+ * The emulator's x402 options (`startEmulator({ x402: {...} })`), and how each behaviour that differs between the
+ * live service and the seed contract is decided: its own option when set, else the emulator's `mode` (live by
+ * default). Options are read on each request, so a test may change them on a running emulator.
+ */
+import { isLiveMode, type EmulatorContext, type Route } from "../types.js";
+
+export interface X402EmulatorOptions {
+  /** minimum wallet credit to be served (default 0.10) */
+  minimumBalanceUsd?: number;
+  suggestedTopUpUsd?: number;
+  minimumTopUpUsd?: number;
+  maximumTopUpUsd?: number;
+  /** true: start a LiteSVM rail when `litesvm` is installed; false: Base only */
+  solana?: boolean;
+  /** answer the first `delayedTopUps` (1) top-ups this many ms late, after settling (a client timeout after the money moved) */
+  topUpResponseDelayMs?: number;
+  delayedTopUps?: number;
+  /** answer the first N top-ups 503 after settling */
+  topUpFailures?: number;
+  /** settle the first `delayedSettlements` (1) payments this many ms after they arrive (a slow facilitator) */
+  settleDelayMs?: number;
+  delayedSettlements?: number;
+  /** tests only: replaces `import("litesvm")` (to exercise the missing-package path) */
+  solanaImporter?: () => Promise<unknown>;
+
+  // --- where the live service and the seed differ (each option wins over the mode) ---
+  /** send `X-Balance-Remaining` on a wallet's served answers (live: never, the guide documents it but it is not sent; seed: yes) */
+  balanceHeader?: boolean;
+  /**
+   * a re-send of a payment that is still settling: `"409"` answers `409 PAYMENT_IN_PROGRESS` at once (live);
+   * `"wait"` waits for the settlement and answers as a re-send after it (seed)
+   */
+  resendWhileSettling?: "409" | "wait";
+  /**
+   * the top-up's 400 codes (in `error`): `"live"` (`INVALID_PAYMENT_FORMAT`, `UNSUPPORTED_NETWORK`,
+   * `UNSUPPORTED_TOKEN`, `INVALID_PAYMENT_RECIPIENT`, `AMOUNT_TOO_LOW`, …) or `"seed"` (`X402_INVALID_PAYMENT`)
+   */
+  refusalCodes?: "live" | "seed";
+  /**
+   * the x402 routes' own limits, a rolling `windowMs` (default 60000): top-up per IP, balance and transactions per
+   * wallet; over them `429 {error: "Rate limit exceeded. Please try again later."}` with no rate-limit headers
+   * (live: 10, 30, 20; seed and `false`: none)
+   */
+  routeLimits?: false | { topUp?: number; balance?: number; transactions?: number; windowMs?: number };
+  /**
+   * `/x402/balance` and `/x402/transactions` without a sign-in: `"live"` answers 402 (the discovery shape, empty
+   * `accepts`) and a bad sign-in 401 `{error: "Invalid Sign-in-with-x signature"}`; `"seed"` answers 401 to both
+   */
+  readRouteAuth?: "live" | "seed";
+
+  // --- top-up answers on demand (both modes; each counts the signed payments it applies to) ---
+  /** answer the first N signed payments `504 SETTLEMENT_TIMEOUT`; they settle anyway, later (`settlementTimeoutLands`, default true) or not */
+  settlementTimeouts?: number;
+  /** whether a payment answered 504 still settles (after `settleDelayMs`, else at once); false: never, its bytes may be sent again */
+  settlementTimeoutLands?: boolean;
+  /** answer the first N signed payments `402 SETTLEMENT_FAILED`: nothing settled, no funds moved */
+  settlementFailures?: number;
+  /** payments are off: every `POST /x402/top-up` is `503 X402_NOT_CONFIGURED` */
+  notConfigured?: boolean;
+
+  /**
+   * EVM wallets linked to an account with staking-token (DIEM) credit this epoch, address -> USD of DIEM left. Such
+   * a wallet is billed to that account first (its charges are not in the wallet's transactions), its balance shows
+   * `diemBalanceUsd`, and while DIEM is left but under the minimum it is refused 402 whatever its own credit: a
+   * top-up does not cure that. Also `emulator.ledger.linkWallet(address, { diemUsd })` at run time.
+   */
+  linkedWallets?: Record<string, number>;
+}
+
+export interface RouteLimitSettings {
+  topUp: number;
+  balance: number;
+  transactions: number;
+  windowMs: number;
+}
+
+/** The live service's per-route limits (a minute). */
+export const LIVE_ROUTE_LIMITS: RouteLimitSettings = { topUp: 10, balance: 30, transactions: 20, windowMs: 60_000 };
+
+/** The behaviours that differ between live and seed, decided (option, else mode) on each call. */
+export class X402Behaviour {
+  constructor(
+    readonly o: X402EmulatorOptions,
+    readonly ctx: EmulatorContext,
+  ) {}
+
+  get live(): boolean {
+    return isLiveMode(this.ctx.options);
+  }
+  get balanceHeader(): boolean {
+    return this.o.balanceHeader ?? !this.live;
+  }
+  get resend409(): boolean {
+    return (this.o.resendWhileSettling ?? (this.live ? "409" : "wait")) === "409";
+  }
+  get liveCodes(): boolean {
+    return (this.o.refusalCodes ?? (this.live ? "live" : "seed")) === "live";
+  }
+  get liveReadAuth(): boolean {
+    return (this.o.readRouteAuth ?? (this.live ? "live" : "seed")) === "live";
+  }
+  /** the route limits in force, or undefined for none */
+  get routeLimits(): RouteLimitSettings | undefined {
+    const r = this.o.routeLimits;
+    if (r === false || (r === undefined && !this.live)) return undefined;
+    return { ...LIVE_ROUTE_LIMITS, ...r };
+  }
+  /** a top-up refusal's code: the live one, or the seed's catch-all */
+  code(live: string): string {
+    return this.liveCodes ? live : "X402_INVALID_PAYMENT";
+  }
+}
+
+/** A payment rail the emulator can settle on. */
+export interface Rail {
+  network: string;
+  requirement(amountAtomic: bigint): Record<string, unknown>;
+  /** the atomic amount a payload transfers, read from the payload itself (undefined when unreadable) */
+  amountOf(payload: Record<string, unknown>, accepted: Record<string, unknown> | undefined): bigint | undefined;
+  settle(payload: Record<string, unknown>, requirement: Record<string, unknown>): Promise<{ success: boolean; transaction: string; payer?: string; errorReason?: string }>;
+  /** extra routes (e.g. the Solana JSON-RPC) */
+  routes?: Route[];
+  close?(): Promise<void>;
+}
