@@ -51,7 +51,7 @@ export interface ServiceFetch extends TransportFetch {
 /** The stack options a face (ChatService, ServiceEmbeddings) takes among its own fields, under the same names. */
 const FACE_STACK_OPTIONS = [
   "apiKey", "baseUrl", "brand", "timeout", "idleTimeout", "totalTimeout", "maxResponseBytes", "maxEventBytes", "fetch", "retry",
-  "abuseGuard", "auth", "wallet", "payment", "onPayment", "solanaRpcUrl", "topUp", "store", "pacing", "defaultHeaders",
+  "abuseGuard", "auth", "wallet", "payment", "onPayment", "solanaRpcUrl", "topUp", "store", "pacing", "concurrency", "defaultHeaders",
 ] as const satisfies readonly (keyof FetchStackOptions)[];
 
 /** @internal Picks a face's stack options out of its fields (nothing else of them reaches the stack). */
@@ -67,6 +67,7 @@ function lazyWalletAuth(wallet: X402Wallet, x402: Promise<typeof import("./x402/
   provider.catch(() => {});
   return {
     identity: `wallet:${wallet.address}`,
+    kind: "wallet",
     clockSensitive: true,
     headers: async (url, init) => (await provider).headers(url, init),
   };

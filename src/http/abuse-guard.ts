@@ -5,6 +5,12 @@
  * the block: it waits while sends in flight may still fail, and for the window to free up when that wait is
  * short enough (`maxWaitMs`), else it refuses to send with an `AbuseBlockError` (source "client").
  *
+ * The live service tells its own count on every credentialed answer: an error budget (`x-ratelimit-remaining`
+ * failures left until `x-ratelimit-resets`, for 50 non-429 4xx per 30 s). It only ever tightens the guard: while
+ * it is in force, no more sends are in flight than failures it has left (other clients of the same key or IP may
+ * be spending it too), on top of the guard's own rule, which it never loosens. A "too many in flight" 429 (a
+ * wallet's 6th request, crypto RPC's second at once) never ran, and is not counted as a failure.
+ *
  * The service counts per caller, so with a fleet store (`store: RedisStore`) the failures and the sends in flight
  * are counted in the store, for every process on the credential: one process's failures hold back the others
  * before the service's block (each send takes an in-flight place atomically, a failure is recorded for all). The
@@ -14,6 +20,8 @@ import { AbuseBlockError, ConfigurationError, abortErrorOf } from "./errors.js";
 import type { FetchLayer } from "./types.js";
 import { sleep } from "./retry.js";
 import { randomId, viaStore, type LimitStore } from "./shared-limits.js";
+import { countsAsFailure } from "./refusals.js";
+import { errorBudgetOf } from "./headers.js";
 
 export interface AbuseGuardOptions {
   /** the service blocks after MORE than this many failures in the window (default 20) */
@@ -31,6 +39,8 @@ export class AbuseGuard {
   /** timestamps (ms) of recent failures, oldest first */
   #failures: number[] = [];
   #inFlight = 0;
+  /** the service's error budget as last told: failures left, until when (ms since epoch) */
+  #budget?: { remaining: number; resetsAtMs: number };
 
   constructor(options: Partial<AbuseGuardOptions> = {}) {
     this.options = { ...DEFAULT_ABUSE_GUARD, ...options };
@@ -69,6 +79,27 @@ export class AbuseGuard {
 
   recordFailure(now = Date.now()) {
     this.#failures.push(now);
+    if (this.#budget) this.#budget.remaining = Math.max(0, this.#budget.remaining - 1);
+  }
+
+  /**
+   * Takes the error budget an answer told (`x-ratelimit-remaining` / `-resets`). When that answer is itself a
+   * failure, its `recordFailure` counts it once more: the told figure may not include it yet (the safe side).
+   */
+  observeBudget(budget: { remaining: number; resetsAtMs: number } | undefined, now = Date.now()): void {
+    if (!budget || !(budget.resetsAtMs > now)) return;
+    this.#budget = { remaining: Math.max(0, budget.remaining), resetsAtMs: budget.resetsAtMs };
+  }
+
+  /** ms until the service's budget allows one more send (sends in flight may each fail), or 0 */
+  #budgetWait(now: number): number {
+    const b = this.#budget;
+    if (!b) return 0;
+    if (now >= b.resetsAtMs) {
+      this.#budget = undefined;
+      return 0;
+    }
+    return this.#inFlight < b.remaining ? 0 : this.#inFlight > 0 ? 25 : b.resetsAtMs - now + 1;
   }
 
   /** Until when the failures this guard counts still count at the service (the newest one's window end), or 0. */
@@ -86,6 +117,8 @@ export class AbuseGuard {
   waitNeeded(now = Date.now()): number {
     this.#prune(now);
     const failures = this.#failures.length;
+    const budgetWait = this.#budgetWait(now);
+    if (budgetWait > 0) return budgetWait;
     if (failures + this.#inFlight < this.options.maxFailures) return 0;
     if (failures < this.options.maxFailures) return 25; // room frees when a send in flight ends
     // the failure that must age out for one more send to be safe
@@ -104,7 +137,8 @@ export class AbuseGuard {
         return;
       }
       const failures = this.failureCount(now);
-      if (failures >= this.options.maxFailures && now - started + wait > maxWaitMs) throw this.refusal(failures, wait);
+      const spent = this.#budget !== undefined && this.#budget.remaining === 0 && this.#inFlight === 0;
+      if ((failures >= this.options.maxFailures || spent) && now - started + wait > maxWaitMs) throw this.refusal(failures, wait);
       try {
         await sleep(Math.min(wait, 250), signal);
       } catch (err) {
@@ -118,13 +152,13 @@ export class AbuseGuard {
     if (failed) this.recordFailure();
   }
 
-  /** The client-side refusal: `failures` in the window, one more send safe in `waitMs`. */
+  /** The client-side refusal: `failures` in the window (or the service's error budget spent), one more send safe in `waitMs`. */
   refusal(failures: number, waitMs: number): AbuseBlockError {
-    return new AbuseBlockError(
-      `refused to send: ${failures} failed requests in the last ${this.options.windowMs / 1000}s; ` +
-        `one more could trip the service's abuse block (more than ${this.options.maxFailures}). Retry in ${Math.ceil(waitMs / 1000)}s.`,
-      { source: "client", retryAfterMs: waitMs },
-    );
+    const why =
+      failures >= this.options.maxFailures
+        ? `${failures} failed requests in the last ${this.options.windowMs / 1000}s; one more could trip the service's abuse block (more than ${this.options.maxFailures})`
+        : "the service's error budget (x-ratelimit-remaining) is spent; one more failure would block this caller";
+    return new AbuseBlockError(`refused to send: ${why}. Retry in ${Math.ceil(waitMs / 1000)}s.`, { source: "client", retryAfterMs: waitMs });
   }
 
   /**
@@ -169,7 +203,9 @@ export function abuseGuardLayer(guard: AbuseGuard, maxWaitMs?: number, onSettled
     let failed = true;
     try {
       const response = await next(input, init);
-      failed = !response.ok;
+      failed = countsAsFailure(response);
+      const budget = errorBudgetOf(response.headers);
+      if (budget) guard.observeBudget(budget);
       return response;
     } finally {
       if (fleet) {

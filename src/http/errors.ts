@@ -80,6 +80,10 @@ export class PermissionDeniedError extends ServiceError {
 export class NotFoundError extends ServiceError {
   override name = "NotFoundError";
 }
+/** 404 for a model the service does not know ("Specified model not found…", often with a "did you mean"). */
+export class ModelNotFoundError extends NotFoundError {
+  override name = "ModelNotFoundError";
+}
 /** 402 variant 1: an API-key caller without balance (`INSUFFICIENT_BALANCE`); no wallet to pay with. */
 export class InsufficientBalanceError extends ServiceError {
   override name = "InsufficientBalanceError";
@@ -242,6 +246,81 @@ export class StoreUnavailableError extends ServiceError {
   }
 }
 
+/**
+ * The model is overloaded: a 429 with `Retry-After` ("The model is currently overloaded…"), or an in-band stream
+ * error `{code: "model_overloaded", retry_after}`. The stack retries it within `maxRetries` while nothing has been
+ * handed to the caller; it surfaces once output has started (a stream cut mid-answer) or retries are spent.
+ */
+export class ModelOverloadedError extends RateLimitError {
+  override name = "ModelOverloadedError";
+  /** how long the service asked to wait, in ms (`Retry-After` / `retry_after`) */
+  readonly retryAfterMs?: number;
+  constructor(message: string, init: ServiceErrorInit & { resetAt?: Date; retryAfterMs?: number } = {}) {
+    super(message, init);
+    this.retryAfterMs = init.retryAfterMs;
+  }
+}
+/**
+ * The model (or its provider) refused or cut the answer: `finish_reason: "content_filter"` on a 200, or an in-band
+ * stream error `type: "content_filter_error"` (`code: "content_blocked_by_provider"`). Not retried. `partial` holds
+ * what content had arrived before the cut, if any.
+ */
+export class ContentFilterError extends ServiceError {
+  override name = "ContentFilterError";
+  readonly partial?: string;
+  constructor(message: string, init: ServiceErrorInit & { partial?: string } = {}) {
+    super(message, init);
+    this.partial = init.partial;
+  }
+}
+/** 422: the prompt violates a content policy. `suggestedPrompt`: the service's safer prompt, when it offers one. */
+export class ContentPolicyError extends ServiceError {
+  override name = "ContentPolicyError";
+  readonly suggestedPrompt?: string;
+  constructor(message: string, init: ServiceErrorInit & { suggestedPrompt?: string } = {}) {
+    super(message, init);
+    this.suggestedPrompt = init.suggestedPrompt;
+  }
+}
+/**
+ * A top-up the service refused, with its code (`INVALID_PAYMENT`, `AMOUNT_TOO_LOW`, `SETTLEMENT_FAILED`, …: on the
+ * top-up route the code is in `error`). `fundsMoved` is false when the service says no funds moved (a 400, or
+ * `402 SETTLEMENT_FAILED`): then a new payment is safe within the caps.
+ */
+export class TopUpRejectedError extends PaymentFailedError {
+  override name = "TopUpRejectedError";
+  readonly fundsMoved: false;
+  constructor(message: string, init: ServiceErrorInit & { code: string }) {
+    super(message, init);
+    this.fundsMoved = false;
+  }
+}
+/** `503 X402_NOT_CONFIGURED`: the service takes no payments for now. Nothing was signed, or what was signed was not taken. */
+export class PaymentsUnavailableError extends PaymentFailedError {
+  override name = "PaymentsUnavailableError";
+}
+/**
+ * A 402 that a top-up would not cure, so nothing was paid: the wallet's credit is already at or above the minimum,
+ * or the wallet is linked to an account whose staking-token credit is billed first (`diemBalanceUsd`).
+ */
+export class PaymentNotCurableError extends PaymentFailedError {
+  override name = "PaymentNotCurableError";
+  /** `linked_account`: a linked account is billed first; `credit_sufficient`: credit is there, the 402 is for another reason */
+  readonly reason: "linked_account" | "credit_sufficient";
+  /** the wallet's credit in USD and the linked account's, from `GET /x402/balance` */
+  readonly balanceUsd?: number;
+  readonly diemBalanceUsd?: number;
+  constructor(
+    message: string,
+    init: ServiceErrorInit & { reason: "linked_account" | "credit_sufficient"; balanceUsd?: number; diemBalanceUsd?: number },
+  ) {
+    super(message, init);
+    this.reason = init.reason;
+    this.balanceUsd = init.balanceUsd;
+    this.diemBalanceUsd = init.diemBalanceUsd;
+  }
+}
+
 /** The caller's abort as a typed error: a deadline (`AbortSignal.timeout`) is a TimeoutError, else an AbortError. */
 export function abortErrorOf(reason: unknown): ServiceError {
   if (reason instanceof ServiceError) return reason;
@@ -282,11 +361,25 @@ function bodyCode(body: unknown): string | undefined {
   return undefined;
 }
 
+/** `request_id` of a body (the live service's upstream rejections carry one): the id to quote, before any header's. */
+function bodyRequestId(body: unknown): string | undefined {
+  if (!body || typeof body !== "object") return undefined;
+  const id = (body as { request_id?: unknown }).request_id;
+  return typeof id === "string" && id !== "" ? id : undefined;
+}
+
+/** The 402 of an x402 wallet (discovery, or `PAYMENT_REQUIRED`): anything else is an account's plain 402. */
+function isX402Body(body: unknown, code: string | undefined, headers: ServiceResponseHeaders): boolean {
+  const b = (body && typeof body === "object" ? body : {}) as Record<string, unknown>;
+  return code === "PAYMENT_REQUIRED" || b.x402Version !== undefined || Array.isArray(b.accepts) || b.topUpInstructions !== undefined || headers.paymentRequired !== undefined;
+}
+
 /** Builds the typed error for a non-success response whose body has been read (JSON or text). */
 export function errorFromResponse(status: number, body: unknown, headers: ServiceResponseHeaders): ServiceError {
   const code = bodyCode(body);
   const text = bodyMessage(body);
-  const base = { status, body, headers, code };
+  // which id to quote to support: the body's `request_id`, else `X-Request-ID`, else CF-RAY (headers.requestId)
+  const base = { status, body, headers, code, requestId: bodyRequestId(body) ?? headers.requestId };
   const msg = (fallback: string) => `${status} ${text ?? fallback}`;
   if (text?.includes("Too many failed attempts")) {
     return new AbuseBlockError(msg(ABUSE_BLOCK_MESSAGE), { ...base, source: "service", retryAfterMs: 30_000 });
@@ -301,7 +394,9 @@ export function errorFromResponse(status: number, body: unknown, headers: Servic
       return new AuthenticationError(msg("Authentication failed"), base);
     case 402: {
       const b = (body ?? {}) as Record<string, unknown>;
-      if (code === "INSUFFICIENT_BALANCE") {
+      // the spec's INSUFFICIENT_BALANCE, or the live service's plain 402 of an account ("Insufficient USD or Diem
+      // balance…", a per-key spend limit): no code, no x402 fields
+      if (code === "INSUFFICIENT_BALANCE" || (code === undefined && !isX402Body(body, code, headers))) {
         return new InsufficientBalanceError(
           msg("Insufficient balance") + " (API-key account; add credit or use a wallet)",
           base,
@@ -325,10 +420,27 @@ export function errorFromResponse(status: number, body: unknown, headers: Servic
     case 403:
       return new PermissionDeniedError(msg("Forbidden"), base);
     case 404:
+      if (/\bmodel\b/i.test(text ?? "")) return new ModelNotFoundError(msg("Model not found"), base);
       return new NotFoundError(msg("Not found"), base);
+    case 422: {
+      const suggested = (body as { suggested_prompt?: unknown } | undefined)?.suggested_prompt;
+      return new ContentPolicyError(msg("The prompt violates the content policy"), {
+        ...base,
+        suggestedPrompt: typeof suggested === "string" ? suggested : undefined,
+      });
+    }
     case 429: {
       const reset = rateLimitResetAtMs(headers);
-      return new RateLimitError(msg("Rate limit exceeded"), { ...base, resetAt: reset !== undefined ? new Date(reset) : undefined });
+      const resetAt = reset !== undefined ? new Date(reset) : undefined;
+      if (/overloaded/i.test(text ?? "")) {
+        const after = headers.retryAfterAtMs;
+        return new ModelOverloadedError(msg("The model is currently overloaded"), {
+          ...base,
+          resetAt,
+          retryAfterMs: after === undefined ? undefined : Math.max(0, after - Date.now()),
+        });
+      }
+      return new RateLimitError(msg("Rate limit exceeded"), { ...base, resetAt });
     }
     case 504:
       return new GatewayTimeoutError(

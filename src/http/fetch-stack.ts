@@ -6,9 +6,12 @@
  * This floor knows nothing of wallets, payments or crypto RPC: `src/stack.ts` (above the faces) hands in the
  * credential provider, the payment layer and the fleet store; `createServiceFetch` there is what faces call.
  *
- *   errors -> deadline -> payment (x402) -> retry -> pacing -> abuse guard -> auth -> timeout -> fetch
+ *   errors -> deadline -> payment (x402) -> retry -> requests in flight -> pacing -> abuse guard -> auth
+ *   -> timeout -> fetch
  *
- * Auth sits inside retry so that every attempt is signed afresh (a SIWX header is single-use).
+ * Auth sits inside retry so that every attempt is signed afresh (a SIWX header is single-use). The in-flight
+ * queue (a wallet's 5, crypto RPC's one at a time) sits outside pacing, so that a send is counted in its rate
+ * window when it really leaves, not while it still waits for a place.
  */
 import { brandNames, normalizeBaseUrl, readEnv, ENV_API_KEY, DEFAULT_BRAND } from "./config.js";
 import {
@@ -23,8 +26,11 @@ import { parseServiceHeaders, type ServiceResponseHeaders } from "./headers.js";
 import { AbuseGuard, abuseGuardLayer, type AbuseGuardOptions } from "./abuse-guard.js";
 import { retryLayer, type RetryOptions } from "./retry.js";
 import { pacingLayer, type PacingOptions } from "./pacing.js";
+import { concurrencyLayer, type ConcurrencyOptions } from "./concurrency.js";
+import { mark429 } from "./refusals.js";
 import type { FetchLayer, FetchLike, ServiceRequestInit } from "./types.js";
-import { sendFollowingSafely } from "./redirects.js";
+import { sameOrigin, sendFollowingSafely } from "./redirects.js";
+export { sameOrigin } from "./redirects.js";
 import { CLOCK_RETRY_MS, serviceClock } from "./clock.js";
 import { DEFAULT_MAX_EVENT_BYTES, DEFAULT_MAX_RESPONSE_BYTES, deadlineLayer, deadlineOf, guardBody, validateBodyOptions, type BodyLimits } from "./body-guard.js";
 import { SharedRegistry } from "./bounded.js";
@@ -37,6 +43,8 @@ export type { FetchLayer, FetchLike, ServiceRequestHints, ServiceRequestInit } f
 export interface AuthProvider {
   /** a label for logs and for sharing limiters; never the secret itself */
   readonly identity: string;
+  /** `wallet`: a wallet's sign-in (its requests count toward the wallet's cap of requests in flight) */
+  readonly kind?: "apiKey" | "wallet";
   /**
    * true when the headers carry a time the service checks against its own clock (a SIWX `issuedAt`, signed with
    * `serviceClock`): a 401 whose `Date` shows the clock used was off is then signed again once.
@@ -88,6 +96,12 @@ export interface TransportOptions {
   pacing?: Partial<PacingOptions> | false;
   /** a custom pacing layer, placed inside retries (replaces the default) */
   pacingLayer?: FetchLayer;
+  /**
+   * Requests in flight, as the service allows them: at most `perWallet` (5) per wallet, and crypto RPC calls
+   * `cryptoRpc` (1) at a time per caller; more wait their turn in the process (and in a fleet store) instead of
+   * drawing 429s. `false` turns the queue off.
+   */
+  concurrency?: Partial<ConcurrencyOptions> | false;
   /** extra headers on every request */
   defaultHeaders?: Record<string, string>;
 }
@@ -154,19 +168,6 @@ function mergeSignals(a: AbortSignal | null | undefined, b: AbortSignal): AbortS
   return a ? AbortSignal.any([a, b]) : b;
 }
 
-/** True when `url` lies on `origin` (a fast prefix check, with a parsed comparison as the fallback). */
-export function sameOrigin(url: string, origin: string): boolean {
-  if (url.startsWith(origin)) {
-    const c = url.charCodeAt(origin.length);
-    // end, "/", "?" or "#": not a longer host or port ("http://h:80" vs "http://h:8080")
-    if (Number.isNaN(c) || c === 47 || c === 63 || c === 35) return true;
-  }
-  try {
-    return new URL(url).origin === origin;
-  } catch {
-    return false;
-  }
-}
 
 /**
  * Auth + default headers + per-attempt timeout + mapping of transport failures to typed errors. Credentials
@@ -231,14 +232,16 @@ function transportLayer(
         Math.abs(serviceClock.offset(origin) - signedOffset) < CLOCK_RETRY_MS ||
         isStream(rest.body)
       ) {
-        return guard(response);
+        // a 429 is read here once and marked with what it means (refusals.ts) for the layers outside
+        return response.status === 429 ? await mark429(guard(response)) : guard(response);
       }
       // refused while our clock was off: once more, signed with the service's time
       await response.body?.cancel().catch(() => undefined);
       const again = new Headers(headers);
       const fresh = await auth!.headers(url, init);
       for (const k in fresh) again.set(k, fresh[k]!);
-      return guard(await send(again));
+      const retried = await send(again);
+      return retried.status === 429 ? await mark429(guard(retried)) : guard(retried);
     } catch (err) {
       // a caller's deadline (LangChain turns `timeout` into AbortSignal.timeout) is a timeout, not an abort
       if (userSignal?.aborted) throw abortErrorOf(userSignal.reason);
@@ -384,6 +387,10 @@ export function createTransport(options: TransportOptions = {}): TransportFetch 
   }
   if (options.pacingLayer) f = options.pacingLayer(f);
   else if (options.pacing !== false) f = pacingLayer(`${baseUrl}|${identity}`, options.pacing || {}, fleetStore && { store: fleetStore, label: brand })(f);
+  if (options.concurrency !== false && auth) {
+    const wallet = auth.kind === "wallet" || identity.startsWith("wallet:");
+    f = concurrencyLayer(new URL(baseUrl).origin, identity, wallet, options.concurrency || {}, fleetStore && { store: fleetStore, label: brand })(f);
+  }
   if (options.retry !== false) f = retryLayer(options.retry ?? {}, brand)(f);
   if (paymentLayer) f = paymentLayer(f);
   f = deadlineLayer(f, limits.totalTimeout);

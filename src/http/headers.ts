@@ -1,22 +1,35 @@
 /**
  * The response headers of the spec's part 2.5, parsed into one typed object. Strings that hold numbers
- * become numbers, `true`/`false` become booleans. Units are made explicit: `x-ratelimit-reset-requests` is a
- * Unix timestamp (seconds), and so is the crypto RPC proxy's `X-RateLimit-Reset`; `x-ratelimit-reset-tokens`
- * is seconds from now.
+ * become numbers, `true`/`false` become booleans. Reset times come in three units, depending on the deployment:
+ * the live service sends `x-ratelimit-reset-requests` and `-tokens` as Unix milliseconds, the seed as Unix
+ * seconds (requests) and seconds from now (tokens); the crypto RPC proxy's `X-RateLimit-Reset` is Unix seconds.
+ * The raw numbers are kept as sent, and each reset is also given as an instant (`…AtMs`), read whichever unit.
+ *
+ * Three families share the `x-ratelimit-` prefix (read by exact name): the model limits (`-requests`, `-tokens`),
+ * the live error budget (`x-ratelimit-remaining` with `x-ratelimit-resets`, Unix ms: failures left before the
+ * block), and the crypto RPC cap (`X-RateLimit-Limit`, `-Remaining`, `-Reset`, on its 429 only).
  */
 import { brandNames } from "./config.js";
 
 export interface RateLimitHeaders {
   limitRequests?: number;
   remainingRequests?: number;
-  /** Unix timestamp (seconds) at which the request window resets */
+  /** when the request window resets, as sent: Unix ms (live) or Unix seconds (seed) */
   resetRequests?: number;
+  /** `resetRequests` as an instant (ms since epoch), whichever unit it came in */
+  resetRequestsAtMs?: number;
   limitTokens?: number;
   remainingTokens?: number;
-  /** seconds from the response until the token window resets */
+  /** when the token window resets, as sent: Unix ms (live), Unix seconds, or seconds from now (seed) */
   resetTokens?: number;
-  /** `resetTokens` as an absolute time (ms since epoch), computed when the headers were read */
+  /** `resetTokens` as an instant (ms since epoch), computed when the headers were read */
   resetTokensAtMs?: number;
+  /**
+   * The live error budget: `x-ratelimit-remaining` failures (non-429 4xx) left before the caller is blocked, until
+   * `x-ratelimit-resets` (Unix ms). Present only when `x-ratelimit-resets` is (the crypto RPC cap reuses the name
+   * `X-RateLimit-Remaining` for its own count).
+   */
+  errorBudget?: { remaining: number; resetsAtMs: number };
   type?: "user" | "api_key" | "global" | string;
   /** `X-RateLimit-Limit`: the crypto RPC proxy's per-minute cap (sent on its 429s) */
   limit?: number;
@@ -37,7 +50,7 @@ export interface ServiceResponseHeaders {
   contentEncoding?: string;
   contentDisposition?: string;
   date?: string;
-  /** `CF-RAY`: the request id to quote to support */
+  /** the request id to quote to support: `X-Request-ID`, else `CF-RAY` */
   requestId?: string;
   /** `x-service-version`: `YYYYMMDD.HHMMSS` */
   version?: string;
@@ -90,12 +103,19 @@ export function toNumber(value: string | null | undefined): number | undefined {
 }
 
 /**
- * A reset header (`x-ratelimit-reset-requests`, `X-RateLimit-Reset`) as ms since epoch. It is a Unix timestamp
- * in seconds; tolerate a server that sends milliseconds, or seconds from now (a value below 1e9, i.e. before
- * 2001, is relative).
+ * A reset header (`x-ratelimit-reset-requests`, `-tokens`, `X-RateLimit-Reset`) as ms since epoch, whichever unit
+ * it came in: Unix milliseconds (above 1e12, the live service), Unix seconds (above 1e9), or seconds from now (a
+ * smaller value, i.e. before 2001 as a timestamp: the seed's `reset-tokens`).
  */
 export function resetRequestsAtMs(reset: number, now = Date.now()): number {
   return reset > 1e12 ? reset : reset >= 1e9 ? reset * 1000 : now + reset * 1000;
+}
+
+/** The live error budget of an answer (`x-ratelimit-remaining` beside `x-ratelimit-resets`); undefined without it. */
+export function errorBudgetOf(headers: Headers, now = Date.now()): { remaining: number; resetsAtMs: number } | undefined {
+  const resets = toNumber(headers.get("x-ratelimit-resets"));
+  const remaining = resets === undefined ? undefined : toNumber(headers.get("x-ratelimit-remaining"));
+  return resets === undefined || remaining === undefined ? undefined : { remaining, resetsAtMs: resetRequestsAtMs(resets, now) };
 }
 
 /** `retry-after` in ms: delay-seconds or an HTTP date; undefined when absent or unreadable. */
@@ -169,13 +189,14 @@ export function parseServiceHeaders(
   const bool = (name: string) => toBoolean(headers.get(name));
 
   const resetTokens = num("x-ratelimit-reset-tokens");
+  const resetRequests = num("x-ratelimit-reset-requests");
   const retryAfter = retryAfterMs(headers.get("retry-after"), now);
   const out: ServiceResponseHeaders = {
     contentType: get("content-type"),
     contentEncoding: get("content-encoding"),
     contentDisposition: get("content-disposition"),
     date: get("date"),
-    requestId: get("cf-ray"),
+    requestId: get("x-request-id") ?? get("cf-ray"),
     version: get(`${p}version`),
     timestamp: get(`${p}timestamp`),
     hostName: get(`${p}host-name`),
@@ -187,11 +208,13 @@ export function parseServiceHeaders(
     rateLimit: compact({
       limitRequests: num("x-ratelimit-limit-requests"),
       remainingRequests: num("x-ratelimit-remaining-requests"),
-      resetRequests: num("x-ratelimit-reset-requests"),
+      resetRequests,
+      resetRequestsAtMs: resetRequests === undefined ? undefined : resetRequestsAtMs(resetRequests, now),
       limitTokens: num("x-ratelimit-limit-tokens"),
       remainingTokens: num("x-ratelimit-remaining-tokens"),
       resetTokens,
-      resetTokensAtMs: resetTokens === undefined ? undefined : now + resetTokens * 1000,
+      resetTokensAtMs: resetTokens === undefined ? undefined : resetRequestsAtMs(resetTokens, now),
+      errorBudget: errorBudgetOf(headers, now),
       type: get("x-ratelimit-type"),
       limit: num("x-ratelimit-limit"),
       remaining: num("x-ratelimit-remaining"),

@@ -5,6 +5,7 @@
  */
 import { ConfigurationError, ValidationError } from "./errors.js";
 import { MODEL_TYPES } from "./types.js";
+import { checkRouteLimits } from "./route-limits.js";
 
 /** the longest delay `setTimeout` holds (about 24.8 days) */
 export const MAX_TIMER_MS = 2 ** 31 - 1;
@@ -53,6 +54,9 @@ function checkGroup(
 }
 
 const delay = (v: unknown, path: string) => checkMs(v, path, false);
+const positiveInt = (v: unknown, path: string) => {
+  if (!(typeof v === "number" && Number.isInteger(v) && v > 0)) throw new ConfigurationError(`${path} must be a positive integer (got ${describe(v)})`);
+};
 const fn = (v: unknown, path: string) => {
   if (typeof v !== "function") throw new ConfigurationError(`${path} must be a function (got ${describe(v)})`);
 };
@@ -76,6 +80,7 @@ export function validateStackOptions(options: {
   fetch?: unknown;
   retry?: unknown;
   pacing?: unknown;
+  concurrency?: unknown;
   topUp?: unknown;
   defaultHeaders?: unknown;
 }): void {
@@ -97,7 +102,13 @@ export function validateStackOptions(options: {
   checkGroup(
     options.pacing,
     "pacing",
-    { resetMarginMs: delay, maxHoldMs: delay, typeLimits: checkTypeLimits, typeWindowMs: (v, p) => checkMs(v, p, true) },
+    { resetMarginMs: delay, maxHoldMs: delay, typeLimits: checkTypeLimits, typeWindowMs: (v, p) => checkMs(v, p, true), routeLimits: checkRouteLimits, routeWindowMs: (v, p) => checkMs(v, p, true) },
+    true,
+  );
+  checkGroup(
+    options.concurrency,
+    "concurrency",
+    { perWallet: positiveInt, cryptoRpc: positiveInt },
     true,
   );
   checkGroup(

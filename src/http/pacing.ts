@@ -17,6 +17,10 @@
  * client, the tools, the ethers and Solana adapters) are paced in a limiter of their own, which learns the cap
  * from that 429 and from then on counts its sends against it.
  *
+ * The wallet routes (`/x402/top-up`, `/x402/balance/{wallet}`, `/x402/transactions/{wallet}`) have published limits
+ * of their own, told by no header: each is paced like a type limit under a key of its own (per wallet, or per
+ * address for the top-up, whoever the caller), in the store too for a fleet (route-limits.ts).
+ *
  * With a fleet store (`store: RedisStore`), the request and token windows of a (caller, model) live in the
  * store instead, so that every process of a fleet on one key counts against one window: each send takes its
  * place there atomically (one Lua script: roll the window, check, count), and each answer's headers update it.
@@ -29,6 +33,8 @@ import { parseServiceHeaders, rateLimitResetAtMs, resetRequestsAtMs, toNumber } 
 import { sleep } from "./retry.js";
 import { SharedRegistry } from "./bounded.js";
 import { randomId, viaStore, type LimitStore, type PaceObservation } from "./shared-limits.js";
+import { tooManyKind, type TooManyKind } from "./refusals.js";
+import { limitedRouteOf, ROUTE_LIMITS, routeWindowOf, type LimitedRoute } from "./route-limits.js";
 
 /** The kind of model a request uses: spec part 8 publishes a requests-per-minute limit for each but text. */
 export { MODEL_TYPES, type ModelType } from "./types.js";
@@ -52,6 +58,13 @@ export interface PacingOptions {
   typeLimits?: Partial<Record<ModelType, number>>;
   /** the window of `typeLimits` in ms (default 60000: the published limits are per minute) */
   typeWindowMs?: number;
+  /**
+   * requests per `routeWindowMs` of the wallet routes, which the service limits with header-less 429s (default
+   * `ROUTE_LIMITS`: top-up 10 per IP, balance 30 and transactions 20 per wallet; see route-limits.ts); `false`: unpaced
+   */
+  routeLimits?: Partial<Record<LimitedRoute, number>> | false;
+  /** the window of `routeLimits` in ms (default 60000: the published limits are per minute) */
+  routeWindowMs?: number;
 }
 
 /** the longest a 429 pauses a limiter (the retry layer's default `maxRateLimitWaitMs`) */
@@ -242,10 +255,10 @@ export class RateLimiter {
   }
 
   /** Reads the answer's headers (and status); frees the reservation. */
-  release(tokens: number, headers: Headers | undefined, now = Date.now(), status?: number) {
+  release(tokens: number, headers: Headers | undefined, now = Date.now(), status?: number, kind?: TooManyKind) {
     this.#inFlight--;
     this.#inFlightTokens -= tokens;
-    this.learn(headers, now, status);
+    this.learn(headers, now, status, kind);
     // the type's window counts this send until a window after its answer (nothing to count once headers tell)
     if (this.typePaced) this.#answered.push(now);
     else this.#answered.length = 0;
@@ -255,16 +268,11 @@ export class RateLimiter {
    * Reads an answer's headers (and status) without a reservation of this limiter: a send the shared store paced
    * (so that this limiter knows the windows when it has to take over from a failed store).
    */
-  learn(headers: Headers | undefined, now = Date.now(), status?: number) {
+  learn(headers: Headers | undefined, now = Date.now(), status?: number, kind?: TooManyKind) {
     this.#probing = false;
-    if (status === 429 && headers) {
-      // The window was used up after all (another process on the same key, a limit the headers did not
-      // tell): hold every send until the reset the answer names, else for a second.
-      const resetAt = rateLimitResetAtMs(parseServiceHeaders(headers, undefined, now), now);
-      const until = resetAt !== undefined && resetAt > now ? resetAt : now + 1000;
-      // a far reset (a daily limit): holding would only delay the same answer; let sends fail fast instead
-      if (until - now <= MAX_PAUSE_MS) this.#pausedUntil = Math.max(this.#pausedUntil, until);
-    }
+    const until = status === 429 && headers ? pauseAfter429(headers, now, kind) : undefined;
+    if (until !== undefined) this.#pausedUntil = Math.max(this.#pausedUntil, until);
+    if (status === 429 && kind === "in-flight") status = undefined; // never ran: tells nothing of the windows
     this.#learnCap(headers, now, status);
     if (headers) {
       const limit = toNumber(headers.get("x-ratelimit-limit-requests"));
@@ -286,9 +294,9 @@ export class RateLimiter {
       const tRemaining = toNumber(headers.get("x-ratelimit-remaining-tokens"));
       const tReset = toNumber(headers.get("x-ratelimit-reset-tokens"));
       if (tLimit !== undefined && tRemaining !== undefined && tReset !== undefined) {
-        // `reset-tokens` is whole seconds from now (up to 1 s late); when the request window's exact Unix
-        // reset falls within that second, it is the same window: take the exact instant.
-        let resetAt = now + tReset * 1000;
+        // `reset-tokens` is Unix ms (live), or whole seconds from now (seed: up to 1 s late; when the request
+        // window's exact reset falls within that second, it is the same window: take the exact instant)
+        let resetAt = resetRequestsAtMs(tReset, now);
         const requestsReset = this.#requests?.resetAt;
         if (requestsReset !== undefined && Number.isFinite(requestsReset) && resetAt - requestsReset >= 0 && resetAt - requestsReset <= 1000) {
           resetAt = requestsReset;
@@ -354,15 +362,25 @@ const PROBE_LEASE_MS = 5_000;
 /** a send in flight counts against a new window for this long at most (its process may have died) */
 const FLIGHT_MS = 30_000;
 
+/**
+ * Until when a 429 holds every send of its limiter: a rate limit until the reset it names (else a second); an
+ * overloaded model for its `Retry-After` only (its reset headers name the rate window, which is not what is full);
+ * "too many in flight" not at all (the in-flight queue deals with it). Undefined: no pause (also for a far reset,
+ * a daily limit: holding would only delay the same answer).
+ */
+function pauseAfter429(headers: Headers, now: number, kind: TooManyKind | undefined): number | undefined {
+  if (kind === "in-flight") return undefined;
+  const parsed = parseServiceHeaders(headers, undefined, now);
+  const resetAt = kind === "overloaded" ? parsed.retryAfterAtMs : rateLimitResetAtMs(parsed, now);
+  const until = resetAt !== undefined && resetAt > now ? resetAt : now + 1000;
+  return until - now <= MAX_PAUSE_MS ? until : undefined;
+}
+
 /** What an answer tells the shared window: the requests and tokens windows, a 429's pause, or nothing to pace on. */
-function observationOf(id: string, headers: Headers | undefined, status: number | undefined, now: number, marginMs: number): PaceObservation {
+function observationOf(id: string, headers: Headers | undefined, status: number | undefined, now: number, marginMs: number, kind?: TooManyKind): PaceObservation {
   const o: PaceObservation = { now, marginMs, ttlMs: MAX_REMEMBER_MS, id, flightMs: FLIGHT_MS };
   if (!headers) return o; // no answer: the probe (if it was one) ends, nothing learned
-  if (status === 429) {
-    const resetAt = rateLimitResetAtMs(parseServiceHeaders(headers, undefined, now), now);
-    const until = resetAt !== undefined && resetAt > now ? resetAt : now + 1000;
-    if (until - now <= MAX_PAUSE_MS) o.pauseUntil = until;
-  }
+  if (status === 429) o.pauseUntil = pauseAfter429(headers, now, kind);
   const limit = toNumber(headers.get("x-ratelimit-limit-requests"));
   const remaining = toNumber(headers.get("x-ratelimit-remaining-requests"));
   const reset = toNumber(headers.get("x-ratelimit-reset-requests"));
@@ -371,7 +389,7 @@ function observationOf(id: string, headers: Headers | undefined, status: number 
   const tLimit = toNumber(headers.get("x-ratelimit-limit-tokens"));
   const tRemaining = toNumber(headers.get("x-ratelimit-remaining-tokens"));
   const tReset = toNumber(headers.get("x-ratelimit-reset-tokens"));
-  if (tLimit !== undefined && tRemaining !== undefined && tReset !== undefined) o.tokens = { limit: tLimit, remaining: tRemaining, resetAt: now + tReset * 1000 };
+  if (tLimit !== undefined && tRemaining !== undefined && tReset !== undefined) o.tokens = { limit: tLimit, remaining: tRemaining, resetAt: resetRequestsAtMs(tReset, now) };
   return o;
 }
 
@@ -413,6 +431,9 @@ async function acquireShared(
 export function pacingLayer(scope: string, options: Partial<PacingOptions> = {}, shared?: SharedPacing): FetchLayer {
   const o: PacingOptions = { resetMarginMs: 20, maxHoldMs: 120_000, ...options };
   const typeLimits = { ...TYPE_LIMITS, ...options.typeLimits };
+  const routeLimits = options.routeLimits === false ? undefined : { ...ROUTE_LIMITS, ...options.routeLimits };
+  // a wallet route's limiter paces its published limit as a type limit, over its own window
+  const routeOptions: PacingOptions = { ...o, typeWindowMs: options.routeWindowMs ?? 60_000 };
   // this layer's own strong hold on the limiters it uses (a few: one per model it paces)
   const own = new Map<string, RateLimiter>();
   return (next) => async (input, init) => {
@@ -420,11 +441,13 @@ export function pacingLayer(scope: string, options: Partial<PacingOptions> = {},
     const url = typeof input === "string" ? input : input instanceof URL ? input.href : input.url;
     const type = modelTypeOf(url, init?.service?.modelType);
     const bucket = bucketOf(url, init?.service?.model, type);
-    const key = `${scope}|${bucket}`;
+    // a wallet route's window is per wallet or per address, whoever the caller is: keyed apart from the scope
+    const route = routeLimits && limitedRouteOf(url);
+    const key = route ? route.key : `${scope}|${bucket}`;
     let limiter = own.get(key);
     if (!limiter) {
-      const typeLimit = bucket === "crypto-rpc" ? undefined : typeLimits[type];
-      own.set(key, (limiter = limiters.get(key, () => new RateLimiter(o, typeLimit))));
+      const typeLimit = route ? routeLimits[route.route] : bucket === "crypto-rpc" ? undefined : typeLimits[type];
+      own.set(key, (limiter = limiters.get(key, () => new RateLimiter(route ? routeOptions : o, typeLimit))));
     }
     const tokens = init?.service?.estimatedTokens ?? 0;
     const id = shared ? randomId() : "";
@@ -438,10 +461,18 @@ export function pacingLayer(scope: string, options: Partial<PacingOptions> = {},
       return response;
     } finally {
       const now = Date.now();
-      if (local) limiter.release(tokens, response?.headers, now, response?.status);
-      else limiter.learn(response?.headers, now, response?.status);
+      const kind = tooManyKind(response);
+      // a wallet route's window is its published one: `x-ratelimit-*` on its answers, if any, tell of other limits
+      const heard = route && response ? new Headers() : response?.headers;
+      if (local) limiter.release(tokens, heard, now, response?.status, kind);
+      else limiter.learn(heard, now, response?.status, kind);
       if (fleet) {
-        const observed = observationOf(id, response?.headers, response?.status, now, o.resetMarginMs);
+        const observed = observationOf(id, heard, response?.status, now, o.resetMarginMs, kind);
+        if (route && response) {
+          // no headers to learn from: the answer tells the store the route's published window
+          observed.requests = routeWindowOf(routeLimits![route.route], routeOptions.typeWindowMs!, now);
+          observed.unmetered = undefined;
+        }
         await viaStore(fleet.store, fleet.label, () => fleet.store.observePace(key, observed));
       }
       limiters.keep(limiter, limiter.rememberUntil(now));

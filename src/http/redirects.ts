@@ -15,6 +15,20 @@
 import { RedirectError } from "./errors.js";
 import type { FetchLike, ServiceRequestInit } from "./types.js";
 
+/** True when `url` lies on `origin` (a fast prefix check, with a parsed comparison as the fallback). */
+export function sameOrigin(url: string, origin: string): boolean {
+  if (url.startsWith(origin)) {
+    const c = url.charCodeAt(origin.length);
+    // end, "/", "?" or "#": not a longer host or port ("http://h:80" vs "http://h:8080")
+    if (Number.isNaN(c) || c === 47 || c === 63 || c === 35) return true;
+  }
+  try {
+    return new URL(url).origin === origin;
+  } catch {
+    return false;
+  }
+}
+
 /** Headers that carry a credential or money: never sent beyond the service's origin. */
 export const CREDENTIAL_HEADERS = ["authorization", "sign-in-with-x", "x-sign-in-with-x"] as const;
 export const PAYMENT_HEADERS = ["payment-signature", "x-payment", "x-402-payment"] as const;

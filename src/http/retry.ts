@@ -1,15 +1,23 @@
 /**
- * Retries. A 429 waits once for the instant its headers name (the latest of `x-ratelimit-reset-requests`, the
- * crypto RPC proxy's `X-RateLimit-Reset` and `retry-after`; one backoff step when it names none, or a past one)
- * and is re-sent once: a second 429 is the answer, never a backoff series, since every 429 counts towards the
- * service's abuse block. 500/502/503 back off exponentially with jitter, a bounded number of times; so does a
+ * Retries. What a 429 means decides what follows (refusals.ts):
+ * - a rate limit waits once for the instant its headers name (the latest of `x-ratelimit-reset-requests`, the
+ *   crypto RPC proxy's `X-RateLimit-Reset` and `retry-after`; one backoff step when it names none, or a past one)
+ *   and is re-sent once: a second 429 is the answer, never a backoff series, since at the seed every 429 counts
+ *   towards the service's abuse block;
+ * - an overloaded model waits its `Retry-After` and is retried, each time one of `maxRetries`;
+ * - "too many in flight" (a wallet's 6th request, crypto RPC's second at once) never ran: it waits a short,
+ *   growing pause and is re-sent, outside `maxRetries`, for as long as the caller's deadline (its signal) allows,
+ *   or `maxRateLimitWaitMs` in all when the call has none;
+ * - an abuse block is the answer (a re-send within it is refused again).
+ * 500/502/503 back off exponentially with jitter, a bounded number of times; so does a
  * 504 of a streaming request, while a 504 of any other request is final: the service timed it out, the same
  * request would time out again, and the error says to stream. 400/401/402 and other statuses are never retried
  * here (blind retries of client errors count towards the abuse block). Only the response headers decide; a
  * response handed back to the caller is never retried, so a stream already partly read is never re-sent.
  */
 import { AbuseBlockError, abortErrorOf } from "./errors.js";
-import { parseServiceHeaders, rateLimitResetAtMs } from "./headers.js";
+import { classify429, tooManyKind } from "./refusals.js";
+import { parseServiceHeaders, rateLimitResetAtMs, retryAfterMs } from "./headers.js";
 import type { FetchLayer } from "./types.js";
 
 export interface RetryOptions {
@@ -89,22 +97,27 @@ export function isOneShotBody(body: unknown): boolean {
   );
 }
 
+/** The stack's retry defaults (also what a face that retries on its own, such as a stream's in-band errors, uses). */
+export const DEFAULT_RETRY: Readonly<RetryOptions> = {
+  maxRetries: 4,
+  baseDelayMs: 250,
+  maxDelayMs: 8_000,
+  maxRateLimitWaitMs: 60_000,
+  random: Math.random,
+  sleep,
+};
+
 export function retryLayer(options: Partial<RetryOptions>, _brand: string): FetchLayer {
-  const o: RetryOptions = {
-    maxRetries: 4,
-    baseDelayMs: 250,
-    maxDelayMs: 8_000,
-    maxRateLimitWaitMs: 60_000,
-    random: Math.random,
-    sleep,
-    ...options,
-  };
+  const o: RetryOptions = { ...DEFAULT_RETRY, ...options };
   return (next) => async (input, init) => {
     if (o.maxRetries <= 0 || init?.service?.retry === false || isOneShotBody(init?.body)) return next(input, init);
     /** the last answer, read, for when a retry cannot be sent */
     let last: { status: number; statusText: string; headers: Headers; text: string } | undefined;
     /** a 429 was waited for already: the next one is the answer */
     let waitedForReset = false;
+    /** "too many in flight" answers so far, and the time spent waiting after them */
+    let inFlightRefusals = 0;
+    let inFlightWaitedMs = 0;
     for (let attempt = 0; ; attempt++) {
       let response: Response;
       try {
@@ -120,18 +133,48 @@ export function retryLayer(options: Partial<RetryOptions>, _brand: string): Fetc
         throw err;
       }
       const status = response.status;
-      if (attempt >= o.maxRetries) return response;
-      let waitMs: number | undefined;
       if (status === 429) {
-        if (waitedForReset) return response;
-        waitedForReset = true;
-        waitMs = rateLimitWaitMs(response.headers);
-        if (waitMs !== undefined && waitMs > o.maxRateLimitWaitMs) return response;
-        // no reset, or one already past (clock skew, a stale header): one backoff step rather than at once
-        if (!waitMs) waitMs = backoffDelay(attempt, o);
-        // A small jitter spreads callers that all wait for the same reset instant.
+        // the (small) body says what the 429 means; read once, it also frees the connection before any wait
+        const marked = tooManyKind(response);
+        const text = await response.text().catch(() => "");
+        last = { status, statusText: response.statusText, headers: response.headers, text };
+        const answer = () => new Response(text, last);
+        const kind = marked ?? classify429(text);
+        let waitMs: number;
+        if (kind === "abuse") return answer();
+        if (kind === "in-flight") {
+          // never ran: not an attempt. A short pause that grows (a place frees when another request ends)
+          waitMs = backoffDelay(Math.min(inFlightRefusals++, 5), { ...o, baseDelayMs: Math.min(o.baseDelayMs, 100) });
+          if (!init?.signal && inFlightWaitedMs + waitMs > o.maxRateLimitWaitMs) return answer();
+          inFlightWaitedMs += waitMs;
+          attempt--;
+        } else if (attempt >= o.maxRetries) {
+          return answer();
+        } else if (kind === "overloaded") {
+          // the service says how long (Retry-After, its default 30 s); each wait is one of the retries
+          const after = retryAfterMs(response.headers.get("retry-after"));
+          waitMs = after ?? backoffDelay(attempt, o);
+          if (waitMs > o.maxRateLimitWaitMs) return answer();
+        } else {
+          if (waitedForReset) return answer();
+          waitedForReset = true;
+          const reset = rateLimitWaitMs(response.headers);
+          if (reset !== undefined && reset > o.maxRateLimitWaitMs) return answer();
+          // no reset, or one already past (clock skew, a stale header): one backoff step rather than at once
+          waitMs = reset || backoffDelay(attempt, o);
+        }
+        // A small jitter spreads callers that all wait for the same instant.
         waitMs += o.random() * Math.min(250, o.baseDelayMs);
-      } else if (RETRYABLE_STATUSES.has(status) || (status === 504 && asksForStream(init?.body))) {
+        try {
+          await o.sleep(waitMs, init?.signal);
+        } catch (err) {
+          throw init?.signal?.aborted ? abortErrorOf(init.signal.reason) : err;
+        }
+        continue;
+      }
+      if (attempt >= o.maxRetries) return response;
+      let waitMs: number;
+      if (RETRYABLE_STATUSES.has(status) || (status === 504 && asksForStream(init?.body))) {
         waitMs = backoffDelay(attempt, o);
       } else {
         return response;
@@ -139,8 +182,6 @@ export function retryLayer(options: Partial<RetryOptions>, _brand: string): Fetc
       // Read the (small) error body, which frees the connection before waiting and keeps the answer.
       const text = await response.text().catch(() => "");
       last = { status, statusText: response.statusText, headers: response.headers, text };
-      // the service's abuse block lasts 30 s: a re-send within it is refused again
-      if (status === 429 && text.includes(ABUSE_BLOCK_MARK)) return new Response(text, last);
       try {
         await o.sleep(waitMs, init?.signal);
       } catch (err) {
@@ -149,7 +190,5 @@ export function retryLayer(options: Partial<RetryOptions>, _brand: string): Fetc
     }
   };
 }
-
-const ABUSE_BLOCK_MARK = "Too many failed attempts";
 
 export { AbuseBlockError };

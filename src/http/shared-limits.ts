@@ -90,6 +90,22 @@ export interface GuardRelease {
   windowMs: number;
 }
 
+/** A request asks for one of `limit` places (requests in flight: a wallet's 5, crypto RPC's one at a time). */
+export interface SlotRequest {
+  now: number;
+  /** unique per request: its place, until released */
+  id: string;
+  limit: number;
+  /** a place lapses after this without renewal (its process may have died) */
+  leaseMs: number;
+}
+
+/** `granted`: the place is taken; `held`: places held now (this one included when granted). */
+export interface SlotGrant {
+  granted: boolean;
+  held: number;
+}
+
 /**
  * The store side of shared pacing and guard windows. Each method is one atomic step of the store (no
  * read-then-write race between processes); keys are the layers' own (`<service>|<caller>|<model>` for pacing,
@@ -115,6 +131,12 @@ export interface LimitStore {
   acquireGuard(key: string, request: GuardRequest): Promise<GuardGrant>;
   /** Frees the send's in-flight place and, when it failed, records the failure for the whole fleet. */
   releaseGuard(key: string, release: GuardRelease): Promise<void>;
+  /** Atomically: drop lapsed places, then take one when fewer than `limit` are held. */
+  acquireSlot?(key: string, request: SlotRequest): Promise<SlotGrant>;
+  /** Extends a held place's lease; false when it had lapsed (it is not taken back). */
+  renewSlot?(key: string, renewal: { now: number; id: string; leaseMs: number }): Promise<boolean>;
+  /** Frees a place (a place already gone is no error). */
+  releaseSlot?(key: string, id: string): Promise<void>;
 }
 
 /** A store the layers should share limits through (a fleet store, not a per-process one). */

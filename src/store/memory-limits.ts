@@ -5,7 +5,7 @@
  * process-local store (its in-process limiters already are shared by the process); this is here so that the
  * store interface means the same thing whichever store is behind it.
  */
-import type { GuardGrant, GuardRelease, GuardRequest, LimitStore, PaceGrant, PaceObservation, PaceRequest } from "../http/shared-limits.js";
+import type { GuardGrant, GuardRelease, GuardRequest, LimitStore, PaceGrant, PaceObservation, PaceRequest, SlotGrant, SlotRequest } from "../http/shared-limits.js";
 
 /** One key's windows: `r*` requests, `t*` tokens; `*l` limit (undefined: unknown), `*u` used, `*r` reset (0: unknown). */
 interface Pace {
@@ -51,6 +51,8 @@ function roll(p: Pace, now: number, margin: number, flightMs: number): void {
 export class MemoryLimits implements LimitStore {
   readonly #pace = new Map<string, Pace>();
   readonly #guards = new Map<string, Guard>();
+  /** requests in flight per key: id -> lease end */
+  readonly #slots = new Map<string, Map<string, number>>();
   #calls = 0;
 
   /** drops expired keys now and then (a tenant seen once is not kept) */
@@ -58,6 +60,10 @@ export class MemoryLimits implements LimitStore {
     if (++this.#calls % 256 !== 0) return;
     for (const [k, v] of this.#pace) if (v.expires <= now) this.#pace.delete(k);
     for (const [k, v] of this.#guards) if (v.expires <= now) this.#guards.delete(k);
+    for (const [k, v] of this.#slots) {
+      for (const [id, end] of v) if (end <= now) v.delete(id);
+      if (v.size === 0) this.#slots.delete(k);
+    }
   }
 
   #paceOf(key: string, now: number): Pace {
@@ -178,5 +184,40 @@ export class MemoryLimits implements LimitStore {
   }
   async releaseGuard(key: string, release: GuardRelease): Promise<void> {
     this.releaseGuardNow(key, release);
+  }
+  acquireSlotNow(key: string, { now, id, limit, leaseMs }: SlotRequest): SlotGrant {
+    this.#sweep(now);
+    let held = this.#slots.get(key);
+    if (!held) this.#slots.set(key, (held = new Map()));
+    for (const [other, end] of held) if (end <= now) held.delete(other);
+    if (held.size >= limit) return { granted: false, held: held.size };
+    held.set(id, now + leaseMs);
+    return { granted: true, held: held.size };
+  }
+
+  renewSlotNow(key: string, { now, id, leaseMs }: { now: number; id: string; leaseMs: number }): boolean {
+    const held = this.#slots.get(key);
+    const end = held?.get(id);
+    if (end === undefined || end <= now) return false;
+    held!.set(id, now + leaseMs);
+    return true;
+  }
+
+  releaseSlotNow(key: string, id: string): void {
+    const held = this.#slots.get(key);
+    held?.delete(id);
+    if (held?.size === 0) this.#slots.delete(key);
+  }
+
+  async acquireSlot(key: string, request: SlotRequest): Promise<SlotGrant> {
+    return this.acquireSlotNow(key, request);
+  }
+
+  async renewSlot(key: string, renewal: { now: number; id: string; leaseMs: number }): Promise<boolean> {
+    return this.renewSlotNow(key, renewal);
+  }
+
+  async releaseSlot(key: string, id: string): Promise<void> {
+    this.releaseSlotNow(key, id);
   }
 }

@@ -5,7 +5,7 @@
 import type { LeaseOutcome, PaymentStore, PendingPaymentRecord, SpendOutcome, SpendRequest, TopUpEnd, TopUpState } from "./types.js";
 import { capDetail, dryRunDetail, payeeDetail, round6 } from "./details.js";
 import { MemoryLimits } from "./memory-limits.js";
-import type { GuardGrant, GuardRelease, GuardRequest, PaceGrant, PaceObservation, PaceRequest } from "../http/shared-limits.js";
+import type { GuardGrant, GuardRelease, GuardRequest, PaceGrant, PaceObservation, PaceRequest, SlotGrant, SlotRequest } from "../http/shared-limits.js";
 
 interface WalletTopUps {
   epoch: number;
@@ -186,6 +186,18 @@ export class MemoryStore implements PaymentStore {
 
   async releaseGuard(key: string, release: GuardRelease): Promise<void> {
     this.#limits.releaseGuardNow(key, release);
+  }
+
+  async acquireSlot(key: string, request: SlotRequest): Promise<SlotGrant> {
+    return this.#limits.acquireSlotNow(key, request);
+  }
+
+  async renewSlot(key: string, renewal: { now: number; id: string; leaseMs: number }): Promise<boolean> {
+    return this.#limits.renewSlotNow(key, renewal);
+  }
+
+  async releaseSlot(key: string, id: string): Promise<void> {
+    this.#limits.releaseSlotNow(key, id);
   }
 }
 

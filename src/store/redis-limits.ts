@@ -23,7 +23,7 @@
  * caller already reads against its own clock; a fleet on several machines needs them in sync (NTP) anyway.
  */
 import type { Cluster, Redis } from "ioredis";
-import type { GuardGrant, GuardRelease, GuardRequest, PaceGrant, PaceObservation, PaceRequest } from "../http/shared-limits.js";
+import type { GuardGrant, GuardRelease, GuardRequest, PaceGrant, PaceObservation, PaceRequest, SlotGrant, SlotRequest } from "../http/shared-limits.js";
 
 type Client = Redis | Cluster;
 
@@ -164,7 +164,38 @@ end
 return 1
 `;
 
+/**
+ * KEYS: slots. ARGV: now, id, limit, leaseMs. Returns { granted 0|1, held }. Requests in flight of one caller (a
+ * wallet's 5, crypto RPC's one at a time): a sorted set of ids scored by their lease's end; lapsed ones are dropped
+ * first (a process that died holding a place frees it when its lease ends).
+ */
+const ACQUIRE_SLOT = `
+local S = KEYS[1]
+local now, id, limit, leaseMs = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4])
+redis.call('ZREMRANGEBYSCORE', S, '-inf', string.format('%.17g', now))
+local n = redis.call('ZCARD', S)
+if n >= limit then return { 0, n } end
+redis.call('ZADD', S, string.format('%.17g', now + leaseMs), id)
+local t = redis.call('PTTL', S)
+if t < leaseMs + 1000 then redis.call('PEXPIRE', S, math.ceil(leaseMs + 1000)) end
+return { 1, n + 1 }
+`;
+
+/** KEYS: slots. ARGV: now, id, leaseMs. Extends a place still held (XX: never re-adds a lapsed one). */
+const RENEW_SLOT = `
+local S = KEYS[1]
+local now, id, leaseMs = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3])
+local score = redis.call('ZSCORE', S, id)
+if not score or tonumber(score) <= now then return 0 end
+redis.call('ZADD', S, 'XX', string.format('%.17g', now + leaseMs), id)
+local t = redis.call('PTTL', S)
+if t < leaseMs + 1000 then redis.call('PEXPIRE', S, math.ceil(leaseMs + 1000)) end
+return 1
+`;
+
 const COMMANDS = {
+  lcsAcquireSlot: { lua: ACQUIRE_SLOT, numberOfKeys: 1 },
+  lcsRenewSlot: { lua: RENEW_SLOT, numberOfKeys: 1 },
   lcsAcquirePace: { lua: ACQUIRE_PACE, numberOfKeys: 2 },
   lcsObservePace: { lua: OBSERVE_PACE, numberOfKeys: 2 },
   lcsAcquireGuard: { lua: ACQUIRE_GUARD, numberOfKeys: 2 },
@@ -210,4 +241,19 @@ export async function acquireGuard(client: Client, prefix: string, key: string, 
 export async function releaseGuard(client: Client, prefix: string, key: string, r: GuardRelease): Promise<void> {
   const [fail, flight] = guardKeys(prefix, key);
   await scripted(client).lcsReleaseGuard(fail, flight, r.now, r.id, r.failed ? 1 : 0, r.windowMs);
+}
+
+const slotKey = (prefix: string, key: string) => `${prefix}slots:${key}`;
+
+export async function acquireSlot(client: Client, prefix: string, key: string, r: SlotRequest): Promise<SlotGrant> {
+  const [granted, held] = (await scripted(client).lcsAcquireSlot(slotKey(prefix, key), r.now, r.id, r.limit, r.leaseMs)) as [number, number];
+  return { granted: granted === 1, held: Number(held) };
+}
+
+export async function renewSlot(client: Client, prefix: string, key: string, r: { now: number; id: string; leaseMs: number }): Promise<boolean> {
+  return (await scripted(client).lcsRenewSlot(slotKey(prefix, key), r.now, r.id, r.leaseMs)) === 1;
+}
+
+export async function releaseSlot(client: Client, prefix: string, key: string, id: string): Promise<void> {
+  await client.zrem(slotKey(prefix, key), id);
 }

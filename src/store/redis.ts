@@ -31,7 +31,7 @@ import { ConfigurationError, StoreUnavailableError } from "../http/errors.js";
 import { capDetail, dryRunDetail, payeeDetail, round6 } from "./details.js";
 import type { LeaseOutcome, PaymentStore, PendingPaymentRecord, SpendOutcome, SpendRequest, TopUpEnd, TopUpState } from "./types.js";
 import * as limits from "./redis-limits.js";
-import type { GuardGrant, GuardRelease, GuardRequest, PaceGrant, PaceObservation, PaceRequest } from "../http/shared-limits.js";
+import type { GuardGrant, GuardRelease, GuardRequest, PaceGrant, PaceObservation, PaceRequest, SlotGrant, SlotRequest } from "../http/shared-limits.js";
 
 /** An ioredis client (standalone, Sentinel) or cluster. */
 export type RedisClient = Redis | Cluster;
@@ -569,5 +569,18 @@ export class RedisStore implements PaymentStore {
 
   async releaseGuard(key: string, release: GuardRelease): Promise<void> {
     await this.#run("releaseGuard", (c) => limits.releaseGuard(c as unknown as RedisClient, this.prefix, key, release));
+  }
+
+  // A caller's requests in flight across the fleet (a wallet's 5, crypto RPC's one at a time): places with leases.
+  async acquireSlot(key: string, request: SlotRequest): Promise<SlotGrant> {
+    return this.#run("acquireSlot", (c) => limits.acquireSlot(c as unknown as RedisClient, this.prefix, key, request));
+  }
+
+  async renewSlot(key: string, renewal: { now: number; id: string; leaseMs: number }): Promise<boolean> {
+    return this.#run("renewSlot", (c) => limits.renewSlot(c as unknown as RedisClient, this.prefix, key, renewal));
+  }
+
+  async releaseSlot(key: string, id: string): Promise<void> {
+    await this.#run("releaseSlot", (c) => limits.releaseSlot(c as unknown as RedisClient, this.prefix, key, id));
   }
 }

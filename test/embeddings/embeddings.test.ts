@@ -10,7 +10,7 @@ import { Embeddings } from "@langchain/core/embeddings";
 import { ServiceEmbeddings, decodeBase64Float32, type EmbeddingsUsage } from "../../src/embeddings/index.js";
 import { startEmulator, type Emulator } from "../../src/emulator/index.js";
 import { ServiceClient } from "../../src/client.js";
-import { BadRequestError, RateLimitError, ResponseFormatError, ValidationError } from "../../src/http/errors.js";
+import { BadRequestError, InsufficientBalanceError, RateLimitError, ResponseFormatError, ValidationError } from "../../src/http/errors.js";
 
 const KEY = "emb-secret-key-123";
 let emu: Emulator;
@@ -173,9 +173,11 @@ describe("ServiceEmbeddings on the emulator", () => {
     expect(before - emu.ledger.available(account)).toBeCloseTo(cost!.usd, 6);
   });
 
-  it("answers 402 INSUFFICIENT_BALANCE to an API key with no balance, like chat", async () => {
+  it("answers an API key with no balance the plain 402, like chat: InsufficientBalanceError", async () => {
     const e = new ServiceEmbeddings({ baseUrl: emu.url, apiKey: "poor-key" });
-    await expect(e.embedQuery("hello")).rejects.toMatchObject({ status: 402, code: "INSUFFICIENT_BALANCE" });
+    const err = await e.embedQuery("hello").catch((x: unknown) => x);
+    expect(err).toBeInstanceOf(InsufficientBalanceError);
+    expect(err).toMatchObject({ status: 402 });
   });
 
   it("never puts the key in toJSON, inspect or errors", async () => {

@@ -49,6 +49,8 @@ const post = { method: "POST", headers: { "content-type": "application/json" } }
 let emu: Emulator;
 beforeAll(async () => {
   emu = await startEmulator({
+    // the seed's answers (unknown model 400, INSUFFICIENT_BALANCE, the 20-failure block); live ones: test/http/live-answers.test.ts
+    mode: "seed",
     apiKeys: [SECRET, { key: "broke", usd: 0, diem: 0 }, "k-limited", "k-abuse", "k-faults"],
     rateLimits: { windowMs: 2000, tiers: { S: { requests: 2 } } },
   });

@@ -54,7 +54,8 @@ describe("parseServiceHeaders", () => {
       contentEncoding: "gzip",
       contentDisposition: "attachment",
       date: "Sat, 21 Nov 2026 12:00:00 GMT",
-      requestId: "8a1b2c3d4e5f6071-EMU",
+      // X-Request-ID before CF-RAY: the id the live guides say to quote
+      requestId: "req-1",
       version: "20261121.120000",
       timestamp: "2026-11-21T12:00:00.000Z",
       hostName: "host-1",
@@ -67,6 +68,7 @@ describe("parseServiceHeaders", () => {
         limitTokens: 750_000,
         remainingTokens: 749_000,
         resetTokens: 42,
+        resetRequestsAtMs: 1700000060000,
         resetTokensAtMs: now + 42_000,
         type: "api_key",
       },

@@ -177,6 +177,25 @@ describe.each(kinds)("the limits contract: %s", (_name, make, available) => {
   });
 });
 
+describe.each(kinds)("requests in flight (slots): %s", (_name, make, available) => {
+  it.runIf(available)("at most `limit` places; a released place is free again; a lapsed one frees itself", async () => {
+    const s = make();
+    const take = (now: number, id: string) => s.acquireSlot!("o|wallet:0xab|wallet", { now, id, limit: 2, leaseMs: 1000 });
+    expect(await take(T0, "a")).toEqual({ granted: true, held: 1 });
+    expect(await take(T0, "b")).toEqual({ granted: true, held: 2 });
+    expect(await take(T0, "c")).toEqual({ granted: false, held: 2 });
+    await s.releaseSlot!("o|wallet:0xab|wallet", "a");
+    expect(await take(T0 + 5, "c")).toEqual({ granted: true, held: 2 });
+    // "b" is renewed while its stream runs; "c" is never heard of again (its process died): it lapses
+    expect(await s.renewSlot!("o|wallet:0xab|wallet", { now: T0 + 900, id: "b", leaseMs: 1000 })).toBe(true);
+    expect((await take(T0 + 990, "d")).granted).toBe(false);
+    expect(await take(T0 + 1006, "d")).toEqual({ granted: true, held: 2 });
+    // a lapsed place is not taken back by a late renewal
+    expect(await s.renewSlot!("o|wallet:0xab|wallet", { now: T0 + 1010, id: "c", leaseMs: 1000 })).toBe(false);
+    await s.releaseSlot!("o|wallet:0xab|wallet", "no-such-id"); // no error
+  });
+});
+
 describe("which stores the layers share limits through", () => {
   it("a process-local MemoryStore is not used for them (the in-process limiters stay as they are)", () => {
     expect(sharedLimitStore(new MemoryStore())).toBeUndefined();
@@ -202,6 +221,9 @@ describe.skipIf(!redisAvailable)("limits in Redis", () => {
       Array.from({ length: 20 }, (_, i) => clients[i % 4]!.acquireGuard("o|k", { now: T0, id: `s${i}`, maxFailures: 5, windowMs: 30_000, leaseMs: 30_000 })),
     );
     expect(guard.filter((g) => g.granted)).toHaveLength(5);
+    // a wallet's requests in flight likewise: 5 places for 20 requests from four clients
+    const slots = await Promise.all(Array.from({ length: 20 }, (_, i) => clients[i % 4]!.acquireSlot("o|w|wallet", { now: T0, id: `r${i}`, limit: 5, leaseMs: 30_000 })));
+    expect(slots.filter((g) => g.granted)).toHaveLength(5);
   });
 
   it("every key is under the prefix and has a TTL", async () => {
@@ -213,8 +235,14 @@ describe.skipIf(!redisAvailable)("limits in Redis", () => {
     await s.acquireGuard("https://svc|key:ab", { now, id: "x", maxFailures: 20, windowMs: 30_000, leaseMs: 30_000 });
     await s.acquireGuard("https://svc|key:ab", { now, id: "y", maxFailures: 20, windowMs: 30_000, leaseMs: 30_000 });
     await s.releaseGuard("https://svc|key:ab", { now: now + 1, id: "x", failed: true, windowMs: 30_000 });
+    await s.acquireSlot("https://svc|key:ab|crypto-rpc", { now, id: "z", limit: 1, leaseMs: 30_000 });
     const keys = await keysUnder(redis!.admin, prefix);
-    expect(keys).toEqual([`${prefix}fail:https://svc|key:ab`, `${prefix}flight:https://svc|key:ab`, `${prefix}pace:https://svc/api/v1|key:ab|m`]);
+    expect(keys).toEqual([
+      `${prefix}fail:https://svc|key:ab`,
+      `${prefix}flight:https://svc|key:ab`,
+      `${prefix}pace:https://svc/api/v1|key:ab|m`,
+      `${prefix}slots:https://svc|key:ab|crypto-rpc`,
+    ]);
     for (const k of keys) {
       const ttl = await redis!.admin.pttl(k);
       expect(ttl, k).toBeGreaterThan(0);
