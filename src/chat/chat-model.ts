@@ -34,16 +34,9 @@ import { ChatGenerationChunk, type ChatGeneration, type ChatResult } from "@lang
 import { CallbackManager, type CallbackManagerForLLMRun } from "@langchain/core/callbacks/manager";
 import { convertToOpenAITool } from "@langchain/core/utils/function_calling";
 import { makeInvalidToolCall, parseToolCall } from "@langchain/core/output_parsers/openai_tools";
-import { JsonOutputParser } from "@langchain/core/output_parsers";
 import { mergeConfigs, RunnableBinding, type Runnable, type RunnableConfig } from "@langchain/core/runnables";
-import { toJsonSchema } from "@langchain/core/utils/json_schema";
-import { getSchemaDescription, isInteropZodSchema, type InteropZodType } from "@langchain/core/utils/types";
-import { isSerializableSchema, type SerializableSchema } from "@langchain/core/utils/standard_schema";
-import {
-  assembleStructuredOutputPipeline,
-  createContentParser,
-  createFunctionCallingParser,
-} from "@langchain/core/language_models/structured_output";
+import type { InteropZodType } from "@langchain/core/utils/types";
+import type { SerializableSchema } from "@langchain/core/utils/standard_schema";
 import type { Document } from "@langchain/core/documents";
 import { z } from "zod";
 
@@ -68,7 +61,6 @@ import { checkChunk, checkCompletion } from "./wire-check.js";
 import { ThinkTagSplitter, splitThinkTags } from "./think-tags.js";
 import { parseSseBatches } from "./sse.js";
 import {
-  extractDocumentsToolCall,
   MESSAGE_EXTRAS_METADATA_KEY,
   mergeReasoningDetails,
   messageExtras,
@@ -81,6 +73,9 @@ import {
   type WireToolCall,
   type WireUsage,
 } from "./convert.js";
+import { finishReasonWithoutDocuments, SearchDocumentsFilter, takeSearchDocumentsCalls } from "./search-documents.js";
+import { DEFAULT_STREAM_RETRIES, refusalError, withOverloadRetries, withTypedStreamErrors, type StreamProgress } from "./stream-errors.js";
+import { structuredOutput } from "./structured-output.js";
 
 /**
  * `response_metadata.model_provider` picks LangChain's content-block translator (`message.contentBlocks`).
@@ -241,7 +236,8 @@ function isEmpty(obj: object | undefined): boolean {
 /**
  * LangChain's `maxRetries` (BaseChatModel's AsyncCaller, ChatOpenAI's client: retries after the first attempt)
  * is applied by the fetch stack, the only place this model retries (the AsyncCaller is never used): it becomes
- * `retry.maxRetries`, so `maxRetries: 0` is exactly one attempt and `.withRetry()` or fallbacks multiply
+ * `retry.maxRetries` (and bounds the re-requests of a stream refused in-band as overloaded before any content,
+ * ./stream-errors.ts), so `maxRetries: 0` is exactly one attempt and `.withRetry()` or fallbacks multiply
  * nothing hidden. Absent, the stack's default holds (4 retries, 5xx and one 429 wait only). Given with a
  * `retry.maxRetries` (or `retry: false`) that disagrees, or with a shared `serviceFetch` (whose policy is set
  * where it was built; only 0 applies, per request), it is a ConfigurationError rather than a silent choice.
@@ -279,9 +275,8 @@ interface ChoiceState {
   /** the service's other delta members (`thought_signature`...), put whole on the closing chunk */
   extras?: Record<string, unknown>;
   think?: ThinkTagSplitter;
-  /** tool-call indices that carry the search-documents tool call, and its arguments */
-  docIndices?: Set<number>;
-  docArgs?: string;
+  /** keeps the search-documents tool call out of the tool calls */
+  docs?: SearchDocumentsFilter;
 }
 
 /** One streamed piece: a LangChain chunk tagged with the choice it belongs to. */
@@ -348,6 +343,8 @@ export class ChatService extends BaseChatModel<ChatServiceCallOptions, AIMessage
   readonly #url: string;
   /** `maxRetries: 0` on a shared stack: every request asks the stack not to retry */
   readonly #noRetry: boolean;
+  /** re-requests of a stream refused in-band as overloaded before any content (within `maxRetries`) */
+  readonly #streamRetries: number;
 
   constructor(fields: ChatServiceInput) {
     super(fields ?? {});
@@ -384,6 +381,7 @@ export class ChatService extends BaseChatModel<ChatServiceCallOptions, AIMessage
     }
     const { retry, noRetry } = retryFromMaxRetries(fields);
     this.#noRetry = noRetry;
+    this.#streamRetries = noRetry || retry === false ? 0 : (retry?.maxRetries ?? DEFAULT_STREAM_RETRIES);
     this.brand = fields.serviceFetch?.brand ?? fields.brand ?? DEFAULT_BRAND;
     this.#names = brandNames(this.brand);
     this.model = fields.model;
@@ -608,6 +606,9 @@ export class ChatService extends BaseChatModel<ChatServiceCallOptions, AIMessage
       throw new ResponseFormatError("response has no choices", { status: 200, body: data, headers });
     }
     checkCompletion(data, this.#names.parameters, headers);
+    // a refusal is an error, not an answer (./stream-errors.ts)
+    const refused = data.choices.find((c) => c.finish_reason === "content_filter");
+    if (refused) throw refusalError(typeof refused.message?.content === "string" ? refused.message.content : "", data, headers);
     const echo = data[this.#names.parameters] as ServiceParametersEcho | undefined;
     const requestMeta = this.#requestMetadata({
       usage: data.usage,
@@ -622,6 +623,7 @@ export class ChatService extends BaseChatModel<ChatServiceCallOptions, AIMessage
     for (const choice of data.choices) {
       const wire: WireMessage = { ...(choice.message ?? { role: "assistant" }) };
       const documents = this.#takeDocuments(wire);
+      const finishReason = finishReasonWithoutDocuments(choice.finish_reason, documents !== undefined, !!wire.tool_calls?.length);
       let content = wire.content ?? "";
       let reasoning = typeof wire.reasoning_content === "string" ? wire.reasoning_content : undefined;
       if (this.splitThinkTags && typeof content === "string") {
@@ -651,7 +653,7 @@ export class ChatService extends BaseChatModel<ChatServiceCallOptions, AIMessage
         model: data.model,
         model_name: data.model,
         headers,
-        finish_reason: choice.finish_reason ?? undefined,
+        finish_reason: finishReason,
         ...(choice.stop_reason != null ? { stop_reason: choice.stop_reason } : {}),
         ...(choice.logprobs != null ? { logprobs: choice.logprobs } : {}),
         ...(documents ? { web_search_documents: documents } : {}),
@@ -669,7 +671,7 @@ export class ChatService extends BaseChatModel<ChatServiceCallOptions, AIMessage
       generations.push({
         text: typeof content === "string" ? content : message.text,
         message,
-        generationInfo: choice.finish_reason ? { finish_reason: choice.finish_reason } : undefined,
+        generationInfo: finishReason ? { finish_reason: finishReason } : undefined,
       });
     }
     return {
@@ -680,10 +682,10 @@ export class ChatService extends BaseChatModel<ChatServiceCallOptions, AIMessage
     };
   }
 
-  /** Removes the search-documents tool call from a wire message; returns its documents. */
+  /** Removes the search-documents tool call (live or seed) from a wire message; returns its documents. */
   #takeDocuments(wire: WireMessage): Document[] | undefined {
-    const args = extractDocumentsToolCall(wire, this.#names.webSearchDocumentsTool);
-    return args === undefined ? undefined : searchDocumentsFromArguments(args);
+    const args = takeSearchDocumentsCalls(wire, this.#names.webSearchDocumentsTool);
+    return args === undefined ? undefined : args.flatMap((a) => searchDocumentsFromArguments(a));
   }
 
   async #generateFromStream(
@@ -794,15 +796,24 @@ export class ChatService extends BaseChatModel<ChatServiceCallOptions, AIMessage
     signal?.throwIfAborted();
   }
 
+  /** One streamed answer; requested again when refused in-band as overloaded before any content. */
+  #streamPieces(messages: BaseMessage[], options: this["ParsedCallOptions"], runManager?: CallbackManagerForLLMRun): AsyncGenerator<StreamPiece[]> {
+    const retries = this.#noRetry ? 0 : this.#streamRetries;
+    return withOverloadRetries((progress) => this.#streamAttempt(messages, options, runManager, progress), { retries, signal: options.signal });
+  }
+
   /**
    * Reads one streamed answer and turns it into LangChain chunks. Merge-safety: `concat` adds numbers and
    * joins strings, so anything that is not a delta (headers, citations, usage, cost, echo, model name,
-   * finish reason, the whole `reasoning_details`) is put on exactly one chunk.
+   * finish reason, the whole `reasoning_details`) is put on exactly one chunk. Nothing reaches the caller (nor
+   * its callbacks) before the first text, reasoning or tool-call delta (`progress.started`), so an attempt that
+   * fails before it can be replaced by the next one without a trace.
    */
-  async *#streamPieces(
+  async *#streamAttempt(
     messages: BaseMessage[],
     options: this["ParsedCallOptions"],
-    runManager?: CallbackManagerForLLMRun,
+    runManager: CallbackManagerForLLMRun | undefined,
+    progress: StreamProgress,
   ): AsyncGenerator<StreamPiece[]> {
     const streamUsage = options.streamUsage ?? this.streamUsage;
     const body = { ...this.invocationParams(options, { streaming: true }), messages: toWireMessages(messages, this.model), stream: true };
@@ -823,14 +834,22 @@ export class ChatService extends BaseChatModel<ChatServiceCallOptions, AIMessage
 
     // Pieces are handed out per network read (one async step per read, not per chunk).
     let out: StreamPiece[] = [];
-    const emit = async (choice: number, chunk: AIMessageChunk, text: string): Promise<void> => {
-      const generation = new ChatGenerationChunk({ message: chunk, text });
+    /** each choice's content so far (kept on a content-filter error) */
+    const partials = new Map<number, string>();
+    const emit = (choice: number, chunk: AIMessageChunk, text: string): void => {
+      out.push({ choice, chunk: new ChatGenerationChunk({ message: chunk, text }) });
+      if (text) partials.set(choice, (partials.get(choice) ?? "") + text);
+    };
+    /** hands the pieces so far to the callbacks, then to the caller */
+    const deliver = async (): Promise<StreamPiece[]> => {
+      const pieces = out;
+      out = [];
       if (runManager) {
-        await runManager.handleLLMNewToken(text, { prompt: 0, completion: choice }, undefined, undefined, undefined, {
-          chunk: generation,
-        });
+        for (const { choice, chunk } of pieces) {
+          await runManager.handleLLMNewToken(chunk.text, { prompt: 0, completion: choice }, undefined, undefined, undefined, { chunk });
+        }
       }
-      out.push({ choice, chunk: generation });
+      return pieces;
     };
     const baseMeta = (): Record<string, unknown> => {
       const meta: Record<string, unknown> = { model_provider: CONTENT_BLOCK_PROVIDER };
@@ -841,7 +860,9 @@ export class ChatService extends BaseChatModel<ChatServiceCallOptions, AIMessage
       return meta;
     };
 
-    for await (const batch of parseSseBatches<WireCompletion>(response.body, { signal: options.signal, headers, maxEventBytes: this.#fetch.limits?.maxEventBytes })) {
+    const batches = parseSseBatches<WireCompletion>(response.body, { signal: options.signal, headers, maxEventBytes: this.#fetch.limits?.maxEventBytes });
+    // in-band errors typed (model overloaded, content filter), with the content so far
+    for await (const batch of withTypedStreamErrors(batches, () => partials.get(0) ?? "")) {
       for (const data of batch) {
         checkChunk(data, paramsKey, headers);
         id ??= data.id;
@@ -854,11 +875,11 @@ export class ChatService extends BaseChatModel<ChatServiceCallOptions, AIMessage
         if (echoPart && typeof echoPart === "object") {
           echo = { ...echo, ...echoPart };
           if (!citationsSent && Array.isArray(echoPart.web_search_citations)) {
-            // Search results (first chunk with include_search_results_in_stream, else wherever they come).
+            // Search results, wherever they come (include_search_results_in_stream: live at the end, seed first).
             citationsSent = true;
             const meta = baseMeta();
             meta.web_search_citations = echoPart.web_search_citations;
-            await emit(0, new AIMessageChunk({ content: "", id, response_metadata: meta }), "");
+            emit(0, new AIMessageChunk({ content: "", id, response_metadata: meta }), "");
           }
         }
         const choices = data.choices;
@@ -893,20 +914,11 @@ export class ChatService extends BaseChatModel<ChatServiceCallOptions, AIMessage
           }
           let toolCalls: WireToolCall[] | undefined;
           if (Array.isArray(delta.tool_calls) && delta.tool_calls.length) {
-            toolCalls = [];
-            for (const call of delta.tool_calls) {
-              const ti = call.index ?? 0;
-              if (call.function?.name === docsTool) (state.docIndices ??= new Set()).add(ti);
-              if (state.docIndices?.has(ti)) {
-                state.docArgs = (state.docArgs ?? "") + (call.function?.arguments ?? "");
-                continue;
-              }
-              toolCalls.push(call);
-            }
-            if (!toolCalls.length) toolCalls = undefined;
+            toolCalls = (state.docs ??= new SearchDocumentsFilter(docsTool)).push(delta.tool_calls) as WireToolCall[] | undefined;
           }
           const hasLogprobs = choice.logprobs != null;
           if (!content && !reasoning && !toolCalls && !hasLogprobs) continue;
+          if (content || reasoning || toolCalls) progress.started = true;
           const additional_kwargs: Record<string, unknown> = {};
           if (reasoning) additional_kwargs.reasoning_content = reasoning;
           if (toolCalls) additional_kwargs.tool_calls = toolCalls;
@@ -920,14 +932,13 @@ export class ChatService extends BaseChatModel<ChatServiceCallOptions, AIMessage
           const meta = baseMeta();
           if (hasLogprobs) meta.logprobs = choice.logprobs;
           const chunk = new AIMessageChunk({ content, id, additional_kwargs, tool_call_chunks, response_metadata: meta });
-          await emit(index, chunk, content);
+          emit(index, chunk, content);
         }
       }
-      if (out.length) {
-        yield out;
-        out = [];
-      }
+      if (out.length && progress.started) yield await deliver();
     }
+    const refused = [...states.values()].find((s) => s.finishReason === "content_filter");
+    if (refused) throw refusalError(partials.get(refused.index) ?? "", { finish_reason: refused.finishReason, usage, cost }, headers);
 
     // Closing chunks: one per choice with what is not a delta; choice 0 also carries the request-level data.
     if (states.size === 0) states.set(0, { index: 0 });
@@ -942,12 +953,16 @@ export class ChatService extends BaseChatModel<ChatServiceCallOptions, AIMessage
       }
       if (state.details) additional_kwargs.reasoning_details = state.details;
       if (state.extras) Object.assign(additional_kwargs, state.extras);
+      // a `web_search` call held back whose arguments never parsed is a (broken) tool call after all
+      const released = state.docs?.flush() as WireToolCall[] | undefined;
+      if (released) additional_kwargs.tool_calls = released;
       const meta = baseMeta();
       meta.model = model; // on this one chunk only, as model_name: concat joins strings
       meta.model_name = model;
-      if (state.finishReason) meta.finish_reason = state.finishReason;
+      const finishReason = finishReasonWithoutDocuments(state.finishReason, !!state.docs?.found, !!state.docs?.otherCalls);
+      if (finishReason) meta.finish_reason = finishReason;
       if (state.stopReason) meta.stop_reason = state.stopReason;
-      if (state.docIndices) meta.web_search_documents = searchDocumentsFromArguments(state.docArgs);
+      if (state.docs?.found) meta.web_search_documents = state.docs.documentsArguments.flatMap((a) => searchDocumentsFromArguments(a));
       let usageMetadata: UsageMetadata | undefined;
       if (state.index === ordered[0]!.index) {
         Object.assign(
@@ -967,12 +982,13 @@ export class ChatService extends BaseChatModel<ChatServiceCallOptions, AIMessage
         content,
         id,
         additional_kwargs,
+        tool_call_chunks: released?.map((c) => ({ type: "tool_call_chunk", name: c.function?.name, args: c.function?.arguments, id: c.id, index: c.index })),
         response_metadata: meta,
         usage_metadata: usageMetadata,
       });
-      await emit(state.index, chunk, content);
+      emit(state.index, chunk, content);
     }
-    yield out;
+    yield await deliver();
   }
 
   /**
@@ -1149,63 +1165,6 @@ export class ChatServiceBinding extends RunnableBinding<BaseLanguageModelInput, 
   ): Runnable<BaseLanguageModelInput, RunOutput> | Runnable<BaseLanguageModelInput, { raw: BaseMessage; parsed: RunOutput }> {
     return structuredOutput(this, outputSchema, config) as never;
   }
-}
-
-/**
- * Structured output by `json_schema` response format (default; the service validates it) or by a forced
- * function call (`method: "functionCalling"`), or `jsonMode`, on a model or a configured model.
- */
-function structuredOutput<RunOutput extends Record<string, any>>(
-  base: ChatService | ChatServiceBinding,
-  outputSchema: InteropZodType<RunOutput> | SerializableSchema<RunOutput> | Record<string, any>,
-  config?: StructuredOutputMethodOptions<boolean>,
-): Runnable<BaseLanguageModelInput, unknown> {
-  const schema = outputSchema as Record<string, any>;
-  const includeRaw = config?.includeRaw ?? false;
-  const method = config?.method ?? "jsonSchema";
-  const isTyped = isInteropZodSchema(schema) || isSerializableSchema(schema);
-  const asJsonSchema = (isTyped ? toJsonSchema(schema as never) : schema) as Record<string, any>;
-  // for tracing (handleChatModelStart's options, LangSmith), never sent: the method as named here, the JSON schema
-  const traced = (jsonSchema: unknown) => ({ ls_structured_output_format: { kwargs: { method }, schema: jsonSchema } });
-  let llm: Runnable<BaseLanguageModelInput, AIMessageChunk>;
-  let parser: Runnable<any, RunOutput>;
-  if (method === "jsonMode") {
-    llm = base.withConfig({ outputVersion: "v0", response_format: { type: "json_object" }, ...traced(asJsonSchema) } as Partial<ChatServiceCallOptions>);
-    parser = createContentParser(schema) as Runnable<any, RunOutput>;
-  } else if (method === "jsonSchema") {
-    const name: string = config?.name ?? (asJsonSchema.title as string | undefined) ?? "extract";
-    const description = getSchemaDescription(schema as never) ?? (asJsonSchema.description as string | undefined);
-    llm = base.withConfig({
-      outputVersion: "v0",
-      response_format: {
-        type: "json_schema",
-        json_schema: { name, ...(description ? { description } : {}), schema: asJsonSchema, ...(config?.strict !== undefined ? { strict: config.strict } : {}) },
-      },
-      ...traced(asJsonSchema),
-    } as Partial<ChatServiceCallOptions>);
-    parser = (isTyped ? createContentParser(schema) : new JsonOutputParser()) as Runnable<any, RunOutput>;
-  } else if (method === "functionCalling") {
-    let name: string = config?.name ?? "extract";
-    let fn: Record<string, unknown>;
-    if (!isTyped && typeof schema.name === "string" && schema.parameters && typeof schema.parameters === "object") {
-      fn = schema;
-      name = schema.name;
-    } else {
-      if (!isTyped && typeof schema.title === "string" && !config?.name) name = schema.title;
-      fn = { name, description: asJsonSchema.description ?? "", parameters: asJsonSchema };
-    }
-    llm = base.withConfig({
-      outputVersion: "v0",
-      tools: [{ type: "function", function: fn }],
-      tool_choice: { type: "function", function: { name } },
-      ...(config?.strict !== undefined ? { strict: config.strict } : {}),
-      ...traced(fn.parameters),
-    } as Partial<ChatServiceCallOptions>);
-    parser = createFunctionCallingParser(schema, name) as unknown as Runnable<any, RunOutput>;
-  } else {
-    throw new ValidationError(`withStructuredOutput: unknown method ${JSON.stringify(method)} (jsonSchema | functionCalling | jsonMode)`);
-  }
-  return assembleStructuredOutputPipeline(llm, parser, includeRaw) as never;
 }
 
 /** For tests: forget which deprecations were already reported. */

@@ -1,11 +1,12 @@
 /**
- * Web-search citations: with `enableWebCitations` the model cites sources inline as `[REF]n[/REF]` (the
- * published description also shows `^n^` / `^i,j^`); `n` points into `response_metadata.web_search_citations`.
+ * Web-search citations: with `enableWebCitations` the model cites sources inline, as `^n^` / `^i,j^` (the live
+ * service) or `[REF]n[/REF]` (the seed contract); both are read. `n` points into
+ * `response_metadata.web_search_citations`.
  */
 import type { WebSearchCitation } from "./service-parameters.js";
 
 export interface CitationReference {
-  /** the marker as written, e.g. `[REF]1[/REF]` */
+  /** the marker as written, e.g. `^1^`, `^1,3^` or `[REF]1[/REF]` */
   marker: string;
   /** offset of the marker in the text */
   start: number;
@@ -27,7 +28,7 @@ export interface MappedCitations {
 }
 
 export interface MapCitationsOptions {
-  /** whether `n` counts from 0 or from 1 (default 1: `[REF]1[/REF]` is the first citation) */
+  /** whether `n` counts from 0 or from 1 (default 1: `^1^` / `[REF]1[/REF]` is the first citation) */
   indexBase?: 0 | 1;
   /** how a marker is written in `text`; default `[n]` (`[1][2]` for several) */
   format?: (ref: CitationReference) => string;
@@ -35,7 +36,7 @@ export interface MapCitationsOptions {
 
 const MARKER = /\[REF\]\s*(\d+(?:\s*,\s*\d+)*)\s*\[\/REF\]|\^(\d+(?:\s*,\s*\d+)*)\^/g;
 
-/** Maps `[REF]n[/REF]` (and `^n^`, `^i,j^`) markers in `text` to the citations of the response. */
+/** Maps `^n^`, `^i,j^` (live) and `[REF]n[/REF]` (seed) markers in `text` to the citations of the response. */
 export function mapCitations(
   text: string,
   citations: readonly WebSearchCitation[] | undefined,

@@ -245,7 +245,7 @@ export function mergeReasoningDetails(acc: ReasoningDetail[], delta: readonly Re
   return acc;
 }
 
-/** Search results carried by the `<brand>_web_search_documents` tool call, as LangChain documents. */
+/** Search results carried by the search-documents tool call (./search-documents.ts), as LangChain documents. */
 export function searchDocumentsFromArguments(args: string | undefined): Document[] {
   if (!args) return [];
   let parsed: unknown;
@@ -271,15 +271,4 @@ export function searchDocumentsFromArguments(args: string | undefined): Document
       | undefined;
     return [new Document({ pageContent: body ?? "", metadata })];
   });
-}
-
-/** Drops the search-documents tool call from a wire message and returns its arguments. */
-export function extractDocumentsToolCall(message: WireMessage, toolName: string): string | undefined {
-  const calls = message.tool_calls;
-  if (!Array.isArray(calls)) return undefined;
-  const hit = calls.find((c) => c.function?.name === toolName);
-  if (!hit) return undefined;
-  const rest = calls.filter((c) => c !== hit);
-  message.tool_calls = rest.length ? rest : undefined;
-  return hit.function?.arguments;
 }

@@ -24,11 +24,14 @@ export const ServiceParametersSchema = z
     enableWebScraping: z.boolean().optional(),
     /** a third-party provider's native search on supported models */
     enableXSearch: z.boolean().optional(),
-    /** ask the model to cite sources as `[REF]n[/REF]` */
+    /** ask the model to cite sources inline: `^n^` / `^i,j^` (live), `[REF]n[/REF]` (seed); read them with `mapCitations` */
     enableWebCitations: z.boolean().optional(),
-    /** experimental: search results are the first chunk of the stream */
+    /** experimental: search results in the stream (live: a chunk at its end; seed: its first chunk), once */
     includeSearchResultsInStream: z.boolean().optional(),
-    /** expose search results as a `<brand>_web_search_documents` tool call */
+    /**
+     * search results as a synthetic tool call (live: `web_search_call`, seed: `<brand>_web_search_documents`); surfaced
+     * as `response_metadata.web_search_documents` (`webSearchDocuments(msg)`), never as a tool call to run
+     */
     returnSearchResultsAsDocuments: z.boolean().optional(),
     /** include the service's default system prompts (default true) */
     includeServiceSystemPrompt: z.boolean().optional(),

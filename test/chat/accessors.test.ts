@@ -43,31 +43,38 @@ describe("accessors on hand-made messages", () => {
 });
 
 describe("accessors on real responses (emulator)", () => {
-  let emu: Emulator;
+  // live marks citations ^n^ and streams them only when asked, at the end; the seed marks [REF]n[/REF]
+  const emus: Record<"live" | "seed", Emulator> = {} as never;
   beforeAll(async () => {
-    emu = await startEmulator({ apiKeys: [{ key: "k1", usd: 5 }] });
+    emus.live = await startEmulator({ apiKeys: [{ key: "k1", usd: 5 }] });
+    emus.seed = await startEmulator({ apiKeys: [{ key: "k1", usd: 5 }], mode: "seed" });
   });
   afterAll(async () => {
-    await emu.close();
+    await Promise.all([emus.live.close(), emus.seed.close()]);
   });
 
-  for (const streaming of [false, true]) {
-    it(`read citations, cost and headers (${streaming ? "stream" : "invoke"})`, async () => {
-      const model = new ChatService({
-        model: "emu-s",
-        baseUrl: emu.url,
-        apiKey: "k1",
-        streaming,
-        serviceParameters: { enableWebSearch: "on", enableWebCitations: true },
+  for (const mode of ["live", "seed"] as const) {
+    for (const streaming of [false, true]) {
+      it(`read citations, cost and headers (${mode}, ${streaming ? "stream" : "invoke"})`, async () => {
+        const model = new ChatService({
+          model: "emu-s",
+          baseUrl: emus[mode].url,
+          apiKey: "k1",
+          streaming,
+          serviceParameters: { enableWebSearch: "on", enableWebCitations: true, includeSearchResultsInStream: true },
+        });
+        const msg = await model.invoke("Tell me about USDC on Base");
+        expect(msg.text).toContain(mode === "live" ? "^1^" : "[REF]1[/REF]");
+        const citations = webSearchCitations(msg);
+        expect(citations.length).toBeGreaterThan(0);
+        const mapped = mapCitations(msg.text, citations);
+        expect(mapped.cited).toEqual(citations);
+        expect(mapped.text).not.toMatch(/\^\d|\[REF\]/);
+        const cost = costOf(msg);
+        expect(cost).toBeDefined();
+        expect(cost!.usd + cost!.diem).toBeGreaterThan(0); // the key pays from its DIEM balance first
+        expect(responseHeadersOf(msg)).toBeDefined();
       });
-      const msg = await model.invoke("Tell me about USDC on Base");
-      const citations = webSearchCitations(msg);
-      expect(citations.length).toBeGreaterThan(0);
-      expect(mapCitations(msg.text, citations).cited.length).toBeGreaterThan(0);
-      const cost = costOf(msg);
-      expect(cost).toBeDefined();
-      expect(cost!.usd + cost!.diem).toBeGreaterThan(0); // the key pays from its DIEM balance first
-      expect(responseHeadersOf(msg)).toBeDefined();
-    });
+    }
   }
 });

@@ -106,6 +106,13 @@ describe("mapCitations", () => {
     expect(out.cited.map((c) => c.title)).toEqual(["A", "B"]);
     expect(out.unresolved).toEqual([7]);
   });
+  it("maps the live service's ^n^ and ^i, j^ markers alone", () => {
+    const out = mapCitations("Alpha.^1^ Beta^2^ both ^1, 2^ none ^3^", citations);
+    expect(out.text).toBe("Alpha.[1] Beta[2] both [1][2] none [3]");
+    expect(out.references.map((r) => r.marker)).toEqual(["^1^", "^2^", "^1, 2^", "^3^"]);
+    expect(out.cited.map((c) => c.title)).toEqual(["A", "B"]);
+    expect(out.unresolved).toEqual([3]);
+  });
   it("supports 0-based indexes and a custom format", () => {
     const out = mapCitations("x[REF]0[/REF]", citations, { indexBase: 0, format: (r) => ` (${r.citations[0]!.url})` });
     expect(out.text).toBe("x (https://a.example)");

@@ -16,7 +16,7 @@ import { concat } from "@langchain/core/utils/stream";
 import { toJsonSchema } from "@langchain/core/utils/json_schema";
 import { ChatService, mapCitations, buildModelId } from "../../src/chat/index.js";
 import { startEmulator, type Emulator } from "../../src/emulator/index.js";
-import { AbortError, BadRequestError, ProOnlyModelError, StreamError } from "../../src/http/errors.js";
+import { AbortError, NotFoundError, ProOnlyModelError, StreamError } from "../../src/http/errors.js";
 
 /** response_metadata is `Record<string, unknown>`; tests read it freely */
 const md = (m: { response_metadata: unknown }): any => m.response_metadata;
@@ -153,9 +153,10 @@ describe("basic calls", () => {
     await expect(merged(await chat().stream("boom [[emu:error]]"))).rejects.toBeInstanceOf(StreamError);
   });
 
-  it("typed errors: Pro-only model, bad request", async () => {
+  it("typed errors: Pro-only model, unknown model", async () => {
     await expect(chat({ model: "emu-pro" }).invoke("hi")).rejects.toBeInstanceOf(ProOnlyModelError);
-    await expect(chat({ model: "emu-nope" }).invoke("hi")).rejects.toBeInstanceOf(BadRequestError);
+    // the live service answers an unknown model 404 (the seed: 400)
+    await expect(chat({ model: "emu-nope" }).invoke("hi")).rejects.toBeInstanceOf(NotFoundError);
   });
 
   it("content blocks: standard contentBlocks and multimodal parts reach the service", async () => {
@@ -276,7 +277,8 @@ describe("service features end to end", () => {
   it("web search with citations and documents, on invoke and stream", async () => {
     const m = chat({
       model: buildModelId("emu-s", { enableWebSearch: "on" }),
-      serviceParameters: { enableWebCitations: true, returnSearchResultsAsDocuments: true },
+      // the live service streams search results only when asked
+      serviceParameters: { enableWebCitations: true, returnSearchResultsAsDocuments: true, includeSearchResultsInStream: true },
     });
     const q = "What is the chain id of Base layer 2?";
     const msg = await m.invoke(q);
@@ -296,12 +298,23 @@ describe("service features end to end", () => {
     expect(md(message).web_search_documents.length).toBe(citations.length);
   });
 
-  it("include_search_results_in_stream: search results are the first chunk", async () => {
-    const m = chat({ model: "emu-s", serviceParameters: { enableWebSearch: "on", includeSearchResultsInStream: true } });
-    const chunks: AIMessageChunk[] = [];
-    for await (const c of await m.stream("Tell me about USDC decimals")) chunks.push(c);
-    expect(md(chunks[0]!).web_search_citations.length).toBeGreaterThan(0);
-    expect(chunks.filter((c) => md(c).web_search_citations).length).toBe(1);
+  it("include_search_results_in_stream: search results once, after the content (live) or first (seed)", async () => {
+    const seed = await startEmulator({ apiKeys: ["k1"], mode: "seed" });
+    try {
+      for (const [url, live] of [[emu.url, true], [seed.url, false]] as const) {
+        const m = chat({ model: "emu-s", baseUrl: url, serviceParameters: { enableWebSearch: "on", includeSearchResultsInStream: true } });
+        const chunks: AIMessageChunk[] = [];
+        for await (const c of await m.stream("Tell me about USDC decimals")) chunks.push(c);
+        const at = chunks.findIndex((c) => md(c).web_search_citations);
+        expect(md(chunks[at]!).web_search_citations.length).toBeGreaterThan(0);
+        expect(chunks.filter((c) => md(c).web_search_citations).length).toBe(1);
+        const lastText = chunks.findLastIndex((c) => c.text);
+        if (live) expect(at).toBeGreaterThan(lastText);
+        else expect(at).toBe(0);
+      }
+    } finally {
+      await seed.close();
+    }
   });
 
   it("legacy think tags are split, and strip_thinking_response is honored", async () => {
