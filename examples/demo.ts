@@ -36,6 +36,8 @@ export interface DemoResult {
   creditLeftUsd?: number;
   ledger?: { toppedUp: number; charged: number };
   onChain?: { walletBefore: string; walletAfter: string; treasuryGain: string };
+  /** HTTP requests that reached the service, and how many it refused with 429 (rate, in-flight or overload limits) */
+  wire: { requests: number; refused429: number };
 }
 
 export interface DemoOptions {
@@ -67,8 +69,16 @@ class StepPrinter extends BaseCallbackHandler {
   #toolNames = new Map<string, string>();
   /** set while the answer streams, so step lines start on a fresh line */
   midLine = false;
-  constructor(private readonly log: (line: string) => void) {
+  /**
+   * `creditLeft`: the wallet's credit after a call, when its answer did not say (the live service sends no
+   * X-Balance-Remaining): read from GET /x402/balance, so the step lines wait for it (awaited, in order)
+   */
+  constructor(
+    private readonly log: (line: string) => void,
+    private readonly creditLeft?: () => Promise<number | undefined>,
+  ) {
     super();
+    this.awaitHandlers = creditLeft !== undefined;
   }
   #line(text: string) {
     if (this.midLine) {
@@ -82,7 +92,7 @@ class StepPrinter extends BaseCallbackHandler {
     const model = (extra?.invocation_params as { model?: string } | undefined)?.model ?? llm.id.at(-1);
     this.#line(`${cyan(`[model call ${this.modelCalls}]`)} ${model} …`);
   }
-  override handleLLMEnd(output: LLMResult) {
+  override async handleLLMEnd(output: LLMResult) {
     const message = (output.generations[0]?.[0] as { message?: AIMessageChunk } | undefined)?.message;
     const usage = message?.usage_metadata;
     const meta = message?.response_metadata as { cost?: { usd?: number; diem?: number }; headers?: ServiceResponseHeaders } | undefined;
@@ -93,7 +103,7 @@ class StepPrinter extends BaseCallbackHandler {
     this.costUsd += cost;
     for (const c of message?.tool_calls ?? []) if (c.id) this.#toolNames.set(c.id, c.name);
     const calls = message?.tool_calls?.map((c) => c.name).join(", ");
-    const remaining = meta?.headers?.balance?.remainingUsd;
+    const remaining = meta?.headers?.balance?.remainingUsd ?? (await this.creditLeft?.().catch(() => undefined));
     this.#line(
       dim(
         `    ${usage?.input_tokens ?? "?"} in / ${usage?.output_tokens ?? "?"} out tokens, cost ${usd(cost)}` +
@@ -220,8 +230,17 @@ export async function main(options: DemoOptions = {}): Promise<DemoResult> {
     log(dim(`  policy: ${usd(5)} per top-up, at most ${usd(10)} per top-up and ${usd(20)} per 24 h, only the service's payee, real USDC only`));
   }
 
+  // What reached the service: the stack keeps within its limits (5 requests in flight per wallet, crypto RPC one
+  // at a time, the rate windows), so the service should refuse nothing with a 429.
+  const wire = { requests: 0, refused429: 0 };
+  const countingFetch = async (input: string | URL | Request, init?: RequestInit) => {
+    const res = await fetch(input, init);
+    wire.requests++;
+    if (res.status === 429) wire.refused429++;
+    return res;
+  };
   // One wallet object and one policy: the chat model and the crypto tools share the money state and caps.
-  const access = wallet ? { wallet, payment: policy, onPayment } : {};
+  const access = { fetch: countingFetch, ...(wallet ? { wallet, payment: policy, onPayment } : {}) };
   const chat = new ChatService({ model, baseUrl, ...access, streaming: true });
   const client = new ServiceClient({ baseUrl, ...access });
   const tools = new CryptoRpcToolkit({ client }).getTools();
@@ -230,7 +249,7 @@ export async function main(options: DemoOptions = {}): Promise<DemoResult> {
   log("");
   log(`${bold("Question:")} ${question}`);
   log("");
-  const steps = new StepPrinter(log);
+  const steps = new StepPrinter(log, wallet ? () => client.lastBalanceUsd() : undefined);
   let answer = "";
   let answering = false;
   try {
@@ -260,6 +279,7 @@ export async function main(options: DemoOptions = {}): Promise<DemoResult> {
     log(`  tokens ${steps.input + steps.output} (${steps.input} in / ${steps.output} out), inference cost ${usd(steps.costUsd)}`);
     log(`  payments ${payments.length} (${usd(paid)})` + (creditLeft !== undefined ? `, credit left ${credit(creditLeft)}` : ""));
     if (ledger) log(`  service ledger: topped up ${usd(ledger.toppedUp)}, charged ${usd(ledger.charged)} in ${ledger.charges} requests`);
+    log(`  requests to the service ${wire.requests}, refused with 429: ${wire.refused429}`);
     if (walletBefore !== undefined && walletAfter !== undefined && treasuryBefore !== undefined && treasuryAfter !== undefined) {
       log(`  on chain: agent wallet ${formatUnits(walletBefore, 6)} → ${formatUnits(walletAfter, 6)} USDC, service treasury +${formatUnits(treasuryAfter - treasuryBefore, 6)} USDC`);
     }
@@ -271,6 +291,7 @@ export async function main(options: DemoOptions = {}): Promise<DemoResult> {
       costUsd: steps.costUsd,
       payments,
       creditLeftUsd: creditLeft,
+      wire,
       ledger: ledger && { toppedUp: ledger.toppedUp, charged: ledger.charged },
       onChain:
         walletBefore !== undefined && walletAfter !== undefined && treasuryBefore !== undefined && treasuryAfter !== undefined

@@ -12,6 +12,7 @@ import { createServiceFetch, type FetchStackOptions, type ServiceFetch } from ".
 import { networkCacheFor, type NetworkCache } from "./crypto-rpc/networks.js";
 import { cryptoRpc, type JsonRpcRequest, type CryptoRpcOptions, type CryptoRpcSingleResult, type CryptoRpcBatchResult } from "./crypto-rpc/rpc.js";
 import type { X402Wallet } from "./x402/wallets.js";
+import { X402BalanceSchema, type X402Balance } from "./x402/balance.js";
 import type { TopUpResult } from "./x402/layer.js";
 import type { TransactionsOptions, X402Transactions } from "./x402/client.js";
 import type {
@@ -106,23 +107,7 @@ const RateLimitLogSchema = z
 export type RateLimitLogEntry = Record<string, unknown>;
 
 const NetworksSchema = z.object({ networks: z.array(z.string()) }).passthrough();
-
-const X402BalanceSchema = z
-  .object({
-    success: z.boolean().optional(),
-    data: z
-      .object({
-        walletAddress: z.string(),
-        balanceUsd: z.number(),
-        canConsume: z.boolean().optional(),
-        minimumTopUpUsd: z.number().optional(),
-        suggestedTopUpUsd: z.number().optional(),
-        diemBalanceUsd: z.number().optional(),
-      })
-      .passthrough(),
-  })
-  .passthrough();
-export type X402Balance = z.infer<typeof X402BalanceSchema>["data"];
+export type { X402Balance };
 
 export function parseWith<T>(schema: z.ZodType<T>, data: unknown, what: string, headers?: ServiceResponseHeaders): T {
   const parsed = schema.safeParse(data);
@@ -319,9 +304,14 @@ export class ServiceClient {
     return getX402Transactions(this, { wallet: this.wallet, ...options });
   }
 
-  /** The last `X-Balance-Remaining` seen by this wallet's payment layer (USD), if any. */
+  /**
+   * The wallet's credit in USD: `X-Balance-Remaining` when the service sends it (the live one does not), else
+   * `GET /x402/balance`, read only when the last figure is stale (a paid request was served since, or it is a
+   * minute old; see src/x402/balance.ts), paced within the route's 30 reads a minute. Shared by every client of
+   * the wallet in the process; undefined without a wallet, or before any figure could be learned.
+   */
   async lastBalanceUsd(): Promise<number | undefined> {
-    return (await this.fetch.paymentController())?.lastBalanceUsd;
+    return (await this.fetch.paymentController())?.currentBalanceUsd();
   }
 
   toJSON() {

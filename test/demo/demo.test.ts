@@ -27,8 +27,19 @@ describe("npm run demo", () => {
     expect(result.ledger!.toppedUp).toBe(5);
     expect(result.onChain).toEqual({ walletBefore: "25.0", walletAfter: "20.0", treasuryGain: "5.0" });
     expect(result.creditLeftUsd).toBeCloseTo(5 - result.ledger!.charged, 6);
+    // every model call says the credit left (live: read from GET /x402/balance, no X-Balance-Remaining), falling
+    // call by call; after the last call it is what the service's balance says at the end
+    const left = [...out.matchAll(/tokens, cost \$[\d.]+, credit left \$([\d.]+)/g)].map((m) => Number(m[1]));
+    expect(left).toHaveLength(result.modelCalls);
+    for (let i = 1; i < left.length; i++) expect(left[i]!).toBeLessThan(left[i - 1]!);
+    expect(left[0]!).toBeLessThan(5);
+    expect(left.at(-1)!).toBeCloseTo(result.creditLeftUsd!, 6);
     expect(result.modelCalls).toBeGreaterThanOrEqual(2);
     expect(result.tokens.input).toBeGreaterThan(0);
     expect(out).toMatch(/Summary[\s\S]*payments 1 \(\$5\.00\)/);
+    // the agent's two parallel tool calls (crypto RPC, one at a time at the proxy) and its paid calls drew no 429
+    expect(result.wire.requests).toBeGreaterThan(0);
+    expect(result.wire.refused429).toBe(0);
+    expect(out).toContain("refused with 429: 0");
   });
 });

@@ -13,7 +13,8 @@ import { payer, startPaidEmulator, testPolicy, usdcBalance } from "../x402/helpe
 
 let emu: Emulator;
 beforeAll(async () => {
-  emu = await startPaidEmulator();
+  // a deployment that sends X-Balance-Remaining (the live service does not)
+  emu = await startPaidEmulator({ x402: { balanceHeader: true } });
 });
 afterAll(async () => {
   await emu?.close();

@@ -15,11 +15,16 @@ import { type FetchLike } from "../../src/http/fetch-stack.js";
 import { createServiceFetch } from "../../src/stack.js";
 import { EvmWallet, createWalletAuth, x402PaymentLayer, type PaymentEvent, type PaymentPolicyOptions } from "../../src/x402/index.js";
 import { USDC_ABI } from "../../src/emulator/chain/index.js";
+import { unpacedRoutes } from "../x402/helpers.js";
 
 let emu: Emulator;
 let provider: JsonRpcProvider;
-/** read by the emulator on every top-up, so each test sets its own misbehaviour */
-const x402Options: X402EmulatorOptions = {};
+/**
+ * read by the emulator on every top-up, so each test sets its own misbehaviour; the x402 routes' own limits (10
+ * top-ups a minute per IP) are off here, in the emulator and in the clients' pacing (`unpacedRoutes`): this file pays
+ * more often than that
+ */
+const x402Options: X402EmulatorOptions = { routeLimits: false };
 const usdcEvents = new Interface(USDC_ABI);
 /**
  * The emulator counts `topUpFailures` over its life; each test that wants one more 503-after-settlement asks
@@ -82,6 +87,7 @@ function impatientModel(wallet: EvmWallet, fetch: FetchLike, events: PaymentEven
     auth: createWalletAuth(wallet),
     paymentLayer: x402PaymentLayer({ wallet, policy: policy(), onPayment: (e) => events.push(e), topUpTimeoutMs: 500, resendDelayMs: 50 }),
     abuseGuard: { windowMs: 1_000, maxFailures: 20, maxWaitMs: 10_000 },
+    pacing: unpacedRoutes,
   });
   return new ChatService({ model: "emu-xs", serviceFetch });
 }
@@ -139,6 +145,7 @@ describe("money under faults on /x402/top-up", () => {
         baseUrl: emu.url,
         fetch,
         abuseGuard: { windowMs: 1_000, maxFailures: 20, maxWaitMs: 10_000 },
+        pacing: unpacedRoutes,
       });
       const answers = await Promise.all(Array.from({ length: 8 }, (_, i) => model.invoke(`paid ${i}`)));
       expect(answers.map((a) => a.content)).toEqual(Array.from({ length: 8 }, (_, i) => `Echo: paid ${i}`));
@@ -221,6 +228,7 @@ describe("money under faults on /x402/top-up", () => {
       baseUrl: emu.url,
       fetch,
       abuseGuard: { windowMs: 1_000, maxFailures: 20, maxWaitMs: 10_000 },
+      pacing: unpacedRoutes,
     });
     try {
       // the money moved although no top-up answer said so: the transactions show it, and the call goes on
@@ -257,6 +265,7 @@ describe("money under faults on /x402/top-up", () => {
         fetch,
         retry: { maxRetries: 8, baseDelayMs: 10, maxDelayMs: 100 },
         abuseGuard: { windowMs: 1_000, maxFailures: 20, maxWaitMs: 10_000 },
+        pacing: unpacedRoutes,
       });
       const answers = await Promise.all(Array.from({ length: 30 }, (_, i) => model.invoke(`both ${i}`)));
       expect(answers.map((a) => a.content)).toEqual(Array.from({ length: 30 }, (_, i) => `Echo: both ${i}`));

@@ -18,7 +18,8 @@ import { callTool, decodePng, decodeWav } from "./helpers.js";
 let emu: Emulator;
 let dir: string;
 beforeAll(async () => {
-  emu = await startPaidEmulator();
+  // a deployment that sends X-Balance-Remaining (the live service does not): the artifacts carry it
+  emu = await startPaidEmulator({ x402: { balanceHeader: true } });
   dir = await mkdtemp(join(tmpdir(), "paid-tools-"));
 });
 afterAll(async () => {

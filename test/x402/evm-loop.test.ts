@@ -24,7 +24,7 @@ import {
 } from "../../src/x402/index.js";
 import type { X402EmulatorOptions } from "../../src/emulator/x402/index.js";
 import { toBase64Json } from "../../src/x402/encoding.js";
-import { chatBody, payer, startPaidEmulator, testPolicy, usdcBalance } from "./helpers.js";
+import { chatBody, payer, startPaidEmulator, testPolicy, unpacedRoutes, usdcBalance } from "./helpers.js";
 
 let emu: Emulator;
 const x402Options: X402EmulatorOptions = {};
@@ -59,6 +59,7 @@ function walletClient(index: number, policy = {}, extra: Partial<ConstructorPara
       auth: createWalletAuth(wallet),
       paymentLayer: x402PaymentLayer(controller),
       abuseGuard: false,
+      pacing: unpacedRoutes,
     }),
   });
   const chat = () => client.request<{ choices: unknown[] }>("/chat/completions", { body: JSON.parse(chatBody()) });
@@ -108,9 +109,15 @@ describe("x402 on Base against the emulator", () => {
     expect(moved).toBe(5_000_000n);
     expect((await usdcBalance(emu, emu.chain!.treasury)) - treasuryBefore).toBe(moved);
     expect(credited[0]!.transaction).toBe(events[2]!.transaction);
-    // X-Balance-Remaining is tracked: 5 minus what the request cost
-    expect(controller.lastBalanceUsd).toBeGreaterThan(4.9);
-    expect(controller.lastBalanceUsd).toBeLessThan(5);
+    // the credit left: 5 minus what the request cost, read from GET /x402/balance (the live service sends no
+    // X-Balance-Remaining), since the figure the top-up told is stale once a paid request was served
+    expect(controller.lastBalanceUsd).toBe(5);
+    const left = await controller.currentBalanceUsd();
+    expect(left).toBeGreaterThan(4.9);
+    expect(left).toBeLessThan(5);
+    expect(sent.at(-1)).toBe(`GET /api/v1/x402/balance/${wallet.address}`);
+    expect(await controller.currentBalanceUsd()).toBe(left); // nothing served since: no second read
+    expect(sent.filter((s) => s.includes("/x402/balance/"))).toHaveLength(1);
     // next request: no payment
     await chat();
     expect(topUps(wallet.address)).toHaveLength(1);
@@ -267,7 +274,7 @@ describe("the emulator's top-up endpoint refuses bad payments", () => {
     const v1 = await signPayment(wallet, decision({ amount: "6000000" }, "v1"));
     const wrongHeader = await post({ "PAYMENT-SIGNATURE": v1.header });
     expect(wrongHeader.status).toBe(400);
-    expect((await errorOf(wrongHeader)).error).toBe("X402_INVALID_PAYMENT");
+    expect((await errorOf(wrongHeader)).error).toBe("INVALID_PAYMENT_FORMAT"); // the live code (seed: X402_INVALID_PAYMENT)
     expect(topUps(wallet.address)).toHaveLength(before);
   });
 
@@ -310,22 +317,26 @@ describe("the emulator's top-up endpoint refuses bad payments", () => {
     expect(topUps(wallet.address)).toHaveLength(before + 3);
   });
 
-  it("balance and transactions need the same wallet's sign-in (401 without, 403 for another wallet)", async () => {
+  it("balance and transactions need the same wallet's sign-in (402 without, 401 for a bad one, 403 for another wallet)", async () => {
     const mine = payer(emu, 1);
     const other = Wallet.createRandom().address;
     const client = new ServiceClient({ baseUrl: emu.url, auth: createWalletAuth(mine), abuseGuard: false });
     await expect(client.getX402Balance(other)).rejects.toBeInstanceOf(PermissionDeniedError);
     await expect(getX402Transactions(client, { address: other })).rejects.toBeInstanceOf(PermissionDeniedError);
+    // live: no sign-in is the discovery 402 with nothing to pay (only the sign-in challenge matters here)
     const anonymous = await fetch(`${emu.url}/x402/balance/${mine.address}`);
-    expect(anonymous.status).toBe(401);
+    expect(anonymous.status).toBe(402);
+    expect(await anonymous.json()).toMatchObject({ x402Version: 2, accepts: [], extensions: { "sign-in-with-x": {} } });
+    // a bad one: the read routes' generic 401, no reason given
     const stale = await createSiwxHeader(mine, emu.url, { now: Date.now() - 6 * 60_000, ttlMs: 60 * 60_000 });
     const res = await fetch(`${emu.url}/x402/balance/${mine.address}`, { headers: { "SIGN-IN-WITH-X": stale } });
     expect(res.status).toBe(401);
-    expect(await res.json()).toMatchObject({ code: "X402_INVALID_SIGN_IN", details: { reason: "stale" } });
+    expect(await res.json()).toEqual({ error: "Invalid Sign-in-with-x signature" });
     const fresh = await createSiwxHeader(mine, emu.url);
     expect((await fetch(`${emu.url}/x402/balance/${mine.address}`, { headers: { "X-Sign-In-With-X": fresh } })).status).toBe(200);
-    const reused = await fetch(`${emu.url}/x402/balance/${mine.address}`, { headers: { "SIGN-IN-WITH-X": fresh } });
-    expect(await reused.json()).toMatchObject({ code: "X402_INVALID_SIGN_IN", details: { reason: "nonce_reused" } });
+    const reused = await fetch(`${emu.url}/x402/transactions/${mine.address}`, { headers: { "SIGN-IN-WITH-X": fresh } });
+    expect(reused.status).toBe(401);
+    expect(await reused.json()).toEqual({ error: "Invalid Sign-in-with-x signature" });
     const wrongDomain = await createSiwxHeader(mine, "http://example.com/api/v1");
     const client2 = await fetch(`${emu.url}/chat/completions`, { method: "POST", headers: { "SIGN-IN-WITH-X": wrongDomain }, body: chatBody() });
     expect(client2.status).toBe(401);

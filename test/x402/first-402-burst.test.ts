@@ -1,7 +1,7 @@
 /**
  * The first-402 burst: 50 simultaneous requests from a wallet with no credit, against the emulator with the
- * service's DEFAULT abuse rule (more than 20 failures in 30 s blocks the caller) and the client's default
- * abuse guard. The payment layer holds requests while the wallet's credit is unknown, so the service sees one
+ * strictest abuse rule a service has published (the seed's: more than 20 failures in 30 s blocks the caller; the
+ * live one allows 50) and the client's default abuse guard. The payment layer holds requests while the wallet's credit is unknown, so the service sees one
  * 402, one payment, and 50 successes; never the 50 402s that would block the wallet.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -17,8 +17,8 @@ let emu: Emulator;
 const x402Options: Record<string, unknown> = {};
 
 beforeAll(async () => {
-  // default rate limits and abuse rule: abuseMaxFailures 20 in 30 s
-  emu = await startEmulator({ chain: true, x402: x402Options });
+  // default rate limits; the seed's abuse threshold: abuseMaxFailures 20 in 30 s
+  emu = await startEmulator({ chain: true, x402: x402Options, rateLimits: { abuseMaxFailures: 20 } });
   expect(emu.rateLimiter.abuseMaxFailures).toBe(20);
 });
 afterAll(async () => {

@@ -4,12 +4,20 @@ import { startEmulator, type Emulator, type EmulatorOptions } from "../../src/em
 import { EvmWallet } from "../../src/x402/wallets.js";
 import type { PaymentPolicyOptions } from "../../src/x402/policy.js";
 
+/**
+ * The x402 routes' own limits (top-up 10 a minute per IP, live) are off unless `options.x402.routeLimits` asks for
+ * them: payment tests pay more often than that (test/x402/route-limits.test.ts covers the limits). The caller's
+ * `x402` object is kept (tests change it on a running emulator).
+ */
 export async function startPaidEmulator(options: EmulatorOptions = {}): Promise<Emulator> {
+  const x402 = (options.x402 ?? {}) as { routeLimits?: unknown };
+  x402.routeLimits ??= false;
   return startEmulator({
     chain: true,
     // 50 concurrent 402s are 50 failures: keep the abuse block out of the way of payment tests
     rateLimits: { abuseMaxFailures: 10_000, enabled: true, ...options.rateLimits },
     ...options,
+    x402,
   });
 }
 
@@ -41,3 +49,6 @@ export async function usdcBalance(emu: Emulator, address: string): Promise<bigin
 export function chatBody(model = "emu-xs") {
   return JSON.stringify({ model, messages: [{ role: "user", content: "hello" }] });
 }
+
+/** Client pacing for payment tests: the top-up route's 10 a minute is not paced (see startPaidEmulator). */
+export const unpacedRoutes = { routeLimits: false as const };

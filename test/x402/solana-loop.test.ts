@@ -71,7 +71,9 @@ describe("x402 on Solana against the emulator", () => {
     const f = solanaFetch(wallet, events);
     const res = await f(`${emu.url}/chat/completions`, { method: "POST", headers: { "content-type": "application/json" }, body: chatBody() });
     expect(res.status).toBe(200);
-    expect(res.headers.get("x-balance-remaining")).toMatch(/^4\.99/);
+    // live: no X-Balance-Remaining; the credit left is read from GET /x402/balance when asked
+    expect(res.headers.get("x-balance-remaining")).toBeNull();
+    expect(String(await f.controller.currentBalanceUsd())).toMatch(/^4\.99/);
     expect(events.map((e) => e.type)).toEqual(["payment.requested", "payment.signed", "payment.settled"]);
     const topUps = emu.account(wallet.address)!.entries.filter((e) => e.type === "TOP_UP");
     expect(topUps).toHaveLength(1);
