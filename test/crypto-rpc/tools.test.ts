@@ -81,14 +81,17 @@ describe("crypto_networks", () => {
     const { call } = toolkit();
     const { json, artifact } = await call("crypto_networks", {});
     expect(json.networks.evm.mainnet).toContain("base-mainnet");
-    expect(json.networks.evm.testnet).toEqual(expect.arrayContaining(["base-sepolia", "ethereum-holesky", "avalanche-fuji", "polygon-amoy", "bsc-testnet"]));
+    expect(json.networks.evm.testnet).toEqual(
+      expect.arrayContaining(["base-sepolia", "ethereum-holesky", "avalanche-fuji", "polygon-amoy", "bsc-testnet", "blast-sepolia", "robinhood-testnet"]),
+    );
+    expect(json.networks.evm.mainnet).toEqual(expect.arrayContaining(["blast-mainnet", "robinhood-mainnet"]));
     expect(json.networks.evm.mainnet).not.toContain("base-sepolia");
     expect(json.networks.solana).toEqual({ mainnet: ["solana-mainnet"], testnet: ["solana-devnet"] });
     expect(json.networks.starknet.mainnet).toEqual(["starknet-mainnet"]);
-    // the 23 published slugs but starknet-sepolia, which has no node here (the emulator lists only what it serves)
+    // the live service's 27 slugs but starknet-sepolia, which has no node here (the emulator lists only what it serves)
     expect(json.networks.starknet.testnet).toEqual([]);
-    expect(json.total).toBe(22);
-    expect(artifact.networks).toHaveLength(22);
+    expect(json.total).toBe(26);
+    expect(artifact.networks).toHaveLength(26);
     const onlySolana = await call("crypto_networks", { family: "solana", includeTestnets: false });
     expect(onlySolana.json.networks).toEqual({ solana: { mainnet: ["solana-mainnet"] } });
   });
@@ -272,9 +275,11 @@ describe("crypto_rpc (generic)", () => {
 
   it("is read-only by default: writes, signing, admin, filters and cross-family calls are refused before sending", async () => {
     const { call, counts } = toolkit();
-    for (const method of ["eth_sendRawTransaction", "eth_sign", "personal_sign", "admin_peers", "eth_sendTransaction"]) {
+    expect((await call("crypto_rpc", { network: "base-mainnet", method: "eth_sendRawTransaction", params: ["0x00"] })).json.error.code).toBe("METHOD_NOT_ALLOWED");
+    // methods the service does not serve at all are refused as such
+    for (const method of ["eth_sign", "personal_sign", "admin_peers", "eth_sendTransaction"]) {
       const r = await call("crypto_rpc", { network: "base-mainnet", method, params: ["0x00"] });
-      expect(r.json.error.code, method).toBe("METHOD_NOT_ALLOWED");
+      expect(r.json.error.code, method).toBe("UNSUPPORTED_METHOD");
     }
     expect((await call("crypto_rpc", { network: "base-mainnet", method: "eth_newFilter", params: [{}] })).json.error.code).toBe("UNSUPPORTED_METHOD");
     expect((await call("crypto_rpc", { network: "solana-devnet", method: "sendTransaction", params: ["x"] })).json.error.code).toBe("METHOD_NOT_ALLOWED");

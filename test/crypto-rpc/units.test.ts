@@ -31,18 +31,25 @@ describe("method policy", () => {
     expect(checkMethod("evm", "zks_sendRawTransactionWithDetailedOutput").allowed).toBe(false);
     expect(checkMethod("solana", "getTokenAccountsByOwner").allowed).toBe(true);
     expect(checkMethod("starknet", "starknet_call").allowed).toBe(true);
+    // on the service's list, but not a read: the tool's policy refuses it
     for (const [family, method] of [
       ["evm", "eth_sendRawTransaction"],
-      ["evm", "eth_signTypedData_v4"],
-      ["evm", "personal_unlockAccount"],
-      ["evm", "admin_addPeer"],
       ["evm", "debug_traceTransaction"],
       ["solana", "sendTransaction"],
-      ["solana", "requestAirdrop"],
       ["solana", "simulateTransaction"],
       ["starknet", "starknet_addDeclareTransaction"],
     ] as const) {
       expect(checkMethod(family, method), method).toMatchObject({ allowed: false, code: "METHOD_NOT_ALLOWED" });
+    }
+    // not on the service's list at all: the proxy would answer 400, whatever the policy
+    for (const [family, method] of [
+      ["evm", "eth_signTypedData_v4"],
+      ["evm", "personal_unlockAccount"],
+      ["evm", "admin_addPeer"],
+      ["solana", "requestAirdrop"],
+    ] as const) {
+      expect(checkMethod(family, method), method).toMatchObject({ allowed: false, code: "UNSUPPORTED_METHOD" });
+      expect(checkMethod(family, method, { allowWrites: true }), method).toMatchObject({ allowed: false, code: "UNSUPPORTED_METHOD" });
     }
   });
 
@@ -52,6 +59,28 @@ describe("method policy", () => {
     expect(checkMethod("evm", "eth_newBlockFilter", { allowWrites: true })).toMatchObject({ allowed: false, code: "UNSUPPORTED_METHOD" });
     expect(checkMethod("solana", "logsSubscribe", { allowWrites: true })).toMatchObject({ allowed: false, code: "UNSUPPORTED_METHOD" });
     expect(checkMethod("evm", "debug_traceTransaction", { extraMethods: ["debug_traceTransaction"] })).toEqual({ allowed: true, kind: "read" });
+  });
+
+  it("checks explicit names per family, not namespaces, as the live proxy does", () => {
+    for (const method of ["zks_getL1GasPrice", "zks_L1ChainId", "linea_getTransactionExclusionStatusV1", "bor_getSnapshotProposerSequence", "pimlico_getUserOperationStatus"]) {
+      expect(checkMethod("evm", method), method).toEqual({ allowed: true, kind: "read" });
+    }
+    for (const method of ["zks_notAMethod", "linea_notAMethod", "bor_notAMethod"]) {
+      expect(checkMethod("evm", method), method).toMatchObject({ allowed: false, code: "UNSUPPORTED_METHOD" });
+    }
+    for (const method of ["debug_notAMethod", "trace_notAMethod", "txpool_notAMethod", "arbtrace_notAMethod", "zks_notAMethod"]) {
+      expect(checkMethod("evm", method, { allowWrites: true }), method).toMatchObject({ allowed: false, code: "UNSUPPORTED_METHOD" });
+    }
+    expect(checkMethod("evm", "debug_notAMethod", { extraMethods: ["debug_notAMethod"] })).toEqual({ allowed: true, kind: "read" });
+    expect(checkMethod("evm", "trace_replayTransaction", { allowWrites: true })).toEqual({ allowed: true, kind: "write" });
+    expect(checkMethod("evm", "zks_sendRawTransactionWithDetailedOutput", { allowWrites: true })).toEqual({ allowed: true, kind: "write" });
+    // the reasons say what it costs or what to do instead
+    expect(checkMethod("evm", "trace_replayTransaction")).toMatchObject({ code: "METHOD_NOT_ALLOWED", reason: expect.stringMatching(/billed 4×/) });
+    expect(checkMethod("evm", "eth_sign", { allowWrites: true })).toMatchObject({ code: "UNSUPPORTED_METHOD", reason: expect.stringMatching(/sign locally/) });
+    expect(checkMethod("solana", "getConfirmedBlock", { allowWrites: true }).allowed).toBe(false);
+    expect(checkMethod("solana", "getAssetsByOwner", { allowWrites: true }).allowed).toBe(false);
+    // filters stay refused even when named as extra methods
+    expect(checkMethod("evm", "eth_newFilter", { extraMethods: ["eth_newFilter"] })).toMatchObject({ allowed: false, code: "UNSUPPORTED_METHOD" });
   });
 
   it("refuses a method of another family", () => {
