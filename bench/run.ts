@@ -21,6 +21,7 @@ const sections: Record<string, () => Promise<BenchRow[]>> = {
   package: async () => (await import("./package.js")).benchPackage(),
   fleet: async () => (await import("./fleet.js")).benchFleet(),
   embeddings: async () => (await import("./embeddings.js")).benchEmbeddings(),
+  live: async () => (await import("./live.js")).benchLive(),
 };
 
 function fmt(n: number): string {
