@@ -310,6 +310,29 @@ export class PaymentPolicy {
     }
   }
 
+  /**
+   * Whether an explicit top-up of `amountUsd` could still fit the period caps (the wallet's and this policy's),
+   * reading only what the store recorded: a `PaymentPolicyError` (rule `maxPerPeriod`) when it cannot. Needs no
+   * requirements, so a fleet at its cap is refused before any ask reaches `/x402/top-up` (10 a minute per IP:
+   * the asks of refused top-ups would otherwise hold the ones that can still be paid for a minute).
+   */
+  async checkAmountFits(amountUsd: number, context: { namespace: string; walletAddress: string; store?: PaymentStore }): Promise<void> {
+    const store = context.store ?? defaultStore();
+    const now = this.#now();
+    for (const [key, scope] of [
+      [walletScopeKey(context.namespace, context.walletAddress), "wallet"],
+      [this.scopeKey, "policy"],
+    ] as const) {
+      const spent = await store.spentUsd(key, this.periodMs, now);
+      if (spent + amountUsd > this.maxPerPeriodUsd + 1e-9) {
+        throw new PaymentPolicyError(
+          `payment refused by policy (maxPerPeriod): $${amountUsd} would bring top-ups to $${+(spent + amountUsd).toFixed(6)} within the period, over the $${this.maxPerPeriodUsd} cap (${scope})`,
+          { rule: "maxPerPeriod" },
+        );
+      }
+    }
+  }
+
   /** Every offered requirement the policy allows, best first (the preferred network leads). */
   candidates(accepts: readonly unknown[], context: DecideContext): PaymentDecision[] {
     let worst: { rule: PolicyRule; detail: string } = { rule: "noRequirements", detail: "the service offered no payment requirements" };

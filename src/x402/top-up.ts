@@ -297,11 +297,15 @@ export class TopUpFlight {
       // ask is a 402, which the service counts toward its abuse block)
       const last = s.lastAccepts;
       if (last && Date.now() - last.at < LAST_ACCEPTS_MS) await policy.checkBudget(last.accepts, context).catch((err: unknown) => this.#refused(err, listener));
+      // an explicit amount is checked against the caps before any ask, even with no requirements seen yet
+      if (amountUsd !== undefined) {
+        await this.#checkExplicitAmount(policy, amountUsd, listener);
+        await policy.checkAmountFits(amountUsd, context).catch((err: unknown) => this.#refused(err, listener));
+      }
       if (ask.after402 !== undefined) await this.#checkCurable(send, topUpUrl, ask.after402, listener);
       // the top-up endpoint's own requirements, never the inference 402's (a hint at most)
       const source = await this.#fetchRequirements(send, topUpUrl);
       s.lastAccepts = { accepts: source.accepts ?? [], at: Date.now() };
-      if (amountUsd !== undefined) await this.#checkExplicitAmount(policy, amountUsd, listener);
       let authorization: Awaited<ReturnType<PaymentPolicy["authorize"]>>;
       try {
         // decide, check pins and budgets, reserve and pin: one atomic step of the store, nothing awaited between

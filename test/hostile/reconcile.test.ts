@@ -123,4 +123,29 @@ describe("a wallet at its period cap", () => {
     expect((err as InstanceType<typeof PaymentPolicyError>).rule).toBe("maxPerPeriod");
     expect(asks()).toBe(2); // nothing sent for the refused one
   });
+
+  it("refuses an explicit top-up over the cap with no requirements ever seen (another process spent it): nothing asked", async () => {
+    const { PaymentPolicyError } = await import("../../src/http/errors.js");
+    const { X402PaymentController } = await import("../../src/x402/layer.js");
+    const { MemoryStore } = await import("../../src/store/memory.js");
+    const { walletScopeKey } = await import("../../src/x402/policy.js");
+    const svc = await hostile((req, res) => json(res, { x402Version: 2, accepts: [offer()] }, {}, 402));
+    const wallet = EvmWallet.random();
+    // the fleet's store, where another process already topped this wallet up to its $10 cap
+    const store = new MemoryStore();
+    const day = 24 * 60 * 60_000;
+    const other = await store.reserveSpend({
+      scopes: [{ key: walletScopeKey("eip155", wallet.address), capUsd: 10, periodMs: day, pin: false }],
+      candidates: [{ network: "eip155:8453", payTo: "0x000000000000000000000000000000000000dead", amountUsd: 10 }],
+      now: Date.now(),
+      dryRun: false,
+    });
+    expect(other.ok).toBe(true);
+    await store.commitSpend((other as { reservation: string }).reservation);
+    const controller = new X402PaymentController({ wallet, baseUrl: svc.url, policy: { maxPerPeriodUsd: 10 }, store });
+    const err = await controller.explicitTopUp(withX402(fetch, controller.options), `${svc.url}/x402/top-up`, 5).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(PaymentPolicyError);
+    expect((err as InstanceType<typeof PaymentPolicyError>).rule).toBe("maxPerPeriod");
+    expect(svc.to("/x402/top-up")).toHaveLength(0); // no ask: this process had seen no requirements, the store said enough
+  });
 });
