@@ -25,6 +25,7 @@ const sections: Record<string, () => Promise<BenchRow[]>> = {
 };
 
 function fmt(n: number): string {
+  if (Number.isNaN(n)) return "—"; // a row that counts rather than times (or a section that failed: its note says)
   if (!Number.isFinite(n)) return String(n);
   return Math.abs(n) >= 100 ? n.toFixed(0) : Math.abs(n) >= 1 ? n.toFixed(2) : n.toFixed(3);
 }
