@@ -28,6 +28,7 @@ export {
   type PaymentRequirement,
   type PolicyRule,
   type AllowedAsset,
+  type PaymentApprovalRequest,
 } from "./policy.js";
 export { signPayment, type SignedPayment, type SignPaymentOptions } from "./payment.js";
 export {

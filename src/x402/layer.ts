@@ -312,7 +312,12 @@ export class X402PaymentController {
       if (!paidHere) {
         try {
           // the 402's own requirements are not read: the top-up endpoint's are what gets signed
-          const result = await this.#flight.join(next, topUpUrl, { listener: replayInit.service?.onPaymentEvent, seenEpoch, after402: body ?? {} });
+          const result = await this.#flight.join(next, topUpUrl, {
+            listener: replayInit.service?.onPaymentEvent,
+            seenEpoch,
+            after402: body ?? {},
+            reason: `a 402 Payment Required answered ${replayInit.method ?? "GET"} ${new URL(url).pathname}: the wallet's credit ran out`,
+          });
           // undefined: another process's top-up landed while this request was out
           paidHere = result !== undefined;
         } catch (err) {

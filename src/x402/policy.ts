@@ -33,6 +33,7 @@ export type PolicyRule =
   | "maxPerTopUp"
   | "maxPerPeriod"
   | "dryRun"
+  | "approval"
   | "noRequirements";
 
 export interface AllowedAsset {
@@ -77,8 +78,40 @@ export interface PaymentPolicyOptions {
   maxValiditySeconds?: number;
   /** decide and report, never sign */
   dryRun?: boolean;
+  /**
+   * Deny by default: only what is listed is paid. `allowedPayees` and `allowedAssets` (each naming its network)
+   * are required, and nothing is pinned on first use; the networks are the assets' networks unless listed.
+   */
+  strict?: boolean;
+  /**
+   * Asked before every signature (automatic and explicit top-ups alike), after every other rule passed and the
+   * budget is reserved: true signs; false, a throw, or no answer within `approvalTimeoutMs` is a
+   * `PaymentPolicyError` with rule `approval`, and nothing is signed. Concurrent 402s of a wallet share one top-up,
+   * so they ask once. A LangGraph `interrupt()` thrown from here passes through unchanged (the run pauses at the
+   * payment and asks again, nothing signed, when it resumes).
+   */
+  approve?: (request: PaymentApprovalRequest) => boolean | Promise<boolean>;
+  /** how long `approve` may take, in ms (default 5 minutes) */
+  approvalTimeoutMs?: number;
   /** ms clock (tests) */
   now?: () => number;
+}
+
+/** What `PaymentPolicy.approve` is asked to allow: one payment, exactly as it would be signed. */
+export interface PaymentApprovalRequest {
+  /** USD to be paid (what is signed) */
+  amountUsd: number;
+  /** the least the service asked for */
+  minimumUsd: number;
+  /** CAIP-2 network */
+  network: string;
+  /** token contract (EVM) or mint (Solana) */
+  asset: string;
+  payTo: string;
+  /** the paying wallet's address */
+  wallet: string;
+  /** why: "a 402 answered …" (an automatic top-up) or "an explicit top-up" */
+  reason: string;
 }
 
 /** One entry of an x402 `accepts` array, v2 or v1 shape. */
@@ -179,6 +212,9 @@ export class PaymentPolicy {
   readonly dryRun: boolean;
   readonly pinPayees: boolean;
   readonly maxValiditySeconds: number;
+  readonly strict: boolean;
+  readonly approve?: (request: PaymentApprovalRequest) => boolean | Promise<boolean>;
+  readonly approvalTimeoutMs: number;
   /** this object's own budget and pins in the store */
   readonly scopeKey = `policy:${process.pid}.${++policyIds}.${Math.random().toString(36).slice(2, 8)}`;
   readonly #now: () => number;
@@ -203,7 +239,21 @@ export class PaymentPolicy {
       throw new ConfigurationError(`PaymentPolicy.maxPerTopUpUsd (${this.maxPerTopUpUsd}) exceeds maxPerPeriodUsd (${this.maxPerPeriodUsd})`);
     }
     this.amountUsd = options.amountUsd;
-    this.allowedNetworks = (options.allowedNetworks ?? [BASE_MAINNET, SOLANA_MAINNET]).map(normalizeNetwork);
+    positive("approvalTimeoutMs", options.approvalTimeoutMs);
+    if (options.approve !== undefined && typeof options.approve !== "function") throw new ConfigurationError("PaymentPolicy.approve must be a function");
+    this.approve = options.approve;
+    this.approvalTimeoutMs = options.approvalTimeoutMs ?? 5 * 60_000;
+    this.strict = options.strict === true;
+    if (this.strict) {
+      // deny by default: no built-in lists stand in for the owner's
+      if (!options.allowedPayees?.length) throw new ConfigurationError("PaymentPolicy.strict needs allowedPayees: with none listed, nothing could be paid");
+      if (!options.allowedAssets?.length) throw new ConfigurationError("PaymentPolicy.strict needs allowedAssets: with none listed, nothing could be paid");
+      for (const a of options.allowedAssets) {
+        if (typeof a === "string" || !a.network) throw new ConfigurationError("PaymentPolicy.strict: every allowedAssets entry names its network ({ network, asset })");
+      }
+    }
+    const strictNetworks = this.strict && !options.allowedNetworks ? [...new Set(options.allowedAssets!.map((a) => (a as AllowedAsset).network!))] : undefined;
+    this.allowedNetworks = (options.allowedNetworks ?? strictNetworks ?? [BASE_MAINNET, SOLANA_MAINNET]).map(normalizeNetwork);
     if (this.allowedNetworks.length === 0) throw new ConfigurationError("PaymentPolicy.allowedNetworks is empty: nothing could be paid");
     const assets = options.allowedAssets ?? [
       { network: BASE_MAINNET, asset: USDC_BASE },
@@ -219,7 +269,8 @@ export class PaymentPolicy {
     this.allowedPayees = options.allowedPayees;
     this.preferredNetwork = options.preferredNetwork ? normalizeNetwork(options.preferredNetwork) : undefined;
     this.dryRun = options.dryRun ?? false;
-    this.pinPayees = options.pinPayees ?? true;
+    // a strict policy pays only listed payees: nothing to pin
+    this.pinPayees = this.strict ? false : (options.pinPayees ?? true);
     this.#now = options.now ?? Date.now;
   }
 
@@ -433,6 +484,49 @@ export class PaymentPolicy {
     return candidates;
   }
 
+  /**
+   * Asks the owner's `approve` about a payment about to be signed (nothing to ask without one). Refusal, a throw
+   * or no answer in time is a `PaymentPolicyError` (rule `approval`); a LangGraph interrupt (an error marked
+   * `is_bubble_up`) is rethrown as it is, so the graph pauses at the payment.
+   */
+  async approval(decision: PaymentDecision, context: { wallet: string; reason: string }): Promise<void> {
+    const approve = this.approve;
+    if (!approve) return;
+    const request: PaymentApprovalRequest = {
+      amountUsd: decision.amountUsd,
+      minimumUsd: decision.minimumUsd,
+      network: decision.network,
+      asset: decision.asset,
+      payTo: decision.payTo,
+      wallet: context.wallet,
+      reason: context.reason,
+    };
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    let answer: unknown;
+    try {
+      answer = await Promise.race([
+        Promise.resolve().then(() => approve(Object.freeze(request))),
+        new Promise((_, reject) => {
+          timer = setTimeout(() => reject(new ApprovalTimeout()), this.approvalTimeoutMs);
+          timer.unref?.();
+        }),
+      ]);
+    } catch (err) {
+      if ((err as { is_bubble_up?: unknown } | undefined)?.is_bubble_up === true) throw err;
+      const why = err instanceof ApprovalTimeout ? `no answer within ${this.approvalTimeoutMs} ms` : `approve threw: ${String((err as Error)?.message ?? err)}`;
+      throw new PaymentPolicyError(`payment refused by policy (approval): ${why}; nothing was signed ($${decision.amountUsd} to ${decision.payTo} on ${decision.network})`, {
+        rule: "approval",
+      });
+    } finally {
+      clearTimeout(timer);
+    }
+    if (answer !== true) {
+      throw new PaymentPolicyError(`payment refused by policy (approval): not approved; nothing was signed ($${decision.amountUsd} to ${decision.payTo} on ${decision.network})`, {
+        rule: "approval",
+      });
+    }
+  }
+
   toJSON() {
     return {
       amountUsd: this.amountUsd,
@@ -445,6 +539,11 @@ export class PaymentPolicy {
       maxValiditySeconds: this.maxValiditySeconds,
       preferredNetwork: this.preferredNetwork,
       dryRun: this.dryRun,
+      strict: this.strict,
+      approve: this.approve ? "[function]" : undefined,
+      approvalTimeoutMs: this.approve ? this.approvalTimeoutMs : undefined,
     };
   }
 }
+
+class ApprovalTimeout extends Error {}

@@ -50,6 +50,8 @@ export interface TopUpAsk {
   seenEpoch?: number | null;
   /** the 402 body that asked for it (an automatic top-up): what it says guides the check before a second top-up */
   after402?: unknown;
+  /** what asked for it, for the owner's `approve` (default: an explicit top-up, or a 402) */
+  reason?: string;
 }
 
 /** Reads what a 402 offers: `accepts` from the body, else from the PAYMENT-REQUIRED header. */
@@ -318,6 +320,13 @@ export class TopUpFlight {
         return this.#refused(err, listener);
       }
       const { decision } = authorization;
+      try {
+        const reason = ask.reason ?? (amountUsd !== undefined ? `an explicit top-up of $${amountUsd}` : "a 402 Payment Required: the wallet's credit ran out");
+        await policy.approval(decision, { wallet: wallet.address, reason });
+      } catch (err) {
+        await authorization.release(); // nothing was signed: the reservation is undone
+        return this.#refused(err, listener);
+      }
       await ctx.emit(listener, "payment.requested", decision);
       let signed: SignedPayment;
       try {
