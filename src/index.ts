@@ -13,4 +13,5 @@ export * from "./embeddings/index.js";
 export * from "./tools/index.js";
 export * from "./x402/index.js";
 export * from "./store/index.js";
+export * from "./spend/index.js";
 export type { Emulator, EmulatorOptions } from "./emulator/index.js";

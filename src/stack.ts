@@ -15,6 +15,11 @@ import type { PaymentPolicy, PaymentPolicyOptions } from "./x402/policy.js";
 import type { PaymentEvent } from "./x402/events.js";
 import type { X402PaymentController, X402PaymentOptions } from "./x402/layer.js";
 import type { PaymentStore } from "./store/types.js";
+import { brandNames } from "./http/config.js";
+import { SpendBudget } from "./spend/budget.js";
+import { SpendLog } from "./spend/log.js";
+import { spendLayer } from "./spend/layer.js";
+import { modelRecordLookup } from "./spend/records.js";
 
 export interface FetchStackOptions extends Omit<TransportOptions, "limitStore"> {
   /**
@@ -39,6 +44,14 @@ export interface FetchStackOptions extends Omit<TransportOptions, "limitStore"> 
   store?: PaymentStore;
   /** a custom payment layer, placed outside retries (built from `wallet` + `payment` when absent) */
   paymentLayer?: FetchLayer;
+  /**
+   * A cap on credit spent by every request of this stack: each reserves its worst case first and is refused
+   * (`BudgetExceededError`, nothing sent) when it does not fit; settled to the real cost after. Share one
+   * `SpendBudget` between faces to share the cap; a request can carry more (`service.spend`, a call's `budget`).
+   */
+  budget?: SpendBudget;
+  /** receipts: every charge and payment of this stack, for `toJSONL()` and `reconcile(client)` */
+  spendLog?: SpendLog;
 }
 
 export interface ServiceFetch extends TransportFetch {
@@ -52,6 +65,7 @@ export interface ServiceFetch extends TransportFetch {
 const FACE_STACK_OPTIONS = [
   "apiKey", "baseUrl", "brand", "timeout", "idleTimeout", "totalTimeout", "maxResponseBytes", "maxEventBytes", "fetch", "retry",
   "abuseGuard", "auth", "wallet", "payment", "onPayment", "solanaRpcUrl", "topUp", "store", "pacing", "concurrency", "defaultHeaders",
+  "budget", "spendLog",
 ] as const satisfies readonly (keyof FetchStackOptions)[];
 
 /** @internal Picks a face's stack options out of its fields (nothing else of them reaches the stack). */
@@ -80,7 +94,16 @@ export function createServiceFetch(options: FetchStackOptions = {}): ServiceFetc
   if (wallet !== undefined && typeof (wallet as { address?: unknown })?.address !== "string") {
     throw new ConfigurationError("wallet must be an EvmWallet or a SolanaWallet");
   }
-  const { wallet: _w, payment, onPayment, solanaRpcUrl, topUp, store, paymentLayer: customPayment, ...transport } = options;
+  const { wallet: _w, payment, onPayment: ownerOnPayment, solanaRpcUrl, topUp, store, paymentLayer: customPayment, budget, spendLog, ...transport } = options;
+  if (budget !== undefined && !(budget instanceof SpendBudget)) throw new ConfigurationError("budget must be a SpendBudget");
+  if (spendLog !== undefined && !(spendLog instanceof SpendLog)) throw new ConfigurationError("spendLog must be a SpendLog");
+  // the stack's log records its payments as the owner's listener hears them
+  const onPayment = spendLog
+    ? (event: PaymentEvent) => {
+        spendLog.recordPaymentEvent(event);
+        ownerOnPayment?.(event);
+      }
+    : ownerOnPayment;
   // A wallet replaces the API key: it signs in with SIWX on every attempt and pays on 402.
   const x402 = wallet ? import("./x402/index.js") : undefined;
   let controller: Promise<X402PaymentController> | undefined;
@@ -107,12 +130,25 @@ export function createServiceFetch(options: FetchStackOptions = {}): ServiceFetc
       return async (input, init) => (await layer)(input, init);
     };
   }
+  const baseUrl = normalizeBaseUrl(options.baseUrl);
+  const brand = options.brand ?? DEFAULT_BRAND;
+  const names = brandNames(brand);
+  let self: ServiceFetch | undefined;
   const stack = createTransport({
     ...transport,
     auth: options.auth ?? (wallet && x402 ? lazyWalletAuth(wallet, x402) : undefined),
     paymentLayer,
+    spendLayer: spendLayer({
+      budget,
+      log: spendLog,
+      origin: new URL(baseUrl).origin,
+      brand,
+      headers: names,
+      lookup: modelRecordLookup(() => self!),
+    }),
     limitStore: sharedLimitStore(store),
   }) as ServiceFetch;
+  self = stack;
   Object.defineProperties(stack, {
     wallet: { value: wallet },
     paymentController: { value: () => controller ?? Promise.resolve(undefined) },

@@ -41,6 +41,8 @@ import type { Document } from "@langchain/core/documents";
 import { z } from "zod";
 
 import { brandNames, DEFAULT_BRAND, type BrandNames } from "../config.js";
+import { spendOf } from "../spend/call-options.js";
+import type { SpendBudget } from "../spend/budget.js";
 import { PAYMENT_EVENT_NAME } from "../x402/event-name.js";
 import { responseHeaders } from "../http/fetch-stack.js";
 import { createServiceFetch, faceStackOptions, type FetchStackOptions, type ServiceFetch } from "../stack.js";
@@ -172,6 +174,8 @@ export interface ChatServiceCallOptions extends BaseChatModelCallOptions {
   strict?: boolean;
   /** request body fields sent unchanged (pass-through) */
   extraBody?: Record<string, unknown>;
+  /** a spend budget for this call (one agent run can carry its own; or put it in the run's `configurable.budget`) */
+  budget?: SpendBudget;
   streamUsage?: boolean;
 }
 
@@ -544,6 +548,8 @@ export class ChatService extends BaseChatModel<ChatServiceCallOptions, AIMessage
         ...(this.#noRetry ? { retry: false } : {}),
         // the payments this request causes reach this run's own callbacks (`invoke(x, { callbacks })`)
         onPaymentEvent: runManager ? (event) => runManager.handleCustomEvent(PAYMENT_EVENT_NAME, event) : undefined,
+        // this call's budgets (`invoke(x, { budget })`, the run's `configurable.budget`) and the SpendLogs among its callbacks
+        spend: spendOf(options, runManager),
       },
     });
   }

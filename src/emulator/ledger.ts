@@ -5,8 +5,16 @@
  * (the model and add-ons such as web search, told apart by `modelId`), as the live ledger does; a REFUND row
  * returns all of a failed request's charges at once.
  */
+import { AsyncLocalStorage } from "node:async_hooks";
 import { randomUUID } from "node:crypto";
 import type { Account, ApiKeyOption, LedgerEntry } from "./types.js";
+
+/**
+ * The request ids a route charges under, collected while its handler runs: the server answers with the first as
+ * `x-request-id`, so a client can match what it was charged to the ledger's rows (a completion's `id` does that
+ * for chat).
+ */
+export const chargedRequestIds = new AsyncLocalStorage<string[]>();
 
 export const DEFAULT_KEY_USD = 100;
 export const DEFAULT_KEY_DIEM = 10;
@@ -94,6 +102,7 @@ export class Ledger {
    * left takes what is left (the request was already served). Returns the portions taken.
    */
   charge(account: Account, amountUsd: number, meta: Partial<LedgerEntry> = {}): ChargeResult {
+    if (meta.requestId) chargedRequestIds.getStore()?.push(meta.requestId);
     const amount = round6(Math.max(0, amountUsd));
     const linked = this.linkedAccount(account);
     if (linked && linked.diemUsd > 0) {

@@ -14,6 +14,7 @@ import { randomBytes } from "node:crypto";
 import { brotliCompressSync, constants as zlibConstants, gzipSync } from "node:zlib";
 import { accountForIdentity, accountIdentity, addressIdentity, authenticate, callerIdentity, claimedIdentity, publicAccountId } from "./auth.js";
 import { FAULT_BODIES, FaultInjector } from "./faults.js";
+import { chargedRequestIds } from "./ledger.js";
 import { findModel, type ServedModel } from "./models/catalog.js";
 import { RateLimiter, type Bucket } from "./rate-limits.js";
 import { audioRoutes } from "./routes/audio.js";
@@ -364,11 +365,16 @@ async function runPipeline(state: PipelineState, req: EmulatorRequest): Promise<
 
   // 7. the route itself
   let response: EmulatorResponse;
+  const charged: string[] = [];
   try {
-    response = await route.handler(req, ctx, caller);
+    response = await chargedRequestIds.run(charged, () => route.handler(req, ctx, caller));
   } catch (err) {
     if (!(err instanceof EmulatorHttpError)) throw err;
     response = fromHttpError(err);
+  }
+  // the id the ledger charged this request under, for the client to quote and match
+  if (charged.length && !Object.keys(response.headers ?? {}).some((k) => k.toLowerCase() === "x-request-id")) {
+    response = { ...response, headers: { ...response.headers, "x-request-id": charged[0]! } };
   }
 
   // 8. what the request used, and the headers that follow from it

@@ -224,6 +224,32 @@ export class PaymentPolicyError extends ServiceError {
     this.rule = init.rule;
   }
 }
+/**
+ * A spend budget (`SpendBudget`) cannot fit a request's worst-case cost: nothing was sent. The figures are the
+ * budget's as the refusal saw them (a fleet's, with a store).
+ */
+export class BudgetExceededError extends ServiceError {
+  override name = "BudgetExceededError";
+  /** the budget's name */
+  readonly budget: string;
+  readonly spentUsd: number;
+  readonly reservedUsd: number;
+  readonly limitUsd: number;
+  /** the request's worst-case estimate (Infinity: it could not be priced) */
+  readonly estimateUsd: number;
+  constructor(message: string, init: ServiceErrorInit & { budget: string; spentUsd: number; reservedUsd: number; limitUsd: number; estimateUsd: number }) {
+    super(message, init);
+    this.budget = init.budget;
+    this.spentUsd = init.spentUsd;
+    this.reservedUsd = init.reservedUsd;
+    this.limitUsd = init.limitUsd;
+    this.estimateUsd = init.estimateUsd;
+  }
+
+  override toJSON(): Record<string, unknown> {
+    return { ...super.toJSON(), budget: this.budget, spentUsd: this.spentUsd, reservedUsd: this.reservedUsd, limitUsd: this.limitUsd, estimateUsd: this.estimateUsd };
+  }
+}
 /** A payment was attempted and failed (settlement refused, or its outcome is unknown). */
 export class PaymentFailedError extends ServiceError {
   override name = "PaymentFailedError";

@@ -88,6 +88,8 @@ export interface TransportOptions {
   limitStore?: LimitStore;
   /** the payment layer, placed outside retries (src/stack.ts builds it from a wallet) */
   paymentLayer?: FetchLayer;
+  /** the spend layer (budgets, receipts), placed outside the payment layer (src/stack.ts builds it) */
+  spendLayer?: FetchLayer;
   /**
    * Rate-limit pacing from the `x-ratelimit-*` headers, one limiter per caller and model shared in the
    * process, so bursts wait for the window instead of drawing 429s (default on); `false` turns it off. Image,
@@ -393,6 +395,7 @@ export function createTransport(options: TransportOptions = {}): TransportFetch 
   }
   if (options.retry !== false) f = retryLayer(options.retry ?? {}, brand)(f);
   if (paymentLayer) f = paymentLayer(f);
+  if (options.spendLayer) f = options.spendLayer(f);
   f = deadlineLayer(f, limits.totalTimeout);
   f = errorsLayer(f, brand);
 

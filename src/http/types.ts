@@ -32,6 +32,11 @@ export interface ServiceRequestHints {
   maxResponseBytes?: number;
   /** false: hand back non-success responses instead of throwing typed errors */
   throwOnError?: boolean;
+  /**
+   * spend governance of this request, beside the stack's own: `SpendBudget`s to reserve its worst case on and
+   * `SpendLog`s to record its charge and payments to; false: not metered at all (the stack's own reads)
+   */
+  spend?: { budgets?: readonly object[]; logs?: readonly object[] } | false;
   /** receives the events of payments this request causes (a LangChain run's callbacks; a `PaymentEvent`) */
   onPaymentEvent?(event: { type: string }): void | Promise<void>;
 }

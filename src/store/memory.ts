@@ -2,7 +2,8 @@
  * The per-process store (the default). Each method runs start to end without an `await`, so on Node's single
  * thread it is atomic.
  */
-import type { LeaseOutcome, PaymentStore, PendingPaymentRecord, SpendOutcome, SpendRequest, TopUpEnd, TopUpState } from "./types.js";
+import type { BudgetFigures, BudgetReserveRequest, LeaseOutcome, PaymentStore, PendingPaymentRecord, SpendOutcome, SpendRequest, TopUpEnd, TopUpState } from "./types.js";
+import { MemoryBudgets } from "./memory-budgets.js";
 import { capDetail, dryRunDetail, payeeDetail, round6 } from "./details.js";
 import { MemoryLimits } from "./memory-limits.js";
 import type { GuardGrant, GuardRelease, GuardRequest, PaceGrant, PaceObservation, PaceRequest, SlotGrant, SlotRequest } from "../http/shared-limits.js";
@@ -199,6 +200,24 @@ export class MemoryStore implements PaymentStore {
   async releaseSlot(key: string, id: string): Promise<void> {
     this.#limits.releaseSlotNow(key, id);
   }
+
+  // ---- spend budgets (memory-budgets.ts; redis-budgets.ts for a fleet) ----
+  readonly #budgets = new MemoryBudgets();
+
+  async budgetReserve(key: string, request: BudgetReserveRequest): Promise<BudgetFigures & { ok: boolean }> {
+    return this.#budgets.reserve(key, request);
+  }
+
+  async budgetSettle(key: string, reservation: string, actualNano: number | undefined, ttlMs: number): Promise<BudgetFigures> {
+    return this.#budgets.settle(key, reservation, actualNano, ttlMs);
+  }
+
+  async budgetFigures(key: string): Promise<BudgetFigures> {
+    return this.#budgets.figures(key);
+  }
+
+  /** The budget operations, synchronously: a budget in this process settles as the answer ends, with no tick between. */
+  readonly budgetsNow: MemoryBudgets = this.#budgets;
 }
 
 let processStore: MemoryStore | undefined;

@@ -29,8 +29,9 @@ import { randomUUID } from "node:crypto";
 import type { Cluster, Redis, RedisOptions } from "ioredis";
 import { ConfigurationError, StoreUnavailableError } from "../http/errors.js";
 import { capDetail, dryRunDetail, payeeDetail, round6 } from "./details.js";
-import type { LeaseOutcome, PaymentStore, PendingPaymentRecord, SpendOutcome, SpendRequest, TopUpEnd, TopUpState } from "./types.js";
+import type { BudgetFigures, BudgetReserveRequest, LeaseOutcome, PaymentStore, PendingPaymentRecord, SpendOutcome, SpendRequest, TopUpEnd, TopUpState } from "./types.js";
 import * as limits from "./redis-limits.js";
+import * as budgets from "./redis-budgets.js";
 import type { GuardGrant, GuardRelease, GuardRequest, PaceGrant, PaceObservation, PaceRequest, SlotGrant, SlotRequest } from "../http/shared-limits.js";
 
 /** An ioredis client (standalone, Sentinel) or cluster. */
@@ -582,5 +583,19 @@ export class RedisStore implements PaymentStore {
 
   async releaseSlot(key: string, id: string): Promise<void> {
     await this.#run("releaseSlot", (c) => limits.releaseSlot(c as unknown as RedisClient, this.prefix, key, id));
+  }
+
+  // ---- spend budgets (redis-budgets.ts): a failure rejects, and the budget refuses the request (fails closed) ----
+
+  async budgetReserve(key: string, request: BudgetReserveRequest): Promise<BudgetFigures & { ok: boolean }> {
+    return this.#run("budgetReserve", (c) => budgets.budgetReserve(c as unknown as RedisClient, this.prefix, key, request));
+  }
+
+  async budgetSettle(key: string, reservation: string, actualNano: number | undefined, ttlMs: number): Promise<BudgetFigures> {
+    return this.#run("budgetSettle", (c) => budgets.budgetSettle(c as unknown as RedisClient, this.prefix, key, reservation, actualNano, ttlMs));
+  }
+
+  async budgetFigures(key: string): Promise<BudgetFigures> {
+    return this.#run("budgetFigures", (c) => budgets.budgetFigures(c as unknown as RedisClient, this.prefix, key));
   }
 }

@@ -41,7 +41,7 @@ export type SpendOutcome =
   | { ok: true; index: number; reservation: string }
   | { ok: false; rule: "payee" | "maxPerPeriod" | "dryRun"; detail: string; index?: number };
 
-export interface PaymentStore extends TopUpCoordinator {
+export interface PaymentStore extends TopUpCoordinator, Partial<BudgetStore> {
   /** true for a store that lives in this process (its answers need no I/O, nor a timeout) */
   readonly processLocal?: boolean;
   /** Atomically: pins -> budgets -> record the spend in every scope and set missing pins. */
@@ -130,3 +130,35 @@ export type {
   GuardGrant,
   GuardRelease,
 } from "../http/shared-limits.js";
+
+// ---- spend budgets (credit spent, not top-ups) ------------------------------------------------------------
+
+/** A budget's figures in nano-dollars (1e-9 USD): integers, so sums of settled costs are exact. */
+export interface BudgetFigures {
+  spentNano: number;
+  reservedNano: number;
+}
+
+export interface BudgetReserveRequest {
+  /** the budget's cap, nano-dollars */
+  limitNano: number;
+  /** the worst case of the request, nano-dollars */
+  amountNano: number;
+  /** unique per reservation */
+  reservation: string;
+  /** how long the budget's record is kept after its last use, ms */
+  ttlMs: number;
+}
+
+/**
+ * Spend budgets shared by a fleet: reserve a request's worst case against the cap, then settle it to the real
+ * cost (or release it). Each method is one atomic step of the store. A reservation whose process died is never
+ * settled: it stays counted at its worst case (a budget errs on the safe side).
+ */
+export interface BudgetStore {
+  /** Reserves `amountNano` when spent + reserved + amount fits the limit; the figures after (or as they stand). */
+  budgetReserve(key: string, request: BudgetReserveRequest): Promise<BudgetFigures & { ok: boolean }>;
+  /** Settles a reservation at `actualNano` (undefined: released, nothing spent); unknown reservations change nothing. */
+  budgetSettle(key: string, reservation: string, actualNano: number | undefined, ttlMs: number): Promise<BudgetFigures>;
+  budgetFigures(key: string): Promise<BudgetFigures>;
+}

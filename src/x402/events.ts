@@ -37,6 +37,8 @@ export interface PaymentEvent {
   payer?: string;
   /** settlement reference (tx hash or signature) */
   transaction?: string;
+  /** the signed authorization's nonce (EVM; signed, settled) */
+  nonce?: string;
   /** the policy rule that refused the payment */
   rule?: string;
   /** why it was refused or failed */

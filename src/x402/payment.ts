@@ -31,6 +31,13 @@ export interface SignedPayment {
   validBefore?: number;
 }
 
+/** The signed authorization's nonce (EVM `transferWithAuthorization`), when the payload has one. */
+export function nonceOf(signed: SignedPayment): string | undefined {
+  const inner = signed.payload.payload as { authorization?: { nonce?: unknown } } | undefined;
+  const nonce = inner?.authorization?.nonce;
+  return typeof nonce === "string" ? nonce : undefined;
+}
+
 // module promises kept: a dynamic import is re-resolved per call under some loaders
 const load = {
   core: undefined as Promise<[typeof import("@x402/core/client"), typeof import("@x402/core/http")]> | undefined,

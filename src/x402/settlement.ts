@@ -20,6 +20,7 @@ import { PaymentFailedError, PaymentsUnavailableError, ServiceError, TopUpReject
 import { decodeBase64Json } from "../http/headers.js";
 import { readBody, type FetchLike } from "../http/fetch-stack.js";
 import type { PaymentEventListener } from "./events.js";
+import { nonceOf } from "./payment.js";
 import { nextRouteWait, sendWaitingOut429, sleep } from "./retry-429.js";
 import type { PendingPayment, TopUpResult } from "./types.js";
 import type { PaymentContext } from "./wallet-state.js";
@@ -197,6 +198,7 @@ export async function settled(
   };
   await ctx.emit(listener, "payment.settled", pending.decision, {
     amountUsd: signedUsd,
+    nonce: nonceOf(pending.signed),
     creditedUsd: credited,
     transaction: result.transaction,
     balanceUsd: newBalance,

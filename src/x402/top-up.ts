@@ -17,7 +17,7 @@ import { decodeBase64Json } from "../http/headers.js";
 import type { PaymentStore, PendingPaymentRecord } from "../store/types.js";
 import { minimumBalanceOf, notCurable } from "./balance.js";
 import type { PaymentEventListener } from "./events.js";
-import { signPayment, type SignedPayment } from "./payment.js";
+import { nonceOf, signPayment, type SignedPayment } from "./payment.js";
 import type { PaymentPolicy } from "./policy.js";
 import { sendWaitingOut429, sleep } from "./retry-429.js";
 import { codeOf, deliver, outcomeKnown, reconcile, settled } from "./settlement.js";
@@ -355,7 +355,7 @@ export class TopUpFlight {
         throw stored === "lost" ? new PaymentFailedError(reason) : new StoreUnavailableError(reason, { operation: "putPendingPayment" });
       }
       s.pending = pending;
-      await ctx.emit(listener, "payment.signed", decision);
+      await ctx.emit(listener, "payment.signed", decision, { nonce: nonceOf(signed) });
     } else if (s.held && s.held.storedPending !== s.pending.id) {
       // a payment this process signed that the store does not hold: recorded for the fleet (re-sending it is safe either way)
       await this.#storePending(s.pending);

@@ -1,0 +1,136 @@
+/**
+ * Reads what a served answer says it cost, as the caller reads the answer: the body passes through unchanged,
+ * chunk by chunk, and what the meter needs is picked up on the way (a JSON answer's `id`, `usage` and `cost`; a
+ * stream's usage chunk; crypto RPC's cost headers). `onEnd` is called once: when the body was read to its end, or
+ * cancelled, or failed (`complete` false: a stream cut off before its usage chunk has no cost to tell).
+ */
+import type { MeteredKind } from "./estimate.js";
+
+export interface MeterReading {
+  requestId?: string;
+  model?: string;
+  costUsd?: number;
+  costDiem?: number;
+  tokens?: { input?: number; output?: number; cached?: number; reasoning?: number };
+  rpcCredits?: number;
+}
+
+export interface MeterHeaders {
+  rpcCostUsdHeader: string;
+  rpcCreditsHeader: string;
+}
+
+const num = (v: unknown): number | undefined => (typeof v === "number" && Number.isFinite(v) ? v : undefined);
+
+/** What one completion (JSON or a stream chunk) says: id, model, usage, cost. */
+function readCompletion(into: MeterReading, value: unknown): void {
+  if (!value || typeof value !== "object") return;
+  const v = value as Record<string, unknown>;
+  if (typeof v.id === "string") into.requestId ??= v.id;
+  if (typeof v.model === "string") into.model ??= v.model;
+  const usage = v.usage as Record<string, unknown> | undefined | null;
+  if (usage && typeof usage === "object") {
+    const details = (usage.prompt_tokens_details ?? {}) as Record<string, unknown>;
+    const out = (usage.completion_tokens_details ?? {}) as Record<string, unknown>;
+    into.tokens = {
+      input: num(usage.prompt_tokens),
+      output: num(usage.completion_tokens),
+      cached: num(details.cached_tokens),
+      reasoning: num(out.reasoning_tokens),
+    };
+  }
+  const cost = v.cost as Record<string, unknown> | undefined | null;
+  if (cost && typeof cost === "object" && num(cost.usd) !== undefined) {
+    into.costUsd = num(cost.usd);
+    into.costDiem = num(cost.diem) ?? 0;
+  }
+}
+
+/**
+ * The answer with its body metered. A crypto RPC answer is read from its headers (its body is left alone); other
+ * answers without JSON or a stream (images, audio) are done at once: their cost is priced from the request.
+ */
+export function meterResponse(res: Response, kind: MeteredKind, headers: MeterHeaders, onEnd: (reading: MeterReading, complete: boolean) => void): Response {
+  // a completion's own id is the one the ledger charges under; else the header the service names for quoting
+  const headerId = res.headers.get("x-request-id") ?? res.headers.get("cf-ray") ?? undefined;
+  const reading: MeterReading = {};
+  if (kind === "crypto-rpc") {
+    reading.costUsd = Number(res.headers.get(headers.rpcCostUsdHeader) ?? NaN);
+    if (!Number.isFinite(reading.costUsd)) reading.costUsd = undefined;
+    else reading.costDiem = 0;
+    const credits = Number(res.headers.get(headers.rpcCreditsHeader) ?? NaN);
+    if (Number.isFinite(credits)) reading.rpcCredits = credits;
+    reading.requestId = headerId;
+    onEnd(reading, true);
+    return res;
+  }
+  const type = res.headers.get("content-type") ?? "";
+  const sse = type.includes("text/event-stream");
+  const json = !sse && type.includes("json") && (kind === "chat" || kind === "embeddings");
+  if (!res.body || !(sse || json)) {
+    reading.requestId = headerId;
+    onEnd(reading, true);
+    return res;
+  }
+  let ended = false;
+  const end = (complete: boolean) => {
+    if (ended) return;
+    ended = true;
+    reading.requestId ??= headerId;
+    onEnd(reading, complete);
+  };
+  const decoder = new TextDecoder();
+  const parts: string[] = [];
+  let carry = "";
+  /** SSE: the lines of the chunk that carry an id, usage or cost (a cheap test before any parse) */
+  const scan = (text: string) => {
+    const lines = (carry + text).split("\n");
+    carry = lines.pop() ?? "";
+    for (const line of lines) {
+      if (!line.startsWith("data:")) continue;
+      const needsId = reading.requestId === undefined || reading.model === undefined;
+      if (!needsId && !line.includes('"usage"') && !line.includes('"cost"')) continue;
+      try {
+        readCompletion(reading, JSON.parse(line.slice(5)));
+      } catch {
+        /* not JSON ([DONE], a comment): nothing to read */
+      }
+    }
+  };
+  const reader = res.body.getReader();
+  const body = new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      let chunk: ReadableStreamReadResult<Uint8Array>;
+      try {
+        chunk = await reader.read();
+      } catch (err) {
+        end(false);
+        controller.error(err);
+        return;
+      }
+      if (chunk.done) {
+        try {
+          if (sse) scan(`${decoder.decode()}\n`);
+          else readCompletion(reading, JSON.parse(parts.join("") + decoder.decode()));
+        } catch {
+          /* a body that is not what it claims: the caller's parser says so; the meter has no cost */
+        }
+        end(true);
+        controller.close();
+        return;
+      }
+      const text = decoder.decode(chunk.value, { stream: true });
+      if (sse) scan(text);
+      else parts.push(text);
+      controller.enqueue(chunk.value);
+    },
+    cancel(reason) {
+      end(false);
+      return reader.cancel(reason);
+    },
+  });
+  const metered = new Response(body, { status: res.status, statusText: res.statusText, headers: res.headers });
+  // what the layers below learned of the answer stays readable
+  Object.defineProperty(metered, "url", { value: res.url });
+  return metered;
+}

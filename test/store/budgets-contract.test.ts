@@ -1,0 +1,74 @@
+/**
+ * The spend-budget contract (`BudgetStore`), run against `MemoryStore` and against `RedisStore` on a real
+ * redis-server: the same calls give the same figures, in integer nano-dollars. Then a budget shared by name
+ * across two Redis clients (as two processes of a fleet hold it): concurrent reservations never overshoot the cap.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { BudgetExceededError } from "../../src/http/errors.js";
+import { SpendBudget } from "../../src/spend/budget.js";
+import { MemoryStore } from "../../src/store/memory.js";
+import { RedisStore } from "../../src/store/redis.js";
+import type { BudgetStore } from "../../src/store/types.js";
+import { keysUnder, redisAvailable, startRedis, type TestRedis } from "./redis-server.js";
+
+let redis: TestRedis | undefined;
+const stores: RedisStore[] = [];
+beforeAll(async () => {
+  if (redisAvailable) redis = await startRedis();
+});
+afterAll(async () => {
+  await Promise.all(stores.splice(0).map((s) => s.close()));
+  await redis?.stop();
+});
+function redisStore(prefix = redis!.prefix()): RedisStore {
+  const store = new RedisStore({ url: redis!.url, prefix });
+  stores.push(store);
+  return store;
+}
+
+const kinds: [string, () => BudgetStore & { budgetReserve: BudgetStore["budgetReserve"] }, boolean][] = [
+  ["MemoryStore", () => new MemoryStore() as unknown as BudgetStore, true],
+  ["RedisStore", () => redisStore() as unknown as BudgetStore, redisAvailable],
+];
+const DAY = 24 * 60 * 60_000;
+
+describe.each(kinds)("the budget contract: %s", (_name, make, available) => {
+  it.runIf(available)("reserve fits or refuses; settle moves the hold to spent at the real amount; release frees it", async () => {
+    const s = make();
+    const r = (reservation: string, amountNano: number) => s.budgetReserve("b", { limitNano: 1_000, amountNano, reservation, ttlMs: DAY });
+    expect(await r("a", 600)).toEqual({ ok: true, spentNano: 0, reservedNano: 600 });
+    expect(await r("b", 500)).toEqual({ ok: false, spentNano: 0, reservedNano: 600 }); // 600 + 500 > 1000
+    expect(await r("c", 400)).toEqual({ ok: true, spentNano: 0, reservedNano: 1000 }); // exactly the cap fits
+    expect(await s.budgetSettle("b", "a", 123, DAY)).toEqual({ spentNano: 123, reservedNano: 400 });
+    expect(await s.budgetSettle("b", "a", 999, DAY)).toEqual({ spentNano: 123, reservedNano: 400 }); // settled once
+    expect(await s.budgetSettle("b", "c", undefined, DAY)).toEqual({ spentNano: 123, reservedNano: 0 }); // released
+    expect(await s.budgetFigures("b")).toEqual({ spentNano: 123, reservedNano: 0 });
+    expect(await s.budgetFigures("other")).toEqual({ spentNano: 0, reservedNano: 0 });
+  });
+
+  it.runIf(available)("sums stay exact over many small settlements (integers, never floats)", async () => {
+    const s = make();
+    for (let i = 0; i < 1000; i++) {
+      await s.budgetReserve("exact", { limitNano: 1e12, amountNano: 10_000, reservation: `r${i}`, ttlMs: DAY });
+      await s.budgetSettle("exact", `r${i}`, 1_154, DAY); // $0.000001154 each
+    }
+    expect(await s.budgetFigures("exact")).toEqual({ spentNano: 1_154_000, reservedNano: 0 });
+  });
+});
+
+describe("a budget shared by a fleet (RedisStore)", () => {
+  it.runIf(redisAvailable)("two processes' budgets of one name: 40 concurrent $0.10 holds against $1.00 -> exactly 10 fit", async () => {
+    const prefix = redis!.prefix();
+    const a = new SpendBudget({ maxUsd: 1, name: "run-42", store: redisStore(prefix) });
+    const b = new SpendBudget({ maxUsd: 1, name: "run-42", store: redisStore(prefix) }); // another client, as another process
+    const outcomes = await Promise.allSettled(Array.from({ length: 40 }, (_, i) => (i % 2 ? a : b).reserve(0.1)));
+    const held = outcomes.filter((o): o is PromiseFulfilledResult<Awaited<ReturnType<SpendBudget["reserve"]>>> => o.status === "fulfilled");
+    expect(held).toHaveLength(10);
+    for (const o of outcomes) if (o.status === "rejected") expect(o.reason).toBeInstanceOf(BudgetExceededError);
+    // settled at real costs on either side, read back the same from both
+    await Promise.all(held.map((h, i) => h.value.settle(i < 5 ? 0.001154 : 0.002)));
+    expect(await a.refresh()).toEqual({ spentUsd: 0.01577, reservedUsd: 0, remainingUsd: 0.98423 });
+    expect((await b.refresh()).spentUsd).toBe(0.01577);
+    expect(await keysUnder(redis!.admin, prefix)).toEqual([`${prefix}budget:run-42`]);
+  });
+});
