@@ -21,7 +21,9 @@ import {
   EvmWallet,
   PaymentPolicy,
   ServiceClient,
+  SpendLog,
   type PaymentEvent,
+  type Reconciliation,
   type ServiceResponseHeaders,
 } from "../src/index.js";
 import type { Emulator } from "../src/emulator/index.js";
@@ -38,6 +40,9 @@ export interface DemoResult {
   onChain?: { walletBefore: string; walletAfter: string; treasuryGain: string };
   /** HTTP requests that reached the service, and how many it refused with 429 (rate, in-flight or overload limits) */
   wire: { requests: number; refused429: number };
+  /** the run's receipts (JSONL) and their proof against the service's ledger (wallet runs) */
+  receipts: string;
+  reconciliation?: Reconciliation;
 }
 
 export interface DemoOptions {
@@ -240,7 +245,9 @@ export async function main(options: DemoOptions = {}): Promise<DemoResult> {
     return res;
   };
   // One wallet object and one policy: the chat model and the crypto tools share the money state and caps.
-  const access = { fetch: countingFetch, ...(wallet ? { wallet, payment: policy, onPayment } : {}) };
+  // Receipts of every charge and payment, from both faces, to prove against the service's ledger at the end
+  const receipts = new SpendLog();
+  const access = { fetch: countingFetch, spendLog: receipts, ...(wallet ? { wallet, payment: policy, onPayment } : {}) };
   const chat = new ChatService({ model, baseUrl, ...access, streaming: true });
   const client = new ServiceClient({ baseUrl, ...access });
   const tools = new CryptoRpcToolkit({ client }).getTools();
@@ -280,6 +287,17 @@ export async function main(options: DemoOptions = {}): Promise<DemoResult> {
     log(`  payments ${payments.length} (${usd(paid)})` + (creditLeft !== undefined ? `, credit left ${credit(creditLeft)}` : ""));
     if (ledger) log(`  service ledger: topped up ${usd(ledger.toppedUp)}, charged ${usd(ledger.charged)} in ${ledger.charges} requests`);
     log(`  requests to the service ${wire.requests}, refused with 429: ${wire.refused429}`);
+    // the receipts against the service's own ledger (GET /x402/transactions): a wallet's run only
+    const reconciliation = wallet ? await receipts.reconcile(client).catch(() => undefined) : undefined;
+    const totals = receipts.totals();
+    if (reconciliation) {
+      const differences =
+        reconciliation.unseenCharges.length + reconciliation.missingFromLedger.length + reconciliation.amountMismatches.length + reconciliation.unseenTopUps.length + reconciliation.missingTopUps.length;
+      log(
+        `  receipts: ${totals.payments} payment(s), ${totals.charges} charge(s) (${usd(totals.chargedUsd)}); ` +
+          `reconciled with the service's ledger: ${differences} difference(s)`,
+      );
+    }
     if (walletBefore !== undefined && walletAfter !== undefined && treasuryBefore !== undefined && treasuryAfter !== undefined) {
       log(`  on chain: agent wallet ${formatUnits(walletBefore, 6)} → ${formatUnits(walletAfter, 6)} USDC, service treasury +${formatUnits(treasuryAfter - treasuryBefore, 6)} USDC`);
     }
@@ -292,6 +310,8 @@ export async function main(options: DemoOptions = {}): Promise<DemoResult> {
       payments,
       creditLeftUsd: creditLeft,
       wire,
+      receipts: receipts.toJSONL(),
+      reconciliation,
       ledger: ledger && { toppedUp: ledger.toppedUp, charged: ledger.charged },
       onChain:
         walletBefore !== undefined && walletAfter !== undefined && treasuryBefore !== undefined && treasuryAfter !== undefined
