@@ -1,7 +1,9 @@
 /**
  * ChatService overhead, in one run on loopback: sequential `invoke` and consuming a 1000-chunk stream, four
  * ways — `ChatService`, the raw `openai` SDK, `ChatOpenAI`, and a bare `fetch` (the floor; with a plain SSE
- * split + `JSON.parse` on the stream). Ratios are against the raw SDK.
+ * split + `JSON.parse` on the stream). Ratios are against the raw SDK. Then what each feature costs when it is on,
+ * as a ratio to the API-key case, interleaved with it: a wallet with credit (SIWX signed per request), a
+ * `RedisStore` (pacing and guard windows in Redis; skipped without a redis-server), a `SpendBudget`.
  *
  * Method (same as the anchors'): a fixed-answer loopback server that returns a prebuilt JSON completion and a
  * prebuilt 1000-chunk SSE body, so the numbers measure the clients, not an engine. Medians of several rounds.
@@ -14,6 +16,10 @@ import { pathToFileURL } from "node:url";
 import OpenAI from "openai";
 import { ChatOpenAI } from "@langchain/openai";
 import { ChatService } from "../src/chat/index.js";
+import { EvmWallet } from "../src/x402/wallets.js";
+import { SpendBudget } from "../src/spend/budget.js";
+import { RedisStore } from "../src/redis/index.js";
+import { fleetRedis } from "../examples/fleet.js";
 
 import { median, type BenchRow } from "./types.js";
 
@@ -41,10 +47,22 @@ function fixedServer(): Promise<{ url: string; server: Server }> {
   sse += "data: [DONE]\n\n";
   const sseBody = Buffer.from(sse);
   const jsonBody = Buffer.from(completion);
+  // the model's published prices and limits, for a spend budget's worst case
+  const models = Buffer.from(
+    JSON.stringify({
+      object: "list",
+      data: [{ id: "bench", object: "model", type: "text", model_spec: { availableContextTokens: 32_768, maxCompletionTokens: 4096, pricing: { input: { usd: 0.5, diem: 0.5 }, output: { usd: 2, diem: 2 } } } }],
+    }),
+  );
   const server = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on("data", (c: Buffer) => chunks.push(c));
     req.on("end", () => {
+      if (req.url?.includes("/models")) {
+        res.writeHead(200, { "content-type": "application/json", "content-length": models.length });
+        res.end(models);
+        return;
+      }
       const stream = Buffer.concat(chunks).includes('"stream":true');
       if (stream) {
         res.writeHead(200, { "content-type": "text/event-stream" });
@@ -173,10 +191,61 @@ export async function benchChat(opts: { iterations?: number; streams?: number; r
         });
       }
     }
+    rows.push(...(await featureRows(url, rounds, perInvoke, streams)));
     return rows;
   } finally {
     server.closeAllConnections();
     await new Promise<void>((resolve) => server.close(() => resolve()));
+  }
+}
+
+/**
+ * What a feature costs when it is on: the same invoke and stream, interleaved with the API-key case, ratio to it.
+ * The fixed server answers every request, so the wallet always "has credit" (its cost is the SIWX signature each
+ * request carries, and the payment layer's bookkeeping).
+ */
+async function featureRows(url: string, rounds: number, perInvoke: number, streams: number): Promise<BenchRow[]> {
+  const consume = async (it: AsyncIterable<unknown>) => {
+    let n = 0;
+    for await (const _ of it) n++;
+    return n;
+  };
+  const cases: Record<string, ChatService> = {
+    "API key": new ChatService({ model: "bench", apiKey: "k", baseUrl: url }),
+    "wallet with credit": new ChatService({ model: "bench", wallet: EvmWallet.random(), baseUrl: url }),
+    SpendBudget: new ChatService({ model: "bench", apiKey: "k-budget", baseUrl: url, budget: new SpendBudget({ maxUsd: 1e9 }) }),
+  };
+  let redis: Awaited<ReturnType<typeof fleetRedis>> | undefined;
+  let store: RedisStore | undefined;
+  try {
+    redis = await fleetRedis();
+    store = new RedisStore({ url: redis.url, prefix: `bench-chat-${Date.now()}:` });
+    cases.RedisStore = new ChatService({ model: "bench", apiKey: "k-redis", baseUrl: url, store });
+  } catch {
+    redis = undefined; // no redis-server: that case is left out (its row says so)
+  }
+  try {
+    const invoke = await timeWays(Object.fromEntries(Object.entries(cases).map(([k, m]) => [k, () => m.invoke("hello")])), perInvoke, rounds);
+    const stream = await timeWays(Object.fromEntries(Object.entries(cases).map(([k, m]) => [k, async () => consume(await m.stream("hello"))])), streams, rounds);
+    const rows: BenchRow[] = [];
+    for (const [kind, times] of [["invoke", invoke], ["stream", stream]] as const) {
+      const base = times["API key"]!;
+      for (const [name, ms] of Object.entries(times)) {
+        if (name === "API key") continue;
+        rows.push({
+          name: `${kind} (${kind === "stream" ? `${STREAM_CHUNKS} chunks` : "sequential"}): ChatService, ${name}`,
+          median_ms: Number(ms.toFixed(4)),
+          ratio: Number((ms / base).toFixed(2)),
+          anchor: `API-key ChatService: ${base.toFixed(3)} ms`,
+          note: name === "wallet with credit" ? "a fresh SIWX signature per request" : name === "RedisStore" ? "pacing and guard windows in Redis on loopback" : "worst case reserved, cost settled",
+        });
+      }
+    }
+    if (!redis) rows.push({ name: "ChatService, RedisStore", median_ms: NaN, ratio: NaN, note: "no redis-server on PATH and no REDIS_URL: not measured" });
+    return rows;
+  } finally {
+    await store?.close();
+    await redis?.stop();
   }
 }
 
