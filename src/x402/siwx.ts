@@ -79,10 +79,21 @@ function loadSiwe(): Promise<typeof import("siwe")> {
   return siweModule;
 }
 
+/**
+ * The signer fields already checked by siwe's full parse. `new SiweMessage(fields)` re-parses the text it formats
+ * with an ABNF parser on every call: about half of a header's cost. Only the nonce and the two times change between
+ * a signer's requests (made here, in formats EIP-4361 allows), so the parse runs once per signer and the later texts
+ * are formatted by siwe's own `prepareMessage` without it.
+ */
+const checkedSigners = new Set<string>();
+const MAX_CHECKED_SIGNERS = 1024;
+const NONCE = /^[a-zA-Z0-9]{8,}$/;
+const ISO_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$/;
+
 /** EIP-4361 text via `siwe` (loaded on first use, it is not needed by API-key users). */
 export async function formatEvmSiwxMessage(f: SiwxFields): Promise<string> {
   const { SiweMessage } = await loadSiwe();
-  return new SiweMessage({
+  const fields = {
     domain: f.domain,
     address: f.address,
     statement: f.statement,
@@ -92,7 +103,16 @@ export async function formatEvmSiwxMessage(f: SiwxFields): Promise<string> {
     nonce: f.nonce,
     issuedAt: f.issuedAt,
     expirationTime: f.expirationTime,
-  }).prepareMessage();
+  };
+  const signer = JSON.stringify([f.domain, f.address, f.statement, f.uri, fields.chainId]);
+  const ours = NONCE.test(f.nonce) && ISO_TIME.test(f.issuedAt) && (f.expirationTime === undefined || ISO_TIME.test(f.expirationTime));
+  if (ours && checkedSigners.has(signer)) return (Object.assign(Object.create(SiweMessage.prototype), fields) as InstanceType<typeof SiweMessage>).prepareMessage();
+  const text = new SiweMessage(fields).prepareMessage(); // the full check: throws on anything EIP-4361 refuses
+  if (ours) {
+    if (checkedSigners.size >= MAX_CHECKED_SIGNERS) checkedSigners.clear();
+    checkedSigners.add(signer);
+  }
+  return text;
 }
 
 function requestOrigin(url: string | URL): URL {
