@@ -5,77 +5,45 @@
  *
  * Built on `BaseChatModel` rather than `ChatOpenAICompletions`: every request goes through the package's fetch
  * stack (auth, x402 payment, pacing, retries, typed errors) with its own lean SSE parser, and the
- * `streamEvents()` path of the OpenAI class calls its own stream converter that would skip our extras.
+ * `streamEvents()` path of the OpenAI class calls its own stream converter that would skip our extras. The
+ * model file holds the options and the request; reading answers is in ./completion.ts, ./stream.ts and
+ * ./stream-events.ts, structured output in ./structured-output.ts, the configured model in ./binding.ts, the
+ * option types in ./types.ts.
  */
-import {
-  BaseChatModel,
-  type BaseChatModelCallOptions,
-  type BaseChatModelParams,
-  type BindToolsInput,
-  type LangSmithParams,
-  type ToolChoice,
-} from "@langchain/core/language_models/chat_models";
-import {
-  isOpenAITool,
-  type BaseLanguageModelInput,
-  type StructuredOutputMethodOptions,
-} from "@langchain/core/language_models/base";
-import type { ChatModelStreamEvent, FinishReason } from "@langchain/core/language_models/event";
-import {
-  AIMessage,
-  AIMessageChunk,
-  type BaseMessage,
-  type ToolCall,
-  type InvalidToolCall,
-  type ToolCallChunk,
-  type UsageMetadata,
-} from "@langchain/core/messages";
-import { ChatGenerationChunk, type ChatGeneration, type ChatResult } from "@langchain/core/outputs";
+import { BaseChatModel, type BindToolsInput, type LangSmithParams } from "@langchain/core/language_models/chat_models";
+import { isOpenAITool, type BaseLanguageModelInput, type StructuredOutputMethodOptions } from "@langchain/core/language_models/base";
+import type { ChatModelStreamEvent } from "@langchain/core/language_models/event";
+import type { AIMessageChunk, BaseMessage } from "@langchain/core/messages";
+import type { ChatGenerationChunk, ChatResult } from "@langchain/core/outputs";
 import { CallbackManager, type CallbackManagerForLLMRun } from "@langchain/core/callbacks/manager";
 import { convertToOpenAITool } from "@langchain/core/utils/function_calling";
-import { makeInvalidToolCall, parseToolCall } from "@langchain/core/output_parsers/openai_tools";
-import { mergeConfigs, RunnableBinding, type Runnable, type RunnableConfig } from "@langchain/core/runnables";
+import type { Runnable, RunnableConfig } from "@langchain/core/runnables";
 import type { InteropZodType } from "@langchain/core/utils/types";
 import type { SerializableSchema } from "@langchain/core/utils/standard_schema";
-import type { Document } from "@langchain/core/documents";
 import { z } from "zod";
 
 import { brandNames, DEFAULT_BRAND, type BrandNames } from "../config.js";
 import { PAYMENT_EVENT_NAME } from "../x402/event-name.js";
 import { responseHeaders } from "../http/fetch-stack.js";
-import { createServiceFetch, faceStackOptions, type FetchStackOptions, type ServiceFetch } from "../stack.js";
+import { createServiceFetch, faceStackOptions, type ServiceFetch } from "../stack.js";
 import { ConfigurationError, ResponseFormatError, ValidationError } from "../http/errors.js";
 import { readResponseText } from "../http/body.js";
 import { LruMap } from "../http/bounded.js";
 import type { RetryOptions } from "../http/retry.js";
 import type { ServiceResponseHeaders } from "../http/headers.js";
-import {
-  toWireServiceParameters,
-  validateServiceParameters,
-  type ServiceParameters,
-  type ServiceParametersEcho,
-  type WebSearchCitation,
-} from "./service-parameters.js";
+import { toWireServiceParameters, validateServiceParameters, type ServiceParameters, type WebSearchCitation } from "./service-parameters.js";
 import { parseModelId } from "./model-id.js";
-import { checkChunk, checkCompletion } from "./wire-check.js";
-import { ThinkTagSplitter, splitThinkTags } from "./think-tags.js";
-import { parseSseBatches } from "./sse.js";
-import {
-  MESSAGE_EXTRAS_METADATA_KEY,
-  mergeReasoningDetails,
-  messageExtras,
-  toolCallExtras,
-  searchDocumentsFromArguments,
-  toUsageMetadata,
-  toWireMessages,
-  type ReasoningDetail,
-  type WireMessage,
-  type WireToolCall,
-  type WireUsage,
-} from "./convert.js";
-import { finishReasonWithoutDocuments, SearchDocumentsFilter, takeSearchDocumentsCalls } from "./search-documents.js";
-import { DEFAULT_STREAM_RETRIES, refusalError, withOverloadRetries, withTypedStreamErrors, type StreamProgress } from "./stream-errors.js";
+import { toWireMessages } from "./convert.js";
+import { DEFAULT_STREAM_RETRIES, withOverloadRetries, type StreamProgress } from "./stream-errors.js";
 import { structuredOutput } from "./structured-output.js";
+import { isEmpty, llmOutputOf, resultFromCompletion, type ChatReadContext } from "./completion.js";
+import { readChatStream, type StreamPiece } from "./stream.js";
+import { chatModelEvents } from "./stream-events.js";
+import { ChatServiceBinding } from "./binding.js";
+import type { ChatServiceCallOptions, ChatServiceInput, ServiceResponseFormat, ServiceToolChoice, WireCompletion } from "./types.js";
+
+export { ChatServiceBinding } from "./binding.js";
+export type { ChatServiceCallOptions, ChatServiceInput, ServiceCost, ServiceResponseFormat, ServiceToolChoice } from "./types.js";
 
 /**
  * `response_metadata.model_provider` picks LangChain's content-block translator (`message.contentBlocks`).
@@ -86,13 +54,6 @@ const CONTENT_BLOCK_PROVIDER = "openrouter";
 
 export const ReasoningEffortSchema = z.enum(["none", "minimal", "low", "medium", "high", "xhigh", "max"]);
 export type ReasoningEffort = z.infer<typeof ReasoningEffortSchema>;
-
-export type ServiceToolChoice = ToolChoice | "required";
-
-export type ServiceResponseFormat =
-  | { type: "text" }
-  | { type: "json_object" }
-  | { type: "json_schema"; json_schema: { name?: string; description?: string; schema?: Record<string, unknown>; strict?: boolean; [k: string]: unknown } };
 
 /** The sampling options of the request schema, camelCase; validated in the constructor. */
 const SamplingSchema = z.object({
@@ -120,90 +81,7 @@ const SamplingSchema = z.object({
   promptCacheKey: z.string().min(1).optional(),
 });
 
-export interface ChatServiceInput
-  extends BaseChatModelParams,
-    Omit<FetchStackOptions, "paymentLayer" | "pacingLayer"> {
-  /** model id, optionally with feature suffixes `id:key=value&key2=value2` (see `buildModelId`) */
-  model: string;
-  /** share one fetch stack between several models and clients (else one is built from the options) */
-  serviceFetch?: ServiceFetch;
-  /** extra request body fields, sent unchanged (the spec lets unlisted fields pass through) */
-  modelKwargs?: Record<string, unknown>;
-  temperature?: number;
-  topP?: number;
-  maxTokens?: number;
-  maxCompletionTokens?: number;
-  stop?: string | string[];
-  seed?: number;
-  frequencyPenalty?: number;
-  presencePenalty?: number;
-  repetitionPenalty?: number;
-  topK?: number;
-  minP?: number;
-  reasoningEffort?: ReasoningEffort;
-  responseFormat?: ServiceResponseFormat;
-  logprobs?: boolean;
-  topLogprobs?: number;
-  n?: number;
-  parallelToolCalls?: boolean;
-  toolChoice?: ServiceToolChoice;
-  /** stream on `invoke` too (the answer is the merged stream) */
-  streaming?: boolean;
-  /** usage (and cost) on streamed answers; default true */
-  streamUsage?: boolean;
-  /** `service_parameters` (camelCase here, snake_case on the wire under the brand's name) */
-  serviceParameters?: ServiceParameters;
-  /** routing hint for prompt caching across turns */
-  promptCacheKey?: string;
-  /** split legacy `<think>` blocks out of content into reasoning (default true) */
-  splitThinkTags?: boolean;
-}
-
-export interface ChatServiceCallOptions extends BaseChatModelCallOptions {
-  /** merged over the constructor's `serviceParameters` */
-  serviceParameters?: ServiceParameters;
-  promptCacheKey?: string;
-  tools?: BindToolsInput[];
-  tool_choice?: ServiceToolChoice;
-  response_format?: ServiceResponseFormat;
-  parallel_tool_calls?: boolean;
-  seed?: number;
-  /** strict JSON schema for tools */
-  strict?: boolean;
-  /** request body fields sent unchanged (pass-through) */
-  extraBody?: Record<string, unknown>;
-  streamUsage?: boolean;
-}
-
 export type { ServiceParameters, WebSearchCitation };
-
-/** Cost of one request (spec 2.3). */
-export interface ServiceCost {
-  usd: number;
-  diem: number;
-}
-
-interface WireChoice {
-  index?: number;
-  message?: WireMessage;
-  delta?: WireMessage;
-  finish_reason?: string | null;
-  stop_reason?: string | null;
-  logprobs?: unknown;
-}
-
-interface WireCompletion {
-  id?: string;
-  object?: string;
-  created?: number;
-  model?: string;
-  choices?: WireChoice[];
-  usage?: WireUsage;
-  cost?: ServiceCost;
-  prompt_logprobs?: unknown;
-  system_fingerprint?: string;
-  [key: string]: unknown;
-}
 
 /**
  * Models whose deprecation was already reported in this process. Model ids come from the service's answers:
@@ -218,19 +96,6 @@ function formatToolChoice(choice: ServiceToolChoice | undefined): unknown {
   if (choice === "auto" || choice === "none" || choice === "required") return choice;
   if (typeof choice === "string") return { type: "function", function: { name: choice } };
   return choice;
-}
-
-function toFinishReason(reason: unknown): FinishReason {
-  if (reason === "tool_calls" || reason === "function_call") return "tool_use";
-  if (reason === "length") return "length";
-  if (reason === "content_filter") return "content_filter";
-  return "stop";
-}
-
-function isEmpty(obj: object | undefined): boolean {
-  if (!obj) return true;
-  for (const _ in obj) return false;
-  return true;
 }
 
 /**
@@ -264,25 +129,6 @@ function retryFromMaxRetries(fields: ChatServiceInput): { retry: ChatServiceInpu
     throw new ConfigurationError(`maxRetries (${max}) and retry.maxRetries (${String(stackMax)}) disagree; give one of them`);
   }
   return { retry: { ...retry, maxRetries: max }, noRetry: false };
-}
-
-/** Per-choice state while a stream is read. */
-interface ChoiceState {
-  index: number;
-  finishReason?: string;
-  stopReason?: string;
-  details?: ReasoningDetail[];
-  /** the service's other delta members (`thought_signature`...), put whole on the closing chunk */
-  extras?: Record<string, unknown>;
-  think?: ThinkTagSplitter;
-  /** keeps the search-documents tool call out of the tool calls */
-  docs?: SearchDocumentsFilter;
-}
-
-/** One streamed piece: a LangChain chunk tagged with the choice it belongs to. */
-interface StreamPiece {
-  choice: number;
-  chunk: ChatGenerationChunk;
 }
 
 export class ChatService extends BaseChatModel<ChatServiceCallOptions, AIMessageChunk> {
@@ -345,6 +191,7 @@ export class ChatService extends BaseChatModel<ChatServiceCallOptions, AIMessage
   readonly #noRetry: boolean;
   /** re-requests of a stream refused in-band as overloaded before any content (within `maxRetries`) */
   readonly #streamRetries: number;
+  readonly #read: ChatReadContext;
 
   constructor(fields: ChatServiceInput) {
     super(fields ?? {});
@@ -398,6 +245,14 @@ export class ChatService extends BaseChatModel<ChatServiceCallOptions, AIMessage
       fields.serviceFetch ??
       createServiceFetch({ ...faceStackOptions(fields), brand: this.brand, retry });
     this.#url = this.#fetch.url("/chat/completions");
+    const model = this;
+    this.#read = {
+      names: this.#names,
+      provider: CONTENT_BLOCK_PROVIDER,
+      get splitThinkTags() {
+        return model.splitThinkTags;
+      },
+    };
   }
 
   /** `console.log(model)` shows the serializable view, where the key is a secret reference, never the key. */
@@ -563,25 +418,6 @@ export class ChatService extends BaseChatModel<ChatServiceCallOptions, AIMessage
     return headers;
   }
 
-  /** Request-level response metadata, identical on the JSON and stream paths. */
-  #requestMetadata(data: {
-    usage?: WireUsage;
-    cost?: ServiceCost;
-    echo?: ServiceParametersEcho;
-    citations?: WebSearchCitation[];
-    promptLogprobs?: unknown;
-    systemFingerprint?: string;
-  }): Record<string, unknown> {
-    const meta: Record<string, unknown> = {};
-    if (data.usage) meta.usage = data.usage;
-    if (data.cost) meta.cost = { usd: data.cost.usd, diem: data.cost.diem };
-    if (data.echo && !isEmpty(data.echo)) meta[this.#names.parameters] = data.echo;
-    if (data.citations) meta.web_search_citations = data.citations;
-    if (data.promptLogprobs !== undefined && data.promptLogprobs !== null) meta.prompt_logprobs = data.promptLogprobs;
-    if (data.systemFingerprint) meta.system_fingerprint = data.systemFingerprint;
-    return meta;
-  }
-
   override async _generate(
     messages: BaseMessage[],
     options: this["ParsedCallOptions"],
@@ -598,94 +434,7 @@ export class ChatService extends BaseChatModel<ChatServiceCallOptions, AIMessage
     } catch {
       throw new ResponseFormatError("response body is not JSON", { status: response.status, body: text, headers });
     }
-    return this.#resultFromCompletion(data, headers);
-  }
-
-  #resultFromCompletion(data: WireCompletion, headers: ServiceResponseHeaders): ChatResult {
-    if (!data || typeof data !== "object" || !Array.isArray(data.choices) || data.choices.length === 0) {
-      throw new ResponseFormatError("response has no choices", { status: 200, body: data, headers });
-    }
-    checkCompletion(data, this.#names.parameters, headers);
-    // a refusal is an error, not an answer (./stream-errors.ts)
-    const refused = data.choices.find((c) => c.finish_reason === "content_filter");
-    if (refused) throw refusalError(typeof refused.message?.content === "string" ? refused.message.content : "", data, headers);
-    const echo = data[this.#names.parameters] as ServiceParametersEcho | undefined;
-    const requestMeta = this.#requestMetadata({
-      usage: data.usage,
-      cost: data.cost,
-      echo,
-      citations: echo?.web_search_citations,
-      promptLogprobs: data.prompt_logprobs,
-      systemFingerprint: data.system_fingerprint,
-    });
-    const usage = toUsageMetadata(data.usage);
-    const generations: ChatGeneration[] = [];
-    for (const choice of data.choices) {
-      const wire: WireMessage = { ...(choice.message ?? { role: "assistant" }) };
-      const documents = this.#takeDocuments(wire);
-      const finishReason = finishReasonWithoutDocuments(choice.finish_reason, documents !== undefined, !!wire.tool_calls?.length);
-      let content = wire.content ?? "";
-      let reasoning = typeof wire.reasoning_content === "string" ? wire.reasoning_content : undefined;
-      if (this.splitThinkTags && typeof content === "string") {
-        const split = splitThinkTags(content);
-        if (split.content !== content) {
-          content = split.content;
-          reasoning = (reasoning ?? "") + split.reasoning;
-        }
-      }
-      const toolCalls: ToolCall[] = [];
-      const invalidToolCalls: InvalidToolCall[] = [];
-      for (const raw of wire.tool_calls ?? []) {
-        try {
-          toolCalls.push(parseToolCall(raw as never, { returnId: true }) as ToolCall);
-        } catch (e) {
-          invalidToolCalls.push(makeInvalidToolCall(raw as never, (e as Error).message));
-        }
-      }
-      // the service's own members (`thought_signature`...) are kept as received, to be sent back
-      const additional_kwargs: Record<string, unknown> = { ...messageExtras(wire) };
-      if (wire.tool_calls?.length) additional_kwargs.tool_calls = wire.tool_calls;
-      if (reasoning !== undefined) additional_kwargs.reasoning_content = reasoning;
-      if (Array.isArray(wire.reasoning_details)) additional_kwargs.reasoning_details = wire.reasoning_details;
-      const response_metadata: Record<string, unknown> = {
-        model_provider: CONTENT_BLOCK_PROVIDER,
-        // `model` is what LangChain's standard tests read; `model_name` is ChatOpenAI's key
-        model: data.model,
-        model_name: data.model,
-        headers,
-        finish_reason: finishReason,
-        ...(choice.stop_reason != null ? { stop_reason: choice.stop_reason } : {}),
-        ...(choice.logprobs != null ? { logprobs: choice.logprobs } : {}),
-        ...(documents ? { web_search_documents: documents } : {}),
-        ...requestMeta,
-      };
-      const message = new AIMessage({
-        id: data.id,
-        content: content as string,
-        tool_calls: toolCalls,
-        invalid_tool_calls: invalidToolCalls,
-        additional_kwargs,
-        response_metadata,
-        usage_metadata: usage,
-      });
-      generations.push({
-        text: typeof content === "string" ? content : message.text,
-        message,
-        generationInfo: finishReason ? { finish_reason: finishReason } : undefined,
-      });
-    }
-    return {
-      generations,
-      llmOutput: usage
-        ? { tokenUsage: { promptTokens: usage.input_tokens, completionTokens: usage.output_tokens, totalTokens: usage.total_tokens } }
-        : undefined,
-    };
-  }
-
-  /** Removes the search-documents tool call (live or seed) from a wire message; returns its documents. */
-  #takeDocuments(wire: WireMessage): Document[] | undefined {
-    const args = takeSearchDocumentsCalls(wire, this.#names.webSearchDocumentsTool);
-    return args === undefined ? undefined : args.flatMap((a) => searchDocumentsFromArguments(a));
+    return resultFromCompletion(data, headers, this.#read);
   }
 
   async #generateFromStream(
@@ -702,13 +451,7 @@ export class ChatService extends BaseChatModel<ChatServiceCallOptions, AIMessage
     }
     const generations = [...byChoice.entries()].sort(([a], [b]) => a - b).map(([, g]) => g);
     if (generations.length === 0) throw new ResponseFormatError("stream carried no answer");
-    const usage = (generations[0]!.message as AIMessageChunk).usage_metadata;
-    return {
-      generations,
-      llmOutput: usage
-        ? { tokenUsage: { promptTokens: usage.input_tokens, completionTokens: usage.output_tokens, totalTokens: usage.total_tokens } }
-        : undefined,
-    };
+    return { generations, llmOutput: llmOutputOf((generations[0]!.message as AIMessageChunk).usage_metadata) };
   }
 
   override async *_streamResponseChunks(
@@ -802,301 +545,34 @@ export class ChatService extends BaseChatModel<ChatServiceCallOptions, AIMessage
     return withOverloadRetries((progress) => this.#streamAttempt(messages, options, runManager, progress), { retries, signal: options.signal });
   }
 
-  /**
-   * Reads one streamed answer and turns it into LangChain chunks. Merge-safety: `concat` adds numbers and
-   * joins strings, so anything that is not a delta (headers, citations, usage, cost, echo, model name,
-   * finish reason, the whole `reasoning_details`) is put on exactly one chunk. Nothing reaches the caller (nor
-   * its callbacks) before the first text, reasoning or tool-call delta (`progress.started`), so an attempt that
-   * fails before it can be replaced by the next one without a trace.
-   */
   async *#streamAttempt(
     messages: BaseMessage[],
     options: this["ParsedCallOptions"],
     runManager: CallbackManagerForLLMRun | undefined,
     progress: StreamProgress,
   ): AsyncGenerator<StreamPiece[]> {
-    const streamUsage = options.streamUsage ?? this.streamUsage;
     const body = { ...this.invocationParams(options, { streaming: true }), messages: toWireMessages(messages, this.model), stream: true };
     const response = await this.#post(body, options, runManager);
     const headers = this.#headers(response);
-    const paramsKey = this.#names.parameters;
-    const docsTool = this.#names.webSearchDocumentsTool;
-    const states = new Map<number, ChoiceState>();
-    let headersPending = true;
-    let citationsSent = false;
-    let id: string | undefined;
-    let model: string | undefined;
-    let usage: WireUsage | undefined;
-    let cost: ServiceCost | undefined;
-    let echo: ServiceParametersEcho | undefined;
-    let promptLogprobs: unknown;
-    let systemFingerprint: string | undefined;
-
-    // Pieces are handed out per network read (one async step per read, not per chunk).
-    let out: StreamPiece[] = [];
-    /** each choice's content so far (kept on a content-filter error) */
-    const partials = new Map<number, string>();
-    const emit = (choice: number, chunk: AIMessageChunk, text: string): void => {
-      out.push({ choice, chunk: new ChatGenerationChunk({ message: chunk, text }) });
-      if (text) partials.set(choice, (partials.get(choice) ?? "") + text);
-    };
-    /** hands the pieces so far to the callbacks, then to the caller */
-    const deliver = async (): Promise<StreamPiece[]> => {
-      const pieces = out;
-      out = [];
-      if (runManager) {
-        for (const { choice, chunk } of pieces) {
-          await runManager.handleLLMNewToken(chunk.text, { prompt: 0, completion: choice }, undefined, undefined, undefined, { chunk });
-        }
-      }
-      return pieces;
-    };
-    const baseMeta = (): Record<string, unknown> => {
-      const meta: Record<string, unknown> = { model_provider: CONTENT_BLOCK_PROVIDER };
-      if (headersPending) {
-        meta.headers = headers;
-        headersPending = false;
-      }
-      return meta;
-    };
-
-    const batches = parseSseBatches<WireCompletion>(response.body, { signal: options.signal, headers, maxEventBytes: this.#fetch.limits?.maxEventBytes });
-    // in-band errors typed (model overloaded, content filter), with the content so far
-    for await (const batch of withTypedStreamErrors(batches, () => partials.get(0) ?? "")) {
-      for (const data of batch) {
-        checkChunk(data, paramsKey, headers);
-        id ??= data.id;
-        model ??= data.model;
-        if (data.usage) usage = data.usage;
-        if (data.cost) cost = data.cost;
-        if (data.prompt_logprobs != null) promptLogprobs = data.prompt_logprobs;
-        if (data.system_fingerprint) systemFingerprint ??= data.system_fingerprint;
-        const echoPart = data[paramsKey] as ServiceParametersEcho | undefined;
-        if (echoPart && typeof echoPart === "object") {
-          echo = { ...echo, ...echoPart };
-          if (!citationsSent && Array.isArray(echoPart.web_search_citations)) {
-            // Search results, wherever they come (include_search_results_in_stream: live at the end, seed first).
-            citationsSent = true;
-            const meta = baseMeta();
-            meta.web_search_citations = echoPart.web_search_citations;
-            emit(0, new AIMessageChunk({ content: "", id, response_metadata: meta }), "");
-          }
-        }
-        const choices = data.choices;
-        if (!choices) continue;
-        for (const choice of choices) {
-          const index = choice.index ?? 0;
-          let state = states.get(index);
-          if (!state) {
-            state = { index };
-            if (this.splitThinkTags) state.think = new ThinkTagSplitter();
-            states.set(index, state);
-          }
-          if (choice.finish_reason) state.finishReason = choice.finish_reason;
-          if (choice.stop_reason) state.stopReason = choice.stop_reason;
-          const delta = choice.delta;
-          if (!delta) continue;
-          let content = typeof delta.content === "string" ? delta.content : "";
-          let reasoning = typeof delta.reasoning_content === "string" ? delta.reasoning_content : "";
-          if (state.think && content) {
-            const split = state.think.push(content);
-            content = split.content;
-            reasoning += split.reasoning;
-          }
-          if (Array.isArray(delta.reasoning_details) && delta.reasoning_details.length) {
-            state.details = mergeReasoningDetails(state.details ?? [], delta.reasoning_details);
-          }
-          // other members: string pieces concatenate (delta semantics), anything else is taken as sent
-          for (const [key, value] of Object.entries(messageExtras(delta) ?? {})) {
-            const acc = (state.extras ??= {});
-            const prev = acc[key];
-            acc[key] = typeof prev === "string" && typeof value === "string" ? prev + value : value;
-          }
-          let toolCalls: WireToolCall[] | undefined;
-          if (Array.isArray(delta.tool_calls) && delta.tool_calls.length) {
-            toolCalls = (state.docs ??= new SearchDocumentsFilter(docsTool)).push(delta.tool_calls) as WireToolCall[] | undefined;
-          }
-          const hasLogprobs = choice.logprobs != null;
-          if (!content && !reasoning && !toolCalls && !hasLogprobs) continue;
-          if (content || reasoning || toolCalls) progress.started = true;
-          const additional_kwargs: Record<string, unknown> = {};
-          if (reasoning) additional_kwargs.reasoning_content = reasoning;
-          if (toolCalls) additional_kwargs.tool_calls = toolCalls;
-          const tool_call_chunks: ToolCallChunk[] | undefined = toolCalls?.map((c) => ({
-            type: "tool_call_chunk",
-            name: c.function?.name,
-            args: c.function?.arguments,
-            id: c.id,
-            index: c.index,
-          }));
-          const meta = baseMeta();
-          if (hasLogprobs) meta.logprobs = choice.logprobs;
-          const chunk = new AIMessageChunk({ content, id, additional_kwargs, tool_call_chunks, response_metadata: meta });
-          emit(index, chunk, content);
-        }
-      }
-      if (out.length && progress.started) yield await deliver();
-    }
-    const refused = [...states.values()].find((s) => s.finishReason === "content_filter");
-    if (refused) throw refusalError(partials.get(refused.index) ?? "", { finish_reason: refused.finishReason, usage, cost }, headers);
-
-    // Closing chunks: one per choice with what is not a delta; choice 0 also carries the request-level data.
-    if (states.size === 0) states.set(0, { index: 0 });
-    const ordered = [...states.values()].sort((a, b) => a.index - b.index);
-    for (const state of ordered) {
-      let content = "";
-      const additional_kwargs: Record<string, unknown> = {};
-      if (state.think) {
-        const rest = state.think.flush();
-        content = rest.content;
-        if (rest.reasoning) additional_kwargs.reasoning_content = rest.reasoning;
-      }
-      if (state.details) additional_kwargs.reasoning_details = state.details;
-      if (state.extras) Object.assign(additional_kwargs, state.extras);
-      // a `web_search` call held back whose arguments never parsed is a (broken) tool call after all
-      const released = state.docs?.flush() as WireToolCall[] | undefined;
-      if (released) additional_kwargs.tool_calls = released;
-      const meta = baseMeta();
-      meta.model = model; // on this one chunk only, as model_name: concat joins strings
-      meta.model_name = model;
-      const finishReason = finishReasonWithoutDocuments(state.finishReason, !!state.docs?.found, !!state.docs?.otherCalls);
-      if (finishReason) meta.finish_reason = finishReason;
-      if (state.stopReason) meta.stop_reason = state.stopReason;
-      if (state.docs?.found) meta.web_search_documents = state.docs.documentsArguments.flatMap((a) => searchDocumentsFromArguments(a));
-      let usageMetadata: UsageMetadata | undefined;
-      if (state.index === ordered[0]!.index) {
-        Object.assign(
-          meta,
-          this.#requestMetadata({
-            usage: streamUsage ? usage : undefined,
-            cost,
-            echo,
-            citations: citationsSent ? undefined : echo?.web_search_citations,
-            promptLogprobs,
-            systemFingerprint,
-          }),
-        );
-        if (streamUsage) usageMetadata = toUsageMetadata(usage);
-      }
-      const chunk = new AIMessageChunk({
-        content,
-        id,
-        additional_kwargs,
-        tool_call_chunks: released?.map((c) => ({ type: "tool_call_chunk", name: c.function?.name, args: c.function?.arguments, id: c.id, index: c.index })),
-        response_metadata: meta,
-        usage_metadata: usageMetadata,
-      });
-      emit(state.index, chunk, content);
-    }
-    yield await deliver();
+    yield* readChatStream(response, headers, this.#read, {
+      streamUsage: options.streamUsage ?? this.streamUsage,
+      signal: options.signal,
+      runManager,
+      progress,
+      maxEventBytes: this.#fetch.limits?.maxEventBytes,
+    });
   }
 
   /**
-   * The content-block event protocol (`streamEvents()` without a version, and LangGraph's v3 message
-   * streaming). Built from the same pieces as `.stream()`, so reasoning (with its `reasoning_details`, kept
-   * on the reasoning block and sent back from there), cost, citations and headers survive on this path too.
-   * Only the first choice is reported here.
+   * The content-block event protocol (`streamEvents()` without a version, and LangGraph's v3 message streaming),
+   * from the same pieces as `.stream()` (./stream-events.ts).
    */
   override async *_streamChatModelEvents(
     messages: BaseMessage[],
     options: this["ParsedCallOptions"],
     runManager?: CallbackManagerForLLMRun,
   ): AsyncGenerator<ChatModelStreamEvent> {
-    const blocks = new Map<string, { index: number; block: Record<string, unknown> }>();
-    let nextIndex = 0;
-    let started = false;
-    let usage: UsageMetadata | undefined;
-    let details: unknown;
-    let extras: Record<string, unknown> | undefined;
-    const callExtras = new Map<number, Record<string, unknown>>();
-    let finishReason: unknown;
-    const meta: Record<string, unknown> = {};
-    const open = function* (key: string, initial: Record<string, unknown>) {
-      let entry = blocks.get(key);
-      if (!entry) {
-        entry = { index: nextIndex++, block: { ...initial } };
-        blocks.set(key, entry);
-        yield { event: "content-block-start", index: entry.index, content: { ...initial } } as ChatModelStreamEvent;
-      }
-      return entry;
-    };
-    for await (const pieces of this.#streamPieces(messages, options, runManager)) {
-      for (const piece of pieces) {
-        if (piece.choice !== 0) continue;
-        const msg = piece.chunk.message as AIMessageChunk;
-        if (!started) {
-          started = true;
-          yield { event: "message-start", id: msg.id };
-        }
-        const kw = msg.additional_kwargs as { reasoning_content?: string; reasoning_details?: unknown };
-        if (kw.reasoning_content) {
-          const entry = yield* open("reasoning", { type: "reasoning", reasoning: "" });
-          entry.block.reasoning = (entry.block.reasoning as string) + kw.reasoning_content;
-          yield { event: "content-block-delta", index: entry.index, delta: { type: "reasoning-delta", reasoning: kw.reasoning_content } };
-        }
-        if (kw.reasoning_details) details = kw.reasoning_details;
-        // the service's own members (thought_signature...) and tool-call members, to be sent back
-        const more = messageExtras(msg.additional_kwargs);
-        if (more) extras = { ...extras, ...more };
-        for (const raw of (kw as { tool_calls?: Array<Record<string, unknown>> }).tool_calls ?? []) {
-          const found = toolCallExtras(raw);
-          if (found) callExtras.set(Number(raw.index ?? 0), { ...callExtras.get(Number(raw.index ?? 0)), ...found });
-        }
-        if (typeof msg.content === "string" && msg.content) {
-          const entry = yield* open("text", { type: "text", text: "" });
-          entry.block.text = (entry.block.text as string) + msg.content;
-          yield { event: "content-block-delta", index: entry.index, delta: { type: "text-delta", text: msg.content } };
-        }
-        for (const tc of msg.tool_call_chunks ?? []) {
-          const entry = yield* open(`tool:${tc.index ?? 0}`, {
-            type: "tool_call_chunk",
-            id: tc.id,
-            name: tc.name,
-            args: "",
-            index: tc.index ?? 0,
-          });
-          if (tc.id) entry.block.id = tc.id;
-          if (tc.name) entry.block.name = tc.name;
-          if (tc.args) {
-            entry.block.args = (entry.block.args as string) + tc.args;
-            yield { event: "content-block-delta", index: entry.index, delta: { type: "tool-call-delta", args: tc.args } };
-          }
-        }
-        for (const [key, value] of Object.entries(msg.response_metadata)) {
-          if (key === "logprobs") {
-            const prev = meta.logprobs as { content?: unknown[] } | undefined;
-            const next = value as { content?: unknown[] };
-            meta.logprobs = prev?.content && next?.content ? { ...next, content: [...prev.content, ...next.content] } : value;
-          } else meta[key] = value;
-        }
-        if (msg.response_metadata.finish_reason) finishReason = msg.response_metadata.finish_reason;
-        if (msg.usage_metadata) {
-          usage = msg.usage_metadata;
-          yield { event: "usage", usage };
-        }
-      }
-    }
-    for (const { index, block } of [...blocks.values()].sort((a, b) => a.index - b.index)) {
-      let content: Record<string, unknown> = block;
-      if (block.type === "reasoning" && details !== undefined) content = { ...block, reasoning_details: details };
-      if (block.type === "tool_call_chunk") {
-        const more = callExtras.get(block.index as number);
-        try {
-          content = { type: "tool_call", id: block.id, name: block.name, args: JSON.parse((block.args as string) || "{}"), ...(more ? { extras: more } : {}) };
-        } catch {
-          content = { type: "invalid_tool_call", id: block.id, name: block.name, args: block.args, error: "arguments are not JSON" };
-        }
-      }
-      yield { event: "content-block-finish", index, content: content as never };
-    }
-    if (details !== undefined && !blocks.has("reasoning")) meta.reasoning_details = details;
-    if (extras) meta[MESSAGE_EXTRAS_METADATA_KEY] = extras;
-    yield {
-      event: "message-finish",
-      reason: toFinishReason(finishReason),
-      ...(usage ? { usage } : {}),
-      responseMetadata: meta,
-    };
+    yield* chatModelEvents(this.#streamPieces(messages, options, runManager));
   }
 
   override withStructuredOutput<RunOutput extends Record<string, any> = Record<string, any>>(
@@ -1116,50 +592,6 @@ export class ChatService extends BaseChatModel<ChatServiceCallOptions, AIMessage
    * function call (`method: "functionCalling"`), or `jsonMode`.
    */
   override withStructuredOutput<RunOutput extends Record<string, any> = Record<string, any>>(
-    outputSchema: InteropZodType<RunOutput> | SerializableSchema<RunOutput> | Record<string, any>,
-    config?: StructuredOutputMethodOptions<boolean>,
-  ): Runnable<BaseLanguageModelInput, RunOutput> | Runnable<BaseLanguageModelInput, { raw: BaseMessage; parsed: RunOutput }> {
-    return structuredOutput(this, outputSchema, config) as never;
-  }
-}
-
-/**
- * What `ChatService.withConfig` and `bindTools` return. A core `RunnableBinding` (same `config`, same
- * serialization) that keeps acting like the chat model, as a configured `ChatOpenAI` does (its `withConfig`
- * returns a `ChatOpenAI`): `streamEvents()` without a version gives the content-block stream (`.text`,
- * awaitable message), and `bindTools` / `withStructuredOutput` keep the options bound so far.
- */
-export class ChatServiceBinding extends RunnableBinding<BaseLanguageModelInput, AIMessageChunk, ChatServiceCallOptions> {
-  declare bound: ChatService;
-
-  /** `streamEvents(input)` / `(input, options)` without `version`: the model's content-block stream. */
-  override streamEvents(input: BaseLanguageModelInput, options?: any, streamOptions?: any): any {
-    if (options?.version !== undefined) return super.streamEvents(input, options, streamOptions);
-    if (this.configFactories?.length) {
-      throw new ValidationError("streamEvents() without a version is not supported on a binding with config factories");
-    }
-    return this.bound.streamEvents(input, mergeConfigs<ChatServiceCallOptions>(this.config, options, this.kwargs));
-  }
-
-  /** Binds other tools (they replace the bound ones); the other bound options stay. */
-  bindTools(tools: BindToolsInput[], kwargs?: Partial<ChatServiceCallOptions>): ChatServiceBinding {
-    return this.withConfig(this.bound.bindTools(tools, kwargs).config) as ChatServiceBinding;
-  }
-
-  withStructuredOutput<RunOutput extends Record<string, any> = Record<string, any>>(
-    outputSchema: InteropZodType<RunOutput> | SerializableSchema<RunOutput> | Record<string, any>,
-    config?: StructuredOutputMethodOptions<false>,
-  ): Runnable<BaseLanguageModelInput, RunOutput>;
-  withStructuredOutput<RunOutput extends Record<string, any> = Record<string, any>>(
-    outputSchema: InteropZodType<RunOutput> | SerializableSchema<RunOutput> | Record<string, any>,
-    config?: StructuredOutputMethodOptions<true>,
-  ): Runnable<BaseLanguageModelInput, { raw: BaseMessage; parsed: RunOutput }>;
-  withStructuredOutput<RunOutput extends Record<string, any> = Record<string, any>>(
-    outputSchema: InteropZodType<RunOutput> | SerializableSchema<RunOutput> | Record<string, any>,
-    config?: StructuredOutputMethodOptions<boolean>,
-  ): Runnable<BaseLanguageModelInput, RunOutput> | Runnable<BaseLanguageModelInput, { raw: BaseMessage; parsed: RunOutput }>;
-  /** Structured output from the configured model: the bound call options reach the request. */
-  withStructuredOutput<RunOutput extends Record<string, any> = Record<string, any>>(
     outputSchema: InteropZodType<RunOutput> | SerializableSchema<RunOutput> | Record<string, any>,
     config?: StructuredOutputMethodOptions<boolean>,
   ): Runnable<BaseLanguageModelInput, RunOutput> | Runnable<BaseLanguageModelInput, { raw: BaseMessage; parsed: RunOutput }> {
