@@ -1,14 +1,14 @@
 /**
  * `ChatService`: the LangChain chat model for the service. A drop-in for `ChatOpenAI` (tools, structured
- * output, streaming, callbacks, `streamEvents`) plus what only this service has: `service_parameters`,
- * reasoning that survives tool-call turns, web-search citations and documents, cost, response headers.
+ * output, streaming, callbacks, `streamEvents`) plus what only this service has: `service_parameters`, every
+ * request field it takes (./request-fields.ts), reasoning that survives tool-call turns, web-search citations
+ * and documents, cost, response headers.
  *
  * Built on `BaseChatModel` rather than `ChatOpenAICompletions`: every request goes through the package's fetch
  * stack (auth, x402 payment, pacing, retries, typed errors) with its own lean SSE parser, and the
  * `streamEvents()` path of the OpenAI class calls its own stream converter that would skip our extras. The
  * model file holds the options and the request; reading answers is in ./completion.ts, ./stream.ts and
- * ./stream-events.ts, structured output in ./structured-output.ts, the configured model in ./binding.ts, the
- * option types in ./types.ts.
+ * ./stream-events.ts, structured output in ./structured-output.ts, the configured model in ./binding.ts.
  */
 import { BaseChatModel, type BindToolsInput, type LangSmithParams } from "@langchain/core/language_models/chat_models";
 import { isOpenAITool, type BaseLanguageModelInput, type StructuredOutputMethodOptions } from "@langchain/core/language_models/base";
@@ -20,7 +20,6 @@ import { convertToOpenAITool } from "@langchain/core/utils/function_calling";
 import type { Runnable, RunnableConfig } from "@langchain/core/runnables";
 import type { InteropZodType } from "@langchain/core/utils/types";
 import type { SerializableSchema } from "@langchain/core/utils/standard_schema";
-import { z } from "zod";
 
 import { brandNames, DEFAULT_BRAND, type BrandNames } from "../config.js";
 import { PAYMENT_EVENT_NAME } from "../x402/event-name.js";
@@ -36,6 +35,7 @@ import { parseModelId } from "./model-id.js";
 import { toWireMessages } from "./convert.js";
 import { DEFAULT_STREAM_RETRIES, withOverloadRetries, type StreamProgress } from "./stream-errors.js";
 import { structuredOutput } from "./structured-output.js";
+import { pickRequestFields, REQUEST_FIELD_NAMES, toWireRequestFields, validateRequestFields, wireToolChoice, type ChatRequestFields } from "./request-fields.js";
 import { isEmpty, llmOutputOf, resultFromCompletion, type ChatReadContext } from "./completion.js";
 import { readChatStream, type StreamPiece } from "./stream.js";
 import { chatModelEvents } from "./stream-events.js";
@@ -43,44 +43,8 @@ import { ChatServiceBinding } from "./binding.js";
 import type { ChatServiceCallOptions, ChatServiceInput, ServiceResponseFormat, ServiceToolChoice, WireCompletion } from "./types.js";
 
 export { ChatServiceBinding } from "./binding.js";
+export { ReasoningEffortSchema, type ReasoningEffort } from "./request-fields.js";
 export type { ChatServiceCallOptions, ChatServiceInput, ServiceCost, ServiceResponseFormat, ServiceToolChoice } from "./types.js";
-
-/**
- * `response_metadata.model_provider` picks LangChain's content-block translator (`message.contentBlocks`).
- * `registerTranslator` is not exported, so we reuse the translator whose conventions are ours:
- * `additional_kwargs.reasoning_content` + `additional_kwargs.reasoning_details`. `ls_provider` stays the brand.
- */
-const CONTENT_BLOCK_PROVIDER = "openrouter";
-
-export const ReasoningEffortSchema = z.enum(["none", "minimal", "low", "medium", "high", "xhigh", "max"]);
-export type ReasoningEffort = z.infer<typeof ReasoningEffortSchema>;
-
-/** The sampling options of the request schema, camelCase; validated in the constructor. */
-const SamplingSchema = z.object({
-  temperature: z.number().min(0).max(2).optional(),
-  topP: z.number().min(0).max(1).optional(),
-  // -1 as in ChatOpenAI: no limit (not sent); the service silently ignores 0 and below, so they are refused
-  maxTokens: z
-    .number()
-    .int()
-    .refine((v) => v === -1 || v >= 1, "must be a positive integer, or -1 for no limit")
-    .optional(),
-  maxCompletionTokens: z.number().int().positive().optional(),
-  stop: z.union([z.string(), z.array(z.string()).min(1).max(4)]).optional(),
-  seed: z.number().int().positive().optional(),
-  frequencyPenalty: z.number().min(-2).max(2).optional(),
-  presencePenalty: z.number().min(-2).max(2).optional(),
-  repetitionPenalty: z.number().min(0).optional(),
-  topK: z.number().int().min(0).optional(),
-  minP: z.number().min(0).max(1).optional(),
-  reasoningEffort: ReasoningEffortSchema.optional(),
-  logprobs: z.boolean().optional(),
-  topLogprobs: z.number().int().min(0).optional(),
-  n: z.number().int().min(1).optional(),
-  parallelToolCalls: z.boolean().optional(),
-  promptCacheKey: z.string().min(1).optional(),
-});
-
 export type { ServiceParameters, WebSearchCitation };
 
 /**
@@ -89,14 +53,6 @@ export type { ServiceParameters, WebSearchCitation };
  * anywhere near 256 deprecated models.
  */
 const deprecationWarned = new LruMap<string, true>(256);
-
-function formatToolChoice(choice: ServiceToolChoice | undefined): unknown {
-  if (choice === undefined) return undefined;
-  if (choice === "any") return "required";
-  if (choice === "auto" || choice === "none" || choice === "required") return choice;
-  if (typeof choice === "string") return { type: "function", function: { name: choice } };
-  return choice;
-}
 
 /**
  * LangChain's `maxRetries` (BaseChatModel's AsyncCaller, ChatOpenAI's client: retries after the first attempt)
@@ -131,6 +87,16 @@ function retryFromMaxRetries(fields: ChatServiceInput): { retry: ChatServiceInpu
   return { retry: { ...retry, maxRetries: max }, noRetry: false };
 }
 
+/**
+ * `response_metadata.model_provider` picks LangChain's content-block translator (`message.contentBlocks`).
+ * `registerTranslator` is not exported, so we reuse the translator whose conventions are ours:
+ * `additional_kwargs.reasoning_content` + `additional_kwargs.reasoning_details`. `ls_provider` stays the brand.
+ */
+const CONTENT_BLOCK_PROVIDER = "openrouter";
+
+// the request fields are members of the model (declared once, in ChatRequestFields)
+export interface ChatService extends ChatRequestFields {}
+
 export class ChatService extends BaseChatModel<ChatServiceCallOptions, AIMessageChunk> {
   static override lc_name() {
     return "ChatService";
@@ -147,10 +113,8 @@ export class ChatService extends BaseChatModel<ChatServiceCallOptions, AIMessage
   override get lc_serializable_keys(): string[] {
     return [
       "idleTimeout", "totalTimeout", "maxResponseBytes", "maxEventBytes",
-      "model", "apiKey", "baseUrl", "brand", "timeout", "defaultHeaders", "modelKwargs", "temperature", "topP",
-      "maxTokens", "maxCompletionTokens", "stop", "seed", "frequencyPenalty", "presencePenalty", "repetitionPenalty",
-      "topK", "minP", "reasoningEffort", "responseFormat", "logprobs", "topLogprobs", "n", "parallelToolCalls",
-      "toolChoice", "streaming", "streamUsage", "serviceParameters", "promptCacheKey", "splitThinkTags",
+      "model", "apiKey", "baseUrl", "brand", "timeout", "defaultHeaders", "modelKwargs", ...REQUEST_FIELD_NAMES, "stop",
+      "responseFormat", "toolChoice", "streaming", "streamUsage", "serviceParameters", "splitThinkTags",
       "disableStreaming", "outputVersion", "tags", "metadata", "verbose",
     ];
   }
@@ -158,28 +122,12 @@ export class ChatService extends BaseChatModel<ChatServiceCallOptions, AIMessage
   model: string;
   brand: string;
   modelKwargs?: Record<string, unknown>;
-  temperature?: number;
-  topP?: number;
-  maxTokens?: number;
-  maxCompletionTokens?: number;
   stop?: string | string[];
-  seed?: number;
-  frequencyPenalty?: number;
-  presencePenalty?: number;
-  repetitionPenalty?: number;
-  topK?: number;
-  minP?: number;
-  reasoningEffort?: ReasoningEffort;
   responseFormat?: ServiceResponseFormat;
-  logprobs?: boolean;
-  topLogprobs?: number;
-  n?: number;
-  parallelToolCalls?: boolean;
   toolChoice?: ServiceToolChoice;
   streaming: boolean;
   streamUsage: boolean;
   serviceParameters: ServiceParameters;
-  promptCacheKey?: string;
   splitThinkTags: boolean;
 
   readonly #fetch: ServiceFetch;
@@ -196,28 +144,11 @@ export class ChatService extends BaseChatModel<ChatServiceCallOptions, AIMessage
   constructor(fields: ChatServiceInput) {
     super(fields ?? {});
     if (!fields || typeof fields.model !== "string") throw new ValidationError("ChatService needs `model`");
-    const sampling = SamplingSchema.safeParse({
-      temperature: fields.temperature,
-      topP: fields.topP,
-      maxTokens: fields.maxTokens,
-      maxCompletionTokens: fields.maxCompletionTokens,
-      stop: fields.stop,
-      seed: fields.seed,
-      frequencyPenalty: fields.frequencyPenalty,
-      presencePenalty: fields.presencePenalty,
-      repetitionPenalty: fields.repetitionPenalty,
-      topK: fields.topK,
-      minP: fields.minP,
-      reasoningEffort: fields.reasoningEffort,
-      logprobs: fields.logprobs,
-      topLogprobs: fields.topLogprobs,
-      n: fields.n,
-      parallelToolCalls: fields.parallelToolCalls,
-      promptCacheKey: fields.promptCacheKey,
-    });
-    if (!sampling.success) {
-      const detail = sampling.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ");
-      throw new ValidationError(`invalid ChatService options: ${detail}`, { issues: sampling.error.issues });
+    const requestFields = validateRequestFields(fields, "ChatService options");
+    if (fields.stop !== undefined) {
+      const stop = fields.stop;
+      const ok = typeof stop === "string" || (Array.isArray(stop) && stop.length >= 1 && stop.length <= 4 && stop.every((s) => typeof s === "string"));
+      if (!ok) throw new ValidationError("invalid ChatService options: stop: a string or 1 to 4 strings");
     }
     for (const key of ["streaming", "streamUsage", "splitThinkTags"] as const) {
       if (fields[key] !== undefined && typeof fields[key] !== "boolean") throw new ValidationError(`${key} must be a boolean`);
@@ -235,7 +166,8 @@ export class ChatService extends BaseChatModel<ChatServiceCallOptions, AIMessage
     this.#baseModelId = parseModelId(fields.model, this.brand).id;
     this.serviceParameters = validateServiceParameters(fields.serviceParameters ?? {});
     this.modelKwargs = fields.modelKwargs;
-    Object.assign(this, sampling.data);
+    Object.assign(this, requestFields);
+    this.stop = fields.stop;
     this.responseFormat = fields.responseFormat;
     this.toolChoice = fields.toolChoice;
     this.streaming = fields.streaming ?? false;
@@ -268,13 +200,12 @@ export class ChatService extends BaseChatModel<ChatServiceCallOptions, AIMessage
   override get callKeys(): string[] {
     return [
       ...super.callKeys,
+      ...REQUEST_FIELD_NAMES,
       "serviceParameters",
-      "promptCacheKey",
       "tools",
       "tool_choice",
       "response_format",
       "parallel_tool_calls",
-      "seed",
       "strict",
       "extraBody",
       "streamUsage",
@@ -336,43 +267,29 @@ export class ChatService extends BaseChatModel<ChatServiceCallOptions, AIMessage
   }
 
   /**
-   * The request body without `messages` (also used for tracing: no secrets, no side effects). Validates
-   * per-call `serviceParameters` (throws `ValidationError` before any request).
+   * The request body without `messages` (also used for tracing: no secrets, no side effects). Validates the
+   * per-call request fields and `serviceParameters` (throws `ValidationError` before any request).
    */
   override invocationParams(options?: this["ParsedCallOptions"], extra?: { streaming?: boolean }): Record<string, unknown> {
     const streaming = extra?.streaming ?? this.streaming;
     const callParams = options?.serviceParameters
       ? { ...this.serviceParameters, ...validateServiceParameters(options.serviceParameters) }
       : this.serviceParameters;
-    const promptCacheKey = options?.promptCacheKey ?? this.promptCacheKey;
-    if (promptCacheKey !== undefined && (typeof promptCacheKey !== "string" || promptCacheKey === "")) {
-      throw new ValidationError("promptCacheKey must be a non-empty string");
-    }
+    const callFields = isEmpty(pickRequestFields(options)) ? {} : validateRequestFields(options, "call options");
+    const fields = { ...pickRequestFields(this), ...callFields } as ChatRequestFields;
     const stop = options?.stop ?? this.stop;
     if (Array.isArray(stop) && stop.length > 4) throw new ValidationError("stop takes at most 4 sequences");
     const tools = options?.tools?.length ? options.tools.map((t) => this.#toWireTool(t, options.strict)) : undefined;
+    const wire = toWireRequestFields(fields);
+    delete wire.parallel_tool_calls;
     const params: Record<string, unknown> = {
       model: this.model,
-      temperature: this.temperature,
-      top_p: this.topP,
-      max_tokens: this.maxTokens === -1 ? undefined : this.maxTokens,
-      max_completion_tokens: this.maxCompletionTokens,
+      ...wire,
       stop,
-      seed: options?.seed ?? this.seed,
-      frequency_penalty: this.frequencyPenalty,
-      presence_penalty: this.presencePenalty,
-      repetition_penalty: this.repetitionPenalty,
-      top_k: this.topK,
-      min_p: this.minP,
-      reasoning_effort: this.reasoningEffort,
       response_format: options?.response_format ?? this.responseFormat,
-      logprobs: this.logprobs,
-      top_logprobs: this.topLogprobs,
-      n: this.n,
       tools,
-      tool_choice: formatToolChoice(options?.tool_choice ?? (tools ? this.toolChoice : undefined)),
-      parallel_tool_calls: tools ? (options?.parallel_tool_calls ?? this.parallelToolCalls) : undefined,
-      prompt_cache_key: promptCacheKey,
+      tool_choice: wireToolChoice(options?.tool_choice ?? (tools ? this.toolChoice : undefined)),
+      parallel_tool_calls: tools ? (options?.parallel_tool_calls ?? fields.parallelToolCalls) : undefined,
       stream: streaming,
       stream_options: streaming && (options?.streamUsage ?? this.streamUsage) ? { include_usage: true } : undefined,
     };
@@ -384,6 +301,12 @@ export class ChatService extends BaseChatModel<ChatServiceCallOptions, AIMessage
 
   override _identifyingParams(): Record<string, unknown> {
     return { model_name: this.model, ...this.invocationParams() };
+  }
+
+  #body(messages: BaseMessage[], options: this["ParsedCallOptions"], streaming: boolean): Record<string, unknown> {
+    const body: Record<string, unknown> = { ...this.invocationParams(options, { streaming }), messages: toWireMessages(messages, this.model) };
+    if (streaming) body.stream = true;
+    return body;
   }
 
   async #post(body: Record<string, unknown>, options: this["ParsedCallOptions"], runManager?: CallbackManagerForLLMRun): Promise<Response> {
@@ -424,8 +347,7 @@ export class ChatService extends BaseChatModel<ChatServiceCallOptions, AIMessage
     runManager?: CallbackManagerForLLMRun,
   ): Promise<ChatResult> {
     if (this.streaming) return this.#generateFromStream(messages, options, runManager);
-    const body: Record<string, unknown> = { ...this.invocationParams(options, { streaming: false }), messages: toWireMessages(messages, this.model) };
-    const response = await this.#post(body, options, runManager);
+    const response = await this.#post(this.#body(messages, options, false), options, runManager);
     const headers = this.#headers(response);
     const text = await readResponseText(response, { what: "the chat completion", signal: options.signal, headers });
     let data: WireCompletion;
@@ -551,8 +473,7 @@ export class ChatService extends BaseChatModel<ChatServiceCallOptions, AIMessage
     runManager: CallbackManagerForLLMRun | undefined,
     progress: StreamProgress,
   ): AsyncGenerator<StreamPiece[]> {
-    const body = { ...this.invocationParams(options, { streaming: true }), messages: toWireMessages(messages, this.model), stream: true };
-    const response = await this.#post(body, options, runManager);
+    const response = await this.#post(this.#body(messages, options, true), options, runManager);
     const headers = this.#headers(response);
     yield* readChatStream(response, headers, this.#read, {
       streamUsage: options.streamUsage ?? this.streamUsage,
@@ -589,7 +510,7 @@ export class ChatService extends BaseChatModel<ChatServiceCallOptions, AIMessage
   ): Runnable<BaseLanguageModelInput, RunOutput> | Runnable<BaseLanguageModelInput, { raw: BaseMessage; parsed: RunOutput }>;
   /**
    * Structured output by `json_schema` response format (default; the service validates it) or by a forced
-   * function call (`method: "functionCalling"`), or `jsonMode`.
+   * function call (`method: "functionCalling"`), or `jsonMode` (./structured-output.ts).
    */
   override withStructuredOutput<RunOutput extends Record<string, any> = Record<string, any>>(
     outputSchema: InteropZodType<RunOutput> | SerializableSchema<RunOutput> | Record<string, any>,

@@ -3,7 +3,8 @@
  * adds what they drop: `reasoning_content`/`reasoning_details` going back out on assistant messages
  * (langchainjs #10883, #11699), `reasoning_details` coming in, the service's other assistant-message and
  * tool-call members (`thought_signature`...) both ways, tool message content as the string the service
- * takes, cache/reasoning token details, and the service's search-documents tool call.
+ * takes, core's `developer` messages (system messages marked `__openai_role__: "developer"`) sent with the
+ * `developer` role, cache/reasoning token details, and the service's search-documents tool call.
  */
 import { HumanMessage, type BaseMessage, type UsageMetadata } from "@langchain/core/messages";
 import { Document } from "@langchain/core/documents";
@@ -157,6 +158,10 @@ export function toWireMessages(messages: readonly BaseMessage[], model?: string)
   for (const message of messages) {
     const params = convertMessagesToCompletionsMessageParams({ messages: [withUrlFileParts(message)], model }) as WireMessageParam[];
     const type = message.getType();
+    if (type === "system" && message.additional_kwargs.__openai_role__ === "developer") {
+      // core's `developer` messages (`["developer", "…"]`, `{ role: "developer" }`): system messages marked so
+      for (const p of params) if (p.role === "system") p.role = "developer";
+    }
     if (type === "ai") {
       const first = params[0];
       if (first) {

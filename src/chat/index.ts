@@ -1,14 +1,22 @@
+export { ChatService, ChatServiceBinding, resetDeprecationWarnings } from "./chat-model.js";
+export type { ChatServiceInput, ChatServiceCallOptions, ServiceCost, ServiceResponseFormat, ServiceToolChoice } from "./types.js";
 export {
-  ChatService,
   ReasoningEffortSchema,
-  resetDeprecationWarnings,
-  type ChatServiceInput,
-  type ChatServiceCallOptions,
-  type ServiceCost,
-  type ServiceResponseFormat,
-  type ServiceToolChoice,
+  ReasoningOptionsSchema,
+  PromptCacheRetentionSchema,
+  VerbositySchema,
+  AnonUserIdSchema,
+  RequestFieldsSchema,
+  REQUEST_FIELD_NAMES,
+  REQUEST_FIELD_WIRE_NAMES,
+  validateRequestFields,
+  toWireRequestFields,
+  type ChatRequestFields,
   type ReasoningEffort,
-} from "./chat-model.js";
+  type ReasoningOptions,
+  type PromptCacheRetention,
+  type Verbosity,
+} from "./request-fields.js";
 export {
   ServiceParametersSchema,
   WebSearchModeSchema,

@@ -1,11 +1,11 @@
 /**
  * The option and call-option types of `ChatService`, and the wire shapes of a chat completion it reads. Kept
  * apart from the model file (as provider packages keep their `types.ts`), so that the files the model is made of
- * (streams, structured output) share them without importing the model.
+ * (request fields, streams, structured output) share them without importing the model.
  */
 import type { BaseChatModelCallOptions, BaseChatModelParams, BindToolsInput, ToolChoice } from "@langchain/core/language_models/chat_models";
 import type { FetchStackOptions, ServiceFetch } from "../stack.js";
-import type { ReasoningEffort } from "./chat-model.js";
+import type { ChatRequestFields } from "./request-fields.js";
 import type { ServiceParameters } from "./service-parameters.js";
 import type { WireMessage, WireUsage } from "./convert.js";
 
@@ -18,6 +18,7 @@ export type ServiceResponseFormat =
 
 export interface ChatServiceInput
   extends BaseChatModelParams,
+    ChatRequestFields,
     Omit<FetchStackOptions, "paymentLayer" | "pacingLayer"> {
   /** model id, optionally with feature suffixes `id:key=value&key2=value2` (see `buildModelId`) */
   model: string;
@@ -25,23 +26,9 @@ export interface ChatServiceInput
   serviceFetch?: ServiceFetch;
   /** extra request body fields, sent unchanged (the spec lets unlisted fields pass through) */
   modelKwargs?: Record<string, unknown>;
-  temperature?: number;
-  topP?: number;
-  maxTokens?: number;
-  maxCompletionTokens?: number;
+  /** up to 4 stop sequences */
   stop?: string | string[];
-  seed?: number;
-  frequencyPenalty?: number;
-  presencePenalty?: number;
-  repetitionPenalty?: number;
-  topK?: number;
-  minP?: number;
-  reasoningEffort?: ReasoningEffort;
   responseFormat?: ServiceResponseFormat;
-  logprobs?: boolean;
-  topLogprobs?: number;
-  n?: number;
-  parallelToolCalls?: boolean;
   toolChoice?: ServiceToolChoice;
   /** stream on `invoke` too (the answer is the merged stream) */
   streaming?: boolean;
@@ -49,21 +36,18 @@ export interface ChatServiceInput
   streamUsage?: boolean;
   /** `service_parameters` (camelCase here, snake_case on the wire under the brand's name) */
   serviceParameters?: ServiceParameters;
-  /** routing hint for prompt caching across turns */
-  promptCacheKey?: string;
   /** split legacy `<think>` blocks out of content into reasoning (default true) */
   splitThinkTags?: boolean;
 }
 
-export interface ChatServiceCallOptions extends BaseChatModelCallOptions {
+export interface ChatServiceCallOptions extends BaseChatModelCallOptions, ChatRequestFields {
   /** merged over the constructor's `serviceParameters` */
   serviceParameters?: ServiceParameters;
-  promptCacheKey?: string;
   tools?: BindToolsInput[];
   tool_choice?: ServiceToolChoice;
   response_format?: ServiceResponseFormat;
+  /** as `parallelToolCalls` (OpenAI's name; wins over it) */
   parallel_tool_calls?: boolean;
-  seed?: number;
   /** strict JSON schema for tools */
   strict?: boolean;
   /** request body fields sent unchanged (pass-through) */
