@@ -2,7 +2,8 @@
  * What `ChatService.withConfig` and `bindTools` return. A core `RunnableBinding` (same `config`, same
  * serialization) that keeps acting like the chat model, as a configured `ChatOpenAI` does (its `withConfig`
  * returns a `ChatOpenAI`): `streamEvents()` without a version gives the content-block stream (`.text`, awaitable
- * message), and `bindTools` / `withStructuredOutput` keep the options bound so far.
+ * message), `bindTools` / `withStructuredOutput` keep the options bound so far, and `profile` / `loadProfile()`
+ * answer for the model (so `createAgent` reads a bound model's profile too).
  */
 import type { BaseLanguageModelInput, StructuredOutputMethodOptions } from "@langchain/core/language_models/base";
 import type { BindToolsInput } from "@langchain/core/language_models/chat_models";
@@ -12,11 +13,22 @@ import type { InteropZodType } from "@langchain/core/utils/types";
 import type { SerializableSchema } from "@langchain/core/utils/standard_schema";
 import { ValidationError } from "../http/errors.js";
 import type { ChatService } from "./chat-model.js";
+import type { ServiceModelProfile } from "./profile.js";
 import { structuredOutput } from "./structured-output.js";
 import type { ChatServiceCallOptions } from "./types.js";
 
 export class ChatServiceBinding extends RunnableBinding<BaseLanguageModelInput, AIMessageChunk, ChatServiceCallOptions> {
   declare bound: ChatService;
+
+  /** The model's profile (`ChatService#profile`). */
+  get profile(): ServiceModelProfile {
+    return this.bound.profile;
+  }
+
+  /** Reads the model's profile from the service (`ChatService#loadProfile`). */
+  loadProfile(options?: { signal?: AbortSignal }): Promise<ServiceModelProfile> {
+    return this.bound.loadProfile(options);
+  }
 
   /** `streamEvents(input)` / `(input, options)` without `version`: the model's content-block stream. */
   override streamEvents(input: BaseLanguageModelInput, options?: any, streamOptions?: any): any {

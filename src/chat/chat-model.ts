@@ -2,7 +2,8 @@
  * `ChatService`: the LangChain chat model for the service. A drop-in for `ChatOpenAI` (tools, structured
  * output, streaming, callbacks, `streamEvents`) plus what only this service has: `service_parameters`, every
  * request field it takes (./request-fields.ts), reasoning that survives tool-call turns, web-search citations
- * and documents, cost, response headers.
+ * and documents, cost, response headers; LangChain's v1 conventions: `profile` from the service's `/models`
+ * (./profile.ts), and refusing before sending what the model cannot do.
  *
  * Built on `BaseChatModel` rather than `ChatOpenAICompletions`: every request goes through the package's fetch
  * stack (auth, x402 payment, pacing, retries, typed errors) with its own lean SSE parser, and the
@@ -30,12 +31,14 @@ import { readResponseText } from "../http/body.js";
 import { LruMap } from "../http/bounded.js";
 import type { RetryOptions } from "../http/retry.js";
 import type { ServiceResponseHeaders } from "../http/headers.js";
+import { modelRecordsFor, type ModelRecords } from "../models/records.js";
 import { toWireServiceParameters, validateServiceParameters, type ServiceParameters, type WebSearchCitation } from "./service-parameters.js";
 import { parseModelId } from "./model-id.js";
 import { toWireMessages } from "./convert.js";
 import { DEFAULT_STREAM_RETRIES, withOverloadRetries, type StreamProgress } from "./stream-errors.js";
 import { structuredOutput } from "./structured-output.js";
 import { pickRequestFields, REQUEST_FIELD_NAMES, toWireRequestFields, validateRequestFields, wireToolChoice, type ChatRequestFields } from "./request-fields.js";
+import { checkCapabilities, profileFromRecord, type ServiceModelProfile } from "./profile.js";
 import { isEmpty, llmOutputOf, resultFromCompletion, type ChatReadContext } from "./completion.js";
 import { readChatStream, type StreamPiece } from "./stream.js";
 import { chatModelEvents } from "./stream-events.js";
@@ -87,6 +90,22 @@ function retryFromMaxRetries(fields: ChatServiceInput): { retry: ChatServiceInpu
   return { retry: { ...retry, maxRetries: max }, noRetry: false };
 }
 
+/** The profile fields a `profile` option may set: booleans and positive token counts. */
+function validateProfileOverrides(profile: unknown): Partial<ServiceModelProfile> {
+  if (profile === undefined) return {};
+  if (typeof profile !== "object" || profile === null || Array.isArray(profile)) throw new ValidationError("profile must be an object of ModelProfile fields");
+  for (const [key, value] of Object.entries(profile)) {
+    const ok =
+      key === "maxInputTokens" || key === "maxOutputTokens"
+        ? typeof value === "number" && Number.isFinite(value) && value > 0
+        : key === "fileMimeTypes"
+          ? Array.isArray(value) && value.every((v) => typeof v === "string")
+          : typeof value === "boolean" || value === undefined;
+    if (!ok) throw new ValidationError(`profile.${key} must be ${key.startsWith("max") ? "a positive number" : "a boolean"} (got ${JSON.stringify(value)})`);
+  }
+  return { ...(profile as Partial<ServiceModelProfile>) };
+}
+
 /**
  * `response_metadata.model_provider` picks LangChain's content-block translator (`message.contentBlocks`).
  * `registerTranslator` is not exported, so we reuse the translator whose conventions are ours:
@@ -114,7 +133,7 @@ export class ChatService extends BaseChatModel<ChatServiceCallOptions, AIMessage
     return [
       "idleTimeout", "totalTimeout", "maxResponseBytes", "maxEventBytes",
       "model", "apiKey", "baseUrl", "brand", "timeout", "defaultHeaders", "modelKwargs", ...REQUEST_FIELD_NAMES, "stop",
-      "responseFormat", "toolChoice", "streaming", "streamUsage", "serviceParameters", "splitThinkTags",
+      "responseFormat", "toolChoice", "streaming", "streamUsage", "serviceParameters", "splitThinkTags", "profile",
       "disableStreaming", "outputVersion", "tags", "metadata", "verbose",
     ];
   }
@@ -132,13 +151,17 @@ export class ChatService extends BaseChatModel<ChatServiceCallOptions, AIMessage
 
   readonly #fetch: ServiceFetch;
   readonly #names: BrandNames;
-  /** model id without suffix: the stack paces per key and model */
+  /** model id without suffix: the stack paces per key and model, and `/models` lists it so */
   readonly #baseModelId: string;
   readonly #url: string;
   /** `maxRetries: 0` on a shared stack: every request asks the stack not to retry */
   readonly #noRetry: boolean;
   /** re-requests of a stream refused in-band as overloaded before any content (within `maxRetries`) */
   readonly #streamRetries: number;
+  /** the deployment's `/models` records (shared by every instance on the same base URL) */
+  readonly #records: ModelRecords;
+  /** the `profile` option: wins field by field over the service's */
+  readonly #profileOverrides: Partial<ServiceModelProfile>;
   readonly #read: ChatReadContext;
 
   constructor(fields: ChatServiceInput) {
@@ -157,6 +180,7 @@ export class ChatService extends BaseChatModel<ChatServiceCallOptions, AIMessage
     if (kwargs !== undefined && (typeof kwargs !== "object" || kwargs === null || Array.isArray(kwargs))) {
       throw new ValidationError("modelKwargs must be an object of request body fields");
     }
+    this.#profileOverrides = validateProfileOverrides(fields.profile);
     const { retry, noRetry } = retryFromMaxRetries(fields);
     this.#noRetry = noRetry;
     this.#streamRetries = noRetry || retry === false ? 0 : (retry?.maxRetries ?? DEFAULT_STREAM_RETRIES);
@@ -177,6 +201,7 @@ export class ChatService extends BaseChatModel<ChatServiceCallOptions, AIMessage
       fields.serviceFetch ??
       createServiceFetch({ ...faceStackOptions(fields), brand: this.brand, retry });
     this.#url = this.#fetch.url("/chat/completions");
+    this.#records = modelRecordsFor(this.#fetch);
     const model = this;
     this.#read = {
       names: this.#names,
@@ -215,6 +240,26 @@ export class ChatService extends BaseChatModel<ChatServiceCallOptions, AIMessage
   /** The fetch stack this model sends through (share it with `serviceFetch`). */
   get serviceFetch(): ServiceFetch {
     return this.#fetch;
+  }
+
+  /**
+   * What the model can do, as LangChain reads it (`createAgent`, middleware): from the service's `/models` record
+   * of the model once read (`loadProfile()`, or in the background on the first call), with the `profile` option
+   * over it field by field. `{}` (plus the option) before that, and for a model the service does not list.
+   */
+  override get profile(): ServiceModelProfile {
+    const record = this.#records.get(this.#baseModelId);
+    return { ...(record ? profileFromRecord(record) : {}), ...this.#profileOverrides };
+  }
+
+  /**
+   * Reads the service's `/models` once for every instance on this base URL (fresh for an hour; concurrent calls
+   * share one request, sent without credentials) and returns `profile`. Rejects with the stack's typed error when
+   * the listing cannot be read.
+   */
+  async loadProfile(options: { signal?: AbortSignal } = {}): Promise<ServiceModelProfile> {
+    await this.#records.load({ signal: options.signal });
+    return this.profile;
   }
 
   override getLsParams(options: this["ParsedCallOptions"]): LangSmithParams {
@@ -309,8 +354,14 @@ export class ChatService extends BaseChatModel<ChatServiceCallOptions, AIMessage
     return body;
   }
 
+  /**
+   * Sends one request. A request the profile says the model cannot serve is refused here, before anything is sent
+   * (`UnsupportedCapabilityError`); the first call of a model reads the profile in the background.
+   */
   async #post(body: Record<string, unknown>, options: this["ParsedCallOptions"], runManager?: CallbackManagerForLLMRun): Promise<Response> {
     options.signal?.throwIfAborted();
+    checkCapabilities(body, this.profile, this.#baseModelId);
+    this.#records.refreshInBackground();
     return this.#fetch(this.#url, {
       method: "POST",
       headers: { "content-type": "application/json", accept: body.stream ? "text/event-stream" : "application/json" },
@@ -509,8 +560,8 @@ export class ChatService extends BaseChatModel<ChatServiceCallOptions, AIMessage
     config?: StructuredOutputMethodOptions<boolean>,
   ): Runnable<BaseLanguageModelInput, RunOutput> | Runnable<BaseLanguageModelInput, { raw: BaseMessage; parsed: RunOutput }>;
   /**
-   * Structured output by `json_schema` response format (default; the service validates it) or by a forced
-   * function call (`method: "functionCalling"`), or `jsonMode` (./structured-output.ts).
+   * Structured output by `json_schema` response format, a forced function call, or `jsonMode`; without a `method`,
+   * the one the profile allows (./structured-output.ts).
    */
   override withStructuredOutput<RunOutput extends Record<string, any> = Record<string, any>>(
     outputSchema: InteropZodType<RunOutput> | SerializableSchema<RunOutput> | Record<string, any>,

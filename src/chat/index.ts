@@ -17,6 +17,8 @@ export {
   type PromptCacheRetention,
   type Verbosity,
 } from "./request-fields.js";
+export { profileFromRecord, checkCapabilities, type ServiceModelProfile } from "./profile.js";
+export { structuredOutputMethodFor, schemaInstruction, type StructuredOutputMethod } from "./structured-output.js";
 export {
   ServiceParametersSchema,
   WebSearchModeSchema,

@@ -1,11 +1,12 @@
 /**
  * The option and call-option types of `ChatService`, and the wire shapes of a chat completion it reads. Kept
  * apart from the model file (as provider packages keep their `types.ts`), so that the files the model is made of
- * (request fields, streams, structured output) share them without importing the model.
+ * (request fields, profile, streams, structured output) share them without importing the model.
  */
 import type { BaseChatModelCallOptions, BaseChatModelParams, BindToolsInput, ToolChoice } from "@langchain/core/language_models/chat_models";
 import type { FetchStackOptions, ServiceFetch } from "../stack.js";
 import type { ChatRequestFields } from "./request-fields.js";
+import type { ServiceModelProfile } from "./profile.js";
 import type { ServiceParameters } from "./service-parameters.js";
 import type { WireMessage, WireUsage } from "./convert.js";
 
@@ -38,6 +39,11 @@ export interface ChatServiceInput
   serviceParameters?: ServiceParameters;
   /** split legacy `<think>` blocks out of content into reasoning (default true) */
   splitThinkTags?: boolean;
+  /**
+   * Overrides the profile read from the service's `/models`, field by field (`{ maxInputTokens: 8000 }`,
+   * `{ toolCalling: false }`); an explicit `false` also refuses requests needing that capability.
+   */
+  profile?: Partial<ServiceModelProfile>;
 }
 
 export interface ChatServiceCallOptions extends BaseChatModelCallOptions, ChatRequestFields {
