@@ -3,7 +3,8 @@
  * output, streaming, callbacks, `streamEvents`) plus what only this service has: `service_parameters`, every
  * request field it takes (./request-fields.ts), reasoning that survives tool-call turns, web-search citations
  * and documents, cost, response headers; LangChain's v1 conventions: `profile` from the service's `/models`
- * (./profile.ts), and refusing before sending what the model cannot do.
+ * (./profile.ts), refusing before sending what the model cannot do, and standard content blocks under the brand
+ * as provider (./content-blocks.ts).
  *
  * Built on `BaseChatModel` rather than `ChatOpenAICompletions`: every request goes through the package's fetch
  * stack (auth, x402 payment, pacing, retries, typed errors) with its own lean SSE parser, and the
@@ -14,7 +15,7 @@
 import { BaseChatModel, type BindToolsInput, type LangSmithParams } from "@langchain/core/language_models/chat_models";
 import { isOpenAITool, type BaseLanguageModelInput, type StructuredOutputMethodOptions } from "@langchain/core/language_models/base";
 import type { ChatModelStreamEvent } from "@langchain/core/language_models/event";
-import type { AIMessageChunk, BaseMessage } from "@langchain/core/messages";
+import type { AIMessageChunk, BaseMessage, ContentBlock } from "@langchain/core/messages";
 import type { ChatGenerationChunk, ChatResult } from "@langchain/core/outputs";
 import { CallbackManager, type CallbackManagerForLLMRun } from "@langchain/core/callbacks/manager";
 import { convertToOpenAITool } from "@langchain/core/utils/function_calling";
@@ -39,6 +40,7 @@ import { DEFAULT_STREAM_RETRIES, withOverloadRetries, type StreamProgress } from
 import { structuredOutput } from "./structured-output.js";
 import { pickRequestFields, REQUEST_FIELD_NAMES, toWireRequestFields, validateRequestFields, wireToolChoice, type ChatRequestFields } from "./request-fields.js";
 import { checkCapabilities, profileFromRecord, type ServiceModelProfile } from "./profile.js";
+import { citationAnnotations, BLOCK_INDEX, registerContentBlockTranslator } from "./content-blocks.js";
 import { isEmpty, llmOutputOf, resultFromCompletion, type ChatReadContext } from "./completion.js";
 import { readChatStream, type StreamPiece } from "./stream.js";
 import { chatModelEvents } from "./stream-events.js";
@@ -105,13 +107,6 @@ function validateProfileOverrides(profile: unknown): Partial<ServiceModelProfile
   }
   return { ...(profile as Partial<ServiceModelProfile>) };
 }
-
-/**
- * `response_metadata.model_provider` picks LangChain's content-block translator (`message.contentBlocks`).
- * `registerTranslator` is not exported, so we reuse the translator whose conventions are ours:
- * `additional_kwargs.reasoning_content` + `additional_kwargs.reasoning_details`. `ls_provider` stays the brand.
- */
-const CONTENT_BLOCK_PROVIDER = "openrouter";
 
 // the request fields are members of the model (declared once, in ChatRequestFields)
 export interface ChatService extends ChatRequestFields {}
@@ -202,10 +197,11 @@ export class ChatService extends BaseChatModel<ChatServiceCallOptions, AIMessage
       createServiceFetch({ ...faceStackOptions(fields), brand: this.brand, retry });
     this.#url = this.#fetch.url("/chat/completions");
     this.#records = modelRecordsFor(this.#fetch);
+    registerContentBlockTranslator(this.brand);
     const model = this;
     this.#read = {
       names: this.#names,
-      provider: CONTENT_BLOCK_PROVIDER,
+      provider: this.brand,
       get splitThinkTags() {
         return model.splitThinkTags;
       },
@@ -482,19 +478,7 @@ export class ChatService extends BaseChatModel<ChatServiceCallOptions, AIMessage
   ): AsyncGenerator<AIMessageChunk> {
     const [config, callOptions] = this._separateRunnableConfigFromCallOptionsCompat(options);
     if (!this.disableStreaming && (callOptions.outputVersion ?? this.outputVersion) === "v1") {
-      // Core translates each chunk to v1 blocks. The closing chunk carries the whole `reasoning_details`,
-      // which the translator turns into the whole reasoning again: drop it when reasoning was streamed
-      // already (it stays in `additional_kwargs` for the next turn), or the merged message repeats it.
-      let streamedReasoning = false;
-      for await (const chunk of super._streamIterator(input, options)) {
-        if (Array.isArray(chunk.content)) {
-          const blocks = chunk.content as Array<{ type?: string }>;
-          if (chunk.additional_kwargs.reasoning_details !== undefined) {
-            if (streamedReasoning) chunk.content = blocks.filter((b) => b?.type !== "reasoning") as typeof chunk.content;
-          } else if (blocks.some((b) => b?.type === "reasoning")) streamedReasoning = true;
-        }
-        yield chunk;
-      }
+      yield* this.#withCitationAnnotations(super._streamIterator(input, options), (callOptions.n ?? this.n ?? 1) === 1);
       return;
     }
     if (this.disableStreaming || (await this.#hasCallbacks(config))) {
@@ -510,6 +494,33 @@ export class ChatService extends BaseChatModel<ChatServiceCallOptions, AIMessage
       }
     }
     signal?.throwIfAborted();
+  }
+
+  /**
+   * A v1 stream (core translates each chunk to standard blocks): a stream's citations come on another chunk than
+   * its text, so its last chunk gets the `citation` annotations of the whole text, on a text block with the
+   * stream's text `index` (`concat` merges it into the text block). One choice only: with `n > 1` the chunks
+   * of several answers interleave.
+   */
+  async *#withCitationAnnotations(chunks: AsyncGenerator<AIMessageChunk>, oneChoice: boolean): AsyncGenerator<AIMessageChunk> {
+    let last: AIMessageChunk | undefined;
+    let text = "";
+    let citations: WebSearchCitation[] = [];
+    for await (const chunk of chunks) {
+      if (last) yield last;
+      last = chunk;
+      for (const block of Array.isArray(chunk.content) ? (chunk.content as ContentBlock.Standard[]) : []) {
+        if (block.type === "text" && typeof block.text === "string") text += block.text;
+      }
+      const found = chunk.response_metadata?.web_search_citations;
+      if (Array.isArray(found)) citations = found as WebSearchCitation[];
+    }
+    if (!last) return;
+    const annotations = oneChoice && citations.length ? citationAnnotations(text, citations) : [];
+    if (annotations.length && Array.isArray(last.content)) {
+      last.content = [...(last.content as ContentBlock.Standard[]), { type: "text", text: "", index: BLOCK_INDEX.text, annotations }] as typeof last.content;
+    }
+    yield last;
   }
 
   /** One streamed answer; requested again when refused in-band as overloaded before any content. */

@@ -18,6 +18,14 @@ export {
   type Verbosity,
 } from "./request-fields.js";
 export { profileFromRecord, checkCapabilities, type ServiceModelProfile } from "./profile.js";
+export {
+  toStandardBlocks,
+  citationAnnotations,
+  registerContentBlockTranslator,
+  SERVICE_BLOCK_TRANSLATOR,
+  SEARCH_CALL_BLOCK_ID,
+  type ContentBlockTranslator,
+} from "./content-blocks.js";
 export { structuredOutputMethodFor, schemaInstruction, type StructuredOutputMethod } from "./structured-output.js";
 export {
   ServiceParametersSchema,

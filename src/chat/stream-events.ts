@@ -1,12 +1,14 @@
 /**
  * The content-block event protocol (`streamEvents()` without a version, and LangGraph's v3 message streaming),
  * built from the same pieces as `.stream()` (./stream.ts), so reasoning (with its `reasoning_details`, kept on the
- * reasoning block and sent back from there), cost, citations and headers survive on this path too. Only the
- * first choice is reported here.
+ * reasoning block and sent back from there), cost, citations (as `citation` annotations on the finished text
+ * block) and headers survive on this path too. Only the first choice is reported here.
  */
 import type { ChatModelStreamEvent, FinishReason } from "@langchain/core/language_models/event";
 import type { AIMessageChunk, UsageMetadata } from "@langchain/core/messages";
+import { citationAnnotations } from "./content-blocks.js";
 import { MESSAGE_EXTRAS_METADATA_KEY, messageExtras, toolCallExtras } from "./convert.js";
+import type { WebSearchCitation } from "./service-parameters.js";
 import type { StreamPiece } from "./stream.js";
 
 export function toFinishReason(reason: unknown): FinishReason {
@@ -91,9 +93,14 @@ export async function* chatModelEvents(pieces: AsyncIterable<StreamPiece[]>): As
       }
     }
   }
+  const citations = Array.isArray(meta.web_search_citations) ? (meta.web_search_citations as WebSearchCitation[]) : [];
   for (const { index, block } of [...blocks.values()].sort((a, b) => a.index - b.index)) {
     let content: Record<string, unknown> = block;
     if (block.type === "reasoning" && details !== undefined) content = { ...block, reasoning_details: details };
+    if (block.type === "text" && citations.length) {
+      const annotations = citationAnnotations(block.text as string, citations);
+      if (annotations.length) content = { ...block, annotations };
+    }
     if (block.type === "tool_call_chunk") {
       const more = callExtras.get(block.index as number);
       try {
