@@ -1,10 +1,10 @@
 /**
  * A scripted loopback HTTP server for the edge cases the emulator does not produce on purpose (absent
  * `choices`, in-band errors, cut streams, citations on the first chunk...). Real HTTP, real sockets; it records
- * each request body so tests can check what reached the wire. The shared `/models` records' read (`GET
- * /models?type=…`, which a chat model makes in the background on its first call, for its profile) is answered
- * with `models` (default: an empty list) and not recorded, only counted in `modelReads`; other paths (a plain
- * `GET /models` included) reach the script.
+ * each request body so tests can check what reached the wire. The chat models' read of the shared `/models`
+ * records (`GET /models?type=text`, made in the background on a model's first call, for its profile) is answered
+ * with `models` (default: an empty list) and not recorded, only counted in `modelReads`; every other request (a
+ * plain `GET /models`, other model types) reaches the script.
  */
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -43,7 +43,7 @@ export async function startFixtureServer(script: Script = () => {}): Promise<Fix
     } catch {
       // keep text
     }
-    if (req.method === "GET" && /\/models\?type=/.test(req.url ?? "")) {
+    if (req.method === "GET" && /\/models\?type=text$/.test(req.url ?? "")) {
       state.modelReads++;
       json(res, { object: "list", data: state.models });
       return;
