@@ -1,3 +1,4 @@
+/** The chat face (`langchain-service/chat`): `ChatService`, its option types, request fields, profile, content blocks and helpers. */
 export { ChatService, ChatServiceBinding, resetDeprecationWarnings } from "./chat-model.js";
 export type { ChatServiceInput, ChatServiceCallOptions, ServiceCost, ServiceResponseFormat, ServiceToolChoice } from "./types.js";
 export {
