@@ -10,6 +10,7 @@ import { ConfigurationError, ResponseFormatError, ValidationError } from "./http
 import { readResponseText } from "./http/body.js";
 import { createServiceFetch, type FetchStackOptions, type ServiceFetch } from "./stack.js";
 import { networkCacheFor, type NetworkCache } from "./crypto-rpc/networks.js";
+import { ModelListSchema, modelRecordsFor, type ModelRecords, type ServiceModel } from "./models/records.js";
 import { cryptoRpc, type JsonRpcRequest, type CryptoRpcOptions, type CryptoRpcSingleResult, type CryptoRpcBatchResult } from "./crypto-rpc/rpc.js";
 import type { X402Wallet } from "./x402/wallets.js";
 import { X402BalanceSchema, type X402Balance } from "./x402/balance.js";
@@ -50,29 +51,6 @@ export interface ServiceResult<T> {
   status: number;
 }
 
-const ModelSchema = z
-  .object({
-    id: z.string(),
-    object: z.string().optional(),
-    type: z.string().optional(),
-    owned_by: z.string().optional(),
-    created: z.number().optional(),
-    model_spec: z
-      .object({
-        name: z.string().optional(),
-        availableContextTokens: z.number().optional(),
-        maxCompletionTokens: z.number().optional(),
-        capabilities: z.record(z.string(), z.unknown()).optional(),
-        pricing: z.record(z.string(), z.unknown()).optional(),
-        traits: z.array(z.string()).optional(),
-        deprecation: z.record(z.string(), z.unknown()).optional(),
-      })
-      .passthrough()
-      .optional(),
-  })
-  .passthrough();
-export type ServiceModel = z.infer<typeof ModelSchema>;
-const ModelListSchema = z.object({ object: z.string().optional(), data: z.array(ModelSchema) }).passthrough();
 
 const RateLimitsSchema = z
   .object({
@@ -192,7 +170,16 @@ export class ServiceClient {
     return { data: data as T, headers: parsedHeaders, status: response.status };
   }
 
-  /** GET /models (optionally `?type=text`), validated. */
+  /**
+   * The shared `/models` records of this client's deployment (read once per base URL and list `type`, default
+   * `text`, for every object in the process; see src/models/records.ts): `await client.models().load()`, then
+   * `client.models().get(id)` and `.pricing(id)` synchronously.
+   */
+  models(type = "text"): ModelRecords {
+    return modelRecordsFor(this.fetch, type);
+  }
+
+  /** GET /models (optionally `?type=text`), validated; always asked afresh (`models()` is the shared cache). */
   async listModels(options: { type?: string; signal?: AbortSignal } = {}): Promise<ServiceModel[]> {
     const res = await this.request("/models", { query: { type: options.type }, signal: options.signal });
     return parseWith(ModelListSchema, res.data, "/models", res.headers).data;

@@ -7,6 +7,7 @@ export * from "./config.js";
 export * from "./http/index.js";
 export * from "./stack.js";
 export * from "./client.js";
+export * from "./models/index.js";
 export * from "./chat/index.js";
 export * from "./crypto-rpc/index.js";
 export * from "./embeddings/index.js";

@@ -19,7 +19,7 @@ import { brandNames } from "./http/config.js";
 import { SpendBudget } from "./spend/budget.js";
 import { SpendLog } from "./spend/log.js";
 import { spendLayer } from "./spend/layer.js";
-import { modelRecordLookup } from "./spend/records.js";
+import { modelRecordsFor } from "./models/records.js";
 
 export interface FetchStackOptions extends Omit<TransportOptions, "limitStore"> {
   /**
@@ -144,7 +144,8 @@ export function createServiceFetch(options: FetchStackOptions = {}): ServiceFetc
       origin: new URL(baseUrl).origin,
       brand,
       headers: names,
-      lookup: modelRecordLookup(() => self!),
+      // the process's one /models cache (the chat model's profiles read the same records)
+      lookup: async (type, model) => (await modelRecordsFor(self!, type).load()).get(model),
     }),
     limitStore: sharedLimitStore(store),
   }) as ServiceFetch;

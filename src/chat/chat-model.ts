@@ -1,213 +1,57 @@
 /**
  * `ChatService`: the LangChain chat model for the service. A drop-in for `ChatOpenAI` (tools, structured
- * output, streaming, callbacks, `streamEvents`) plus what only this service has: `service_parameters`,
- * reasoning that survives tool-call turns, web-search citations and documents, cost, response headers.
+ * output, streaming, callbacks, `streamEvents`) plus what only this service has: `service_parameters`, every
+ * request field it takes (./request-fields.ts), reasoning that survives tool-call turns, web-search citations
+ * and documents, cost, response headers; LangChain's v1 conventions: `profile` from the service's `/models`
+ * (./profile.ts), refusing before sending what the model cannot do, and standard content blocks under the brand
+ * as provider (./content-blocks.ts).
  *
  * Built on `BaseChatModel` rather than `ChatOpenAICompletions`: every request goes through the package's fetch
  * stack (auth, x402 payment, pacing, retries, typed errors) with its own lean SSE parser, and the
- * `streamEvents()` path of the OpenAI class calls its own stream converter that would skip our extras.
+ * `streamEvents()` path of the OpenAI class calls its own stream converter that would skip our extras. The
+ * model file holds the options and the request; reading answers is in ./completion.ts, ./stream.ts and
+ * ./stream-events.ts, structured output in ./structured-output.ts, the configured model in ./binding.ts.
  */
-import {
-  BaseChatModel,
-  type BaseChatModelCallOptions,
-  type BaseChatModelParams,
-  type BindToolsInput,
-  type LangSmithParams,
-  type ToolChoice,
-} from "@langchain/core/language_models/chat_models";
-import {
-  isOpenAITool,
-  type BaseLanguageModelInput,
-  type StructuredOutputMethodOptions,
-} from "@langchain/core/language_models/base";
-import type { ChatModelStreamEvent, FinishReason } from "@langchain/core/language_models/event";
-import {
-  AIMessage,
-  AIMessageChunk,
-  type BaseMessage,
-  type ToolCall,
-  type InvalidToolCall,
-  type ToolCallChunk,
-  type UsageMetadata,
-} from "@langchain/core/messages";
-import { ChatGenerationChunk, type ChatGeneration, type ChatResult } from "@langchain/core/outputs";
+import { BaseChatModel, type BindToolsInput, type LangSmithParams } from "@langchain/core/language_models/chat_models";
+import { isOpenAITool, type BaseLanguageModelInput, type StructuredOutputMethodOptions } from "@langchain/core/language_models/base";
+import type { ChatModelStreamEvent } from "@langchain/core/language_models/event";
+import type { AIMessageChunk, BaseMessage, ContentBlock } from "@langchain/core/messages";
+import type { ChatGenerationChunk, ChatResult } from "@langchain/core/outputs";
 import { CallbackManager, type CallbackManagerForLLMRun } from "@langchain/core/callbacks/manager";
 import { convertToOpenAITool } from "@langchain/core/utils/function_calling";
-import { makeInvalidToolCall, parseToolCall } from "@langchain/core/output_parsers/openai_tools";
-import { mergeConfigs, RunnableBinding, type Runnable, type RunnableConfig } from "@langchain/core/runnables";
+import type { Runnable, RunnableConfig } from "@langchain/core/runnables";
 import type { InteropZodType } from "@langchain/core/utils/types";
 import type { SerializableSchema } from "@langchain/core/utils/standard_schema";
-import type { Document } from "@langchain/core/documents";
-import { z } from "zod";
 
 import { brandNames, DEFAULT_BRAND, type BrandNames } from "../config.js";
 import { spendOf } from "../spend/call-options.js";
-import type { SpendBudget } from "../spend/budget.js";
 import { PAYMENT_EVENT_NAME } from "../x402/event-name.js";
 import { responseHeaders } from "../http/fetch-stack.js";
-import { createServiceFetch, faceStackOptions, type FetchStackOptions, type ServiceFetch } from "../stack.js";
+import { createServiceFetch, faceStackOptions, type ServiceFetch } from "../stack.js";
 import { ConfigurationError, ResponseFormatError, ValidationError } from "../http/errors.js";
 import { readResponseText } from "../http/body.js";
 import { LruMap } from "../http/bounded.js";
 import type { RetryOptions } from "../http/retry.js";
 import type { ServiceResponseHeaders } from "../http/headers.js";
-import {
-  toWireServiceParameters,
-  validateServiceParameters,
-  type ServiceParameters,
-  type ServiceParametersEcho,
-  type WebSearchCitation,
-} from "./service-parameters.js";
+import { modelRecordsFor, type ModelRecords } from "../models/records.js";
+import { toWireServiceParameters, validateServiceParameters, type ServiceParameters, type WebSearchCitation } from "./service-parameters.js";
 import { parseModelId } from "./model-id.js";
-import { checkChunk, checkCompletion } from "./wire-check.js";
-import { ThinkTagSplitter, splitThinkTags } from "./think-tags.js";
-import { parseSseBatches } from "./sse.js";
-import {
-  MESSAGE_EXTRAS_METADATA_KEY,
-  mergeReasoningDetails,
-  messageExtras,
-  toolCallExtras,
-  searchDocumentsFromArguments,
-  toUsageMetadata,
-  toWireMessages,
-  type ReasoningDetail,
-  type WireMessage,
-  type WireToolCall,
-  type WireUsage,
-} from "./convert.js";
-import { finishReasonWithoutDocuments, SearchDocumentsFilter, takeSearchDocumentsCalls } from "./search-documents.js";
-import { DEFAULT_STREAM_RETRIES, refusalError, withOverloadRetries, withTypedStreamErrors, type StreamProgress } from "./stream-errors.js";
+import { toWireMessages } from "./convert.js";
+import { DEFAULT_STREAM_RETRIES, withOverloadRetries, type StreamProgress } from "./stream-errors.js";
 import { structuredOutput } from "./structured-output.js";
+import { pickRequestFields, REQUEST_FIELD_NAMES, toWireRequestFields, validateRequestFields, wireToolChoice, type ChatRequestFields } from "./request-fields.js";
+import { checkCapabilities, profileFromRecord, type ServiceModelProfile } from "./profile.js";
+import { citationAnnotations, BLOCK_INDEX, registerContentBlockTranslator } from "./content-blocks.js";
+import { isEmpty, llmOutputOf, resultFromCompletion, type ChatReadContext } from "./completion.js";
+import { readChatStream, type StreamPiece } from "./stream.js";
+import { chatModelEvents } from "./stream-events.js";
+import { ChatServiceBinding } from "./binding.js";
+import type { ChatServiceCallOptions, ChatServiceInput, ServiceResponseFormat, ServiceToolChoice, WireCompletion } from "./types.js";
 
-/**
- * `response_metadata.model_provider` picks LangChain's content-block translator (`message.contentBlocks`).
- * `registerTranslator` is not exported, so we reuse the translator whose conventions are ours:
- * `additional_kwargs.reasoning_content` + `additional_kwargs.reasoning_details`. `ls_provider` stays the brand.
- */
-const CONTENT_BLOCK_PROVIDER = "openrouter";
-
-export const ReasoningEffortSchema = z.enum(["none", "minimal", "low", "medium", "high", "xhigh", "max"]);
-export type ReasoningEffort = z.infer<typeof ReasoningEffortSchema>;
-
-export type ServiceToolChoice = ToolChoice | "required";
-
-export type ServiceResponseFormat =
-  | { type: "text" }
-  | { type: "json_object" }
-  | { type: "json_schema"; json_schema: { name?: string; description?: string; schema?: Record<string, unknown>; strict?: boolean; [k: string]: unknown } };
-
-/** The sampling options of the request schema, camelCase; validated in the constructor. */
-const SamplingSchema = z.object({
-  temperature: z.number().min(0).max(2).optional(),
-  topP: z.number().min(0).max(1).optional(),
-  // -1 as in ChatOpenAI: no limit (not sent); the service silently ignores 0 and below, so they are refused
-  maxTokens: z
-    .number()
-    .int()
-    .refine((v) => v === -1 || v >= 1, "must be a positive integer, or -1 for no limit")
-    .optional(),
-  maxCompletionTokens: z.number().int().positive().optional(),
-  stop: z.union([z.string(), z.array(z.string()).min(1).max(4)]).optional(),
-  seed: z.number().int().positive().optional(),
-  frequencyPenalty: z.number().min(-2).max(2).optional(),
-  presencePenalty: z.number().min(-2).max(2).optional(),
-  repetitionPenalty: z.number().min(0).optional(),
-  topK: z.number().int().min(0).optional(),
-  minP: z.number().min(0).max(1).optional(),
-  reasoningEffort: ReasoningEffortSchema.optional(),
-  logprobs: z.boolean().optional(),
-  topLogprobs: z.number().int().min(0).optional(),
-  n: z.number().int().min(1).optional(),
-  parallelToolCalls: z.boolean().optional(),
-  promptCacheKey: z.string().min(1).optional(),
-});
-
-export interface ChatServiceInput
-  extends BaseChatModelParams,
-    Omit<FetchStackOptions, "paymentLayer" | "pacingLayer"> {
-  /** model id, optionally with feature suffixes `id:key=value&key2=value2` (see `buildModelId`) */
-  model: string;
-  /** share one fetch stack between several models and clients (else one is built from the options) */
-  serviceFetch?: ServiceFetch;
-  /** extra request body fields, sent unchanged (the spec lets unlisted fields pass through) */
-  modelKwargs?: Record<string, unknown>;
-  temperature?: number;
-  topP?: number;
-  maxTokens?: number;
-  maxCompletionTokens?: number;
-  stop?: string | string[];
-  seed?: number;
-  frequencyPenalty?: number;
-  presencePenalty?: number;
-  repetitionPenalty?: number;
-  topK?: number;
-  minP?: number;
-  reasoningEffort?: ReasoningEffort;
-  responseFormat?: ServiceResponseFormat;
-  logprobs?: boolean;
-  topLogprobs?: number;
-  n?: number;
-  parallelToolCalls?: boolean;
-  toolChoice?: ServiceToolChoice;
-  /** stream on `invoke` too (the answer is the merged stream) */
-  streaming?: boolean;
-  /** usage (and cost) on streamed answers; default true */
-  streamUsage?: boolean;
-  /** `service_parameters` (camelCase here, snake_case on the wire under the brand's name) */
-  serviceParameters?: ServiceParameters;
-  /** routing hint for prompt caching across turns */
-  promptCacheKey?: string;
-  /** split legacy `<think>` blocks out of content into reasoning (default true) */
-  splitThinkTags?: boolean;
-}
-
-export interface ChatServiceCallOptions extends BaseChatModelCallOptions {
-  /** merged over the constructor's `serviceParameters` */
-  serviceParameters?: ServiceParameters;
-  promptCacheKey?: string;
-  tools?: BindToolsInput[];
-  tool_choice?: ServiceToolChoice;
-  response_format?: ServiceResponseFormat;
-  parallel_tool_calls?: boolean;
-  seed?: number;
-  /** strict JSON schema for tools */
-  strict?: boolean;
-  /** request body fields sent unchanged (pass-through) */
-  extraBody?: Record<string, unknown>;
-  /** a spend budget for this call (one agent run can carry its own; or put it in the run's `configurable.budget`) */
-  budget?: SpendBudget;
-  streamUsage?: boolean;
-}
-
+export { ChatServiceBinding } from "./binding.js";
+export { ReasoningEffortSchema, type ReasoningEffort } from "./request-fields.js";
+export type { ChatServiceCallOptions, ChatServiceInput, ServiceCost, ServiceResponseFormat, ServiceToolChoice } from "./types.js";
 export type { ServiceParameters, WebSearchCitation };
-
-/** Cost of one request (spec 2.3). */
-export interface ServiceCost {
-  usd: number;
-  diem: number;
-}
-
-interface WireChoice {
-  index?: number;
-  message?: WireMessage;
-  delta?: WireMessage;
-  finish_reason?: string | null;
-  stop_reason?: string | null;
-  logprobs?: unknown;
-}
-
-interface WireCompletion {
-  id?: string;
-  object?: string;
-  created?: number;
-  model?: string;
-  choices?: WireChoice[];
-  usage?: WireUsage;
-  cost?: ServiceCost;
-  prompt_logprobs?: unknown;
-  system_fingerprint?: string;
-  [key: string]: unknown;
-}
 
 /**
  * Models whose deprecation was already reported in this process. Model ids come from the service's answers:
@@ -215,27 +59,6 @@ interface WireCompletion {
  * anywhere near 256 deprecated models.
  */
 const deprecationWarned = new LruMap<string, true>(256);
-
-function formatToolChoice(choice: ServiceToolChoice | undefined): unknown {
-  if (choice === undefined) return undefined;
-  if (choice === "any") return "required";
-  if (choice === "auto" || choice === "none" || choice === "required") return choice;
-  if (typeof choice === "string") return { type: "function", function: { name: choice } };
-  return choice;
-}
-
-function toFinishReason(reason: unknown): FinishReason {
-  if (reason === "tool_calls" || reason === "function_call") return "tool_use";
-  if (reason === "length") return "length";
-  if (reason === "content_filter") return "content_filter";
-  return "stop";
-}
-
-function isEmpty(obj: object | undefined): boolean {
-  if (!obj) return true;
-  for (const _ in obj) return false;
-  return true;
-}
 
 /**
  * LangChain's `maxRetries` (BaseChatModel's AsyncCaller, ChatOpenAI's client: retries after the first attempt)
@@ -270,24 +93,24 @@ function retryFromMaxRetries(fields: ChatServiceInput): { retry: ChatServiceInpu
   return { retry: { ...retry, maxRetries: max }, noRetry: false };
 }
 
-/** Per-choice state while a stream is read. */
-interface ChoiceState {
-  index: number;
-  finishReason?: string;
-  stopReason?: string;
-  details?: ReasoningDetail[];
-  /** the service's other delta members (`thought_signature`...), put whole on the closing chunk */
-  extras?: Record<string, unknown>;
-  think?: ThinkTagSplitter;
-  /** keeps the search-documents tool call out of the tool calls */
-  docs?: SearchDocumentsFilter;
+/** The profile fields a `profile` option may set: booleans and positive token counts. */
+function validateProfileOverrides(profile: unknown): Partial<ServiceModelProfile> {
+  if (profile === undefined) return {};
+  if (typeof profile !== "object" || profile === null || Array.isArray(profile)) throw new ValidationError("profile must be an object of ModelProfile fields");
+  for (const [key, value] of Object.entries(profile)) {
+    const ok =
+      key === "maxInputTokens" || key === "maxOutputTokens"
+        ? typeof value === "number" && Number.isFinite(value) && value > 0
+        : key === "fileMimeTypes"
+          ? Array.isArray(value) && value.every((v) => typeof v === "string")
+          : typeof value === "boolean" || value === undefined;
+    if (!ok) throw new ValidationError(`profile.${key} must be ${key.startsWith("max") ? "a positive number" : "a boolean"} (got ${JSON.stringify(value)})`);
+  }
+  return { ...(profile as Partial<ServiceModelProfile>) };
 }
 
-/** One streamed piece: a LangChain chunk tagged with the choice it belongs to. */
-interface StreamPiece {
-  choice: number;
-  chunk: ChatGenerationChunk;
-}
+// the request fields are members of the model (declared once, in ChatRequestFields)
+export interface ChatService extends ChatRequestFields {}
 
 export class ChatService extends BaseChatModel<ChatServiceCallOptions, AIMessageChunk> {
   static override lc_name() {
@@ -305,10 +128,8 @@ export class ChatService extends BaseChatModel<ChatServiceCallOptions, AIMessage
   override get lc_serializable_keys(): string[] {
     return [
       "idleTimeout", "totalTimeout", "maxResponseBytes", "maxEventBytes",
-      "model", "apiKey", "baseUrl", "brand", "timeout", "defaultHeaders", "modelKwargs", "temperature", "topP",
-      "maxTokens", "maxCompletionTokens", "stop", "seed", "frequencyPenalty", "presencePenalty", "repetitionPenalty",
-      "topK", "minP", "reasoningEffort", "responseFormat", "logprobs", "topLogprobs", "n", "parallelToolCalls",
-      "toolChoice", "streaming", "streamUsage", "serviceParameters", "promptCacheKey", "splitThinkTags",
+      "model", "apiKey", "baseUrl", "brand", "timeout", "defaultHeaders", "modelKwargs", ...REQUEST_FIELD_NAMES, "stop",
+      "responseFormat", "toolChoice", "streaming", "streamUsage", "serviceParameters", "splitThinkTags", "profile",
       "disableStreaming", "outputVersion", "tags", "metadata", "verbose",
     ];
   }
@@ -316,65 +137,37 @@ export class ChatService extends BaseChatModel<ChatServiceCallOptions, AIMessage
   model: string;
   brand: string;
   modelKwargs?: Record<string, unknown>;
-  temperature?: number;
-  topP?: number;
-  maxTokens?: number;
-  maxCompletionTokens?: number;
   stop?: string | string[];
-  seed?: number;
-  frequencyPenalty?: number;
-  presencePenalty?: number;
-  repetitionPenalty?: number;
-  topK?: number;
-  minP?: number;
-  reasoningEffort?: ReasoningEffort;
   responseFormat?: ServiceResponseFormat;
-  logprobs?: boolean;
-  topLogprobs?: number;
-  n?: number;
-  parallelToolCalls?: boolean;
   toolChoice?: ServiceToolChoice;
   streaming: boolean;
   streamUsage: boolean;
   serviceParameters: ServiceParameters;
-  promptCacheKey?: string;
   splitThinkTags: boolean;
 
   readonly #fetch: ServiceFetch;
   readonly #names: BrandNames;
-  /** model id without suffix: the stack paces per key and model */
+  /** model id without suffix: the stack paces per key and model, and `/models` lists it so */
   readonly #baseModelId: string;
   readonly #url: string;
   /** `maxRetries: 0` on a shared stack: every request asks the stack not to retry */
   readonly #noRetry: boolean;
   /** re-requests of a stream refused in-band as overloaded before any content (within `maxRetries`) */
   readonly #streamRetries: number;
+  /** the deployment's `/models` records (shared by every instance on the same base URL) */
+  readonly #records: ModelRecords;
+  /** the `profile` option: wins field by field over the service's */
+  readonly #profileOverrides: Partial<ServiceModelProfile>;
+  readonly #read: ChatReadContext;
 
   constructor(fields: ChatServiceInput) {
     super(fields ?? {});
     if (!fields || typeof fields.model !== "string") throw new ValidationError("ChatService needs `model`");
-    const sampling = SamplingSchema.safeParse({
-      temperature: fields.temperature,
-      topP: fields.topP,
-      maxTokens: fields.maxTokens,
-      maxCompletionTokens: fields.maxCompletionTokens,
-      stop: fields.stop,
-      seed: fields.seed,
-      frequencyPenalty: fields.frequencyPenalty,
-      presencePenalty: fields.presencePenalty,
-      repetitionPenalty: fields.repetitionPenalty,
-      topK: fields.topK,
-      minP: fields.minP,
-      reasoningEffort: fields.reasoningEffort,
-      logprobs: fields.logprobs,
-      topLogprobs: fields.topLogprobs,
-      n: fields.n,
-      parallelToolCalls: fields.parallelToolCalls,
-      promptCacheKey: fields.promptCacheKey,
-    });
-    if (!sampling.success) {
-      const detail = sampling.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ");
-      throw new ValidationError(`invalid ChatService options: ${detail}`, { issues: sampling.error.issues });
+    const requestFields = validateRequestFields(fields, "ChatService options");
+    if (fields.stop !== undefined) {
+      const stop = fields.stop;
+      const ok = typeof stop === "string" || (Array.isArray(stop) && stop.length >= 1 && stop.length <= 4 && stop.every((s) => typeof s === "string"));
+      if (!ok) throw new ValidationError("invalid ChatService options: stop: a string or 1 to 4 strings");
     }
     for (const key of ["streaming", "streamUsage", "splitThinkTags"] as const) {
       if (fields[key] !== undefined && typeof fields[key] !== "boolean") throw new ValidationError(`${key} must be a boolean`);
@@ -383,6 +176,7 @@ export class ChatService extends BaseChatModel<ChatServiceCallOptions, AIMessage
     if (kwargs !== undefined && (typeof kwargs !== "object" || kwargs === null || Array.isArray(kwargs))) {
       throw new ValidationError("modelKwargs must be an object of request body fields");
     }
+    this.#profileOverrides = validateProfileOverrides(fields.profile);
     const { retry, noRetry } = retryFromMaxRetries(fields);
     this.#noRetry = noRetry;
     this.#streamRetries = noRetry || retry === false ? 0 : (retry?.maxRetries ?? DEFAULT_STREAM_RETRIES);
@@ -392,7 +186,8 @@ export class ChatService extends BaseChatModel<ChatServiceCallOptions, AIMessage
     this.#baseModelId = parseModelId(fields.model, this.brand).id;
     this.serviceParameters = validateServiceParameters(fields.serviceParameters ?? {});
     this.modelKwargs = fields.modelKwargs;
-    Object.assign(this, sampling.data);
+    Object.assign(this, requestFields);
+    this.stop = fields.stop;
     this.responseFormat = fields.responseFormat;
     this.toolChoice = fields.toolChoice;
     this.streaming = fields.streaming ?? false;
@@ -402,6 +197,16 @@ export class ChatService extends BaseChatModel<ChatServiceCallOptions, AIMessage
       fields.serviceFetch ??
       createServiceFetch({ ...faceStackOptions(fields), brand: this.brand, retry });
     this.#url = this.#fetch.url("/chat/completions");
+    this.#records = modelRecordsFor(this.#fetch);
+    registerContentBlockTranslator(this.brand);
+    const model = this;
+    this.#read = {
+      names: this.#names,
+      provider: this.brand,
+      get splitThinkTags() {
+        return model.splitThinkTags;
+      },
+    };
   }
 
   /** `console.log(model)` shows the serializable view, where the key is a secret reference, never the key. */
@@ -417,13 +222,12 @@ export class ChatService extends BaseChatModel<ChatServiceCallOptions, AIMessage
   override get callKeys(): string[] {
     return [
       ...super.callKeys,
+      ...REQUEST_FIELD_NAMES,
       "serviceParameters",
-      "promptCacheKey",
       "tools",
       "tool_choice",
       "response_format",
       "parallel_tool_calls",
-      "seed",
       "strict",
       "extraBody",
       "streamUsage",
@@ -433,6 +237,26 @@ export class ChatService extends BaseChatModel<ChatServiceCallOptions, AIMessage
   /** The fetch stack this model sends through (share it with `serviceFetch`). */
   get serviceFetch(): ServiceFetch {
     return this.#fetch;
+  }
+
+  /**
+   * What the model can do, as LangChain reads it (`createAgent`, middleware): from the service's `/models` record
+   * of the model once read (`loadProfile()`, or in the background on the first call), with the `profile` option
+   * over it field by field. `{}` (plus the option) before that, and for a model the service does not list.
+   */
+  override get profile(): ServiceModelProfile {
+    const record = this.#records.get(this.#baseModelId);
+    return { ...(record ? profileFromRecord(record) : {}), ...this.#profileOverrides };
+  }
+
+  /**
+   * Reads the service's `/models` once for every instance on this base URL (fresh for an hour; concurrent calls
+   * share one request, sent without credentials) and returns `profile`. Rejects with the stack's typed error when
+   * the listing cannot be read.
+   */
+  async loadProfile(options: { signal?: AbortSignal } = {}): Promise<ServiceModelProfile> {
+    await this.#records.load({ signal: options.signal });
+    return this.profile;
   }
 
   override getLsParams(options: this["ParsedCallOptions"]): LangSmithParams {
@@ -485,43 +309,29 @@ export class ChatService extends BaseChatModel<ChatServiceCallOptions, AIMessage
   }
 
   /**
-   * The request body without `messages` (also used for tracing: no secrets, no side effects). Validates
-   * per-call `serviceParameters` (throws `ValidationError` before any request).
+   * The request body without `messages` (also used for tracing: no secrets, no side effects). Validates the
+   * per-call request fields and `serviceParameters` (throws `ValidationError` before any request).
    */
   override invocationParams(options?: this["ParsedCallOptions"], extra?: { streaming?: boolean }): Record<string, unknown> {
     const streaming = extra?.streaming ?? this.streaming;
     const callParams = options?.serviceParameters
       ? { ...this.serviceParameters, ...validateServiceParameters(options.serviceParameters) }
       : this.serviceParameters;
-    const promptCacheKey = options?.promptCacheKey ?? this.promptCacheKey;
-    if (promptCacheKey !== undefined && (typeof promptCacheKey !== "string" || promptCacheKey === "")) {
-      throw new ValidationError("promptCacheKey must be a non-empty string");
-    }
+    const callFields = isEmpty(pickRequestFields(options)) ? {} : validateRequestFields(options, "call options");
+    const fields = { ...pickRequestFields(this), ...callFields } as ChatRequestFields;
     const stop = options?.stop ?? this.stop;
     if (Array.isArray(stop) && stop.length > 4) throw new ValidationError("stop takes at most 4 sequences");
     const tools = options?.tools?.length ? options.tools.map((t) => this.#toWireTool(t, options.strict)) : undefined;
+    const wire = toWireRequestFields(fields);
+    delete wire.parallel_tool_calls;
     const params: Record<string, unknown> = {
       model: this.model,
-      temperature: this.temperature,
-      top_p: this.topP,
-      max_tokens: this.maxTokens === -1 ? undefined : this.maxTokens,
-      max_completion_tokens: this.maxCompletionTokens,
+      ...wire,
       stop,
-      seed: options?.seed ?? this.seed,
-      frequency_penalty: this.frequencyPenalty,
-      presence_penalty: this.presencePenalty,
-      repetition_penalty: this.repetitionPenalty,
-      top_k: this.topK,
-      min_p: this.minP,
-      reasoning_effort: this.reasoningEffort,
       response_format: options?.response_format ?? this.responseFormat,
-      logprobs: this.logprobs,
-      top_logprobs: this.topLogprobs,
-      n: this.n,
       tools,
-      tool_choice: formatToolChoice(options?.tool_choice ?? (tools ? this.toolChoice : undefined)),
-      parallel_tool_calls: tools ? (options?.parallel_tool_calls ?? this.parallelToolCalls) : undefined,
-      prompt_cache_key: promptCacheKey,
+      tool_choice: wireToolChoice(options?.tool_choice ?? (tools ? this.toolChoice : undefined)),
+      parallel_tool_calls: tools ? (options?.parallel_tool_calls ?? fields.parallelToolCalls) : undefined,
       stream: streaming,
       stream_options: streaming && (options?.streamUsage ?? this.streamUsage) ? { include_usage: true } : undefined,
     };
@@ -535,8 +345,20 @@ export class ChatService extends BaseChatModel<ChatServiceCallOptions, AIMessage
     return { model_name: this.model, ...this.invocationParams() };
   }
 
+  #body(messages: BaseMessage[], options: this["ParsedCallOptions"], streaming: boolean): Record<string, unknown> {
+    const body: Record<string, unknown> = { ...this.invocationParams(options, { streaming }), messages: toWireMessages(messages, this.model) };
+    if (streaming) body.stream = true;
+    return body;
+  }
+
+  /**
+   * Sends one request. A request the profile says the model cannot serve is refused here, before anything is sent
+   * (`UnsupportedCapabilityError`); the first call of a model reads the profile in the background.
+   */
   async #post(body: Record<string, unknown>, options: this["ParsedCallOptions"], runManager?: CallbackManagerForLLMRun): Promise<Response> {
     options.signal?.throwIfAborted();
+    checkCapabilities(body, this.profile, this.#baseModelId);
+    this.#records.refreshInBackground();
     return this.#fetch(this.#url, {
       method: "POST",
       headers: { "content-type": "application/json", accept: body.stream ? "text/event-stream" : "application/json" },
@@ -569,33 +391,13 @@ export class ChatService extends BaseChatModel<ChatServiceCallOptions, AIMessage
     return headers;
   }
 
-  /** Request-level response metadata, identical on the JSON and stream paths. */
-  #requestMetadata(data: {
-    usage?: WireUsage;
-    cost?: ServiceCost;
-    echo?: ServiceParametersEcho;
-    citations?: WebSearchCitation[];
-    promptLogprobs?: unknown;
-    systemFingerprint?: string;
-  }): Record<string, unknown> {
-    const meta: Record<string, unknown> = {};
-    if (data.usage) meta.usage = data.usage;
-    if (data.cost) meta.cost = { usd: data.cost.usd, diem: data.cost.diem };
-    if (data.echo && !isEmpty(data.echo)) meta[this.#names.parameters] = data.echo;
-    if (data.citations) meta.web_search_citations = data.citations;
-    if (data.promptLogprobs !== undefined && data.promptLogprobs !== null) meta.prompt_logprobs = data.promptLogprobs;
-    if (data.systemFingerprint) meta.system_fingerprint = data.systemFingerprint;
-    return meta;
-  }
-
   override async _generate(
     messages: BaseMessage[],
     options: this["ParsedCallOptions"],
     runManager?: CallbackManagerForLLMRun,
   ): Promise<ChatResult> {
     if (this.streaming) return this.#generateFromStream(messages, options, runManager);
-    const body: Record<string, unknown> = { ...this.invocationParams(options, { streaming: false }), messages: toWireMessages(messages, this.model) };
-    const response = await this.#post(body, options, runManager);
+    const response = await this.#post(this.#body(messages, options, false), options, runManager);
     const headers = this.#headers(response);
     const text = await readResponseText(response, { what: "the chat completion", signal: options.signal, headers });
     let data: WireCompletion;
@@ -604,94 +406,7 @@ export class ChatService extends BaseChatModel<ChatServiceCallOptions, AIMessage
     } catch {
       throw new ResponseFormatError("response body is not JSON", { status: response.status, body: text, headers });
     }
-    return this.#resultFromCompletion(data, headers);
-  }
-
-  #resultFromCompletion(data: WireCompletion, headers: ServiceResponseHeaders): ChatResult {
-    if (!data || typeof data !== "object" || !Array.isArray(data.choices) || data.choices.length === 0) {
-      throw new ResponseFormatError("response has no choices", { status: 200, body: data, headers });
-    }
-    checkCompletion(data, this.#names.parameters, headers);
-    // a refusal is an error, not an answer (./stream-errors.ts)
-    const refused = data.choices.find((c) => c.finish_reason === "content_filter");
-    if (refused) throw refusalError(typeof refused.message?.content === "string" ? refused.message.content : "", data, headers);
-    const echo = data[this.#names.parameters] as ServiceParametersEcho | undefined;
-    const requestMeta = this.#requestMetadata({
-      usage: data.usage,
-      cost: data.cost,
-      echo,
-      citations: echo?.web_search_citations,
-      promptLogprobs: data.prompt_logprobs,
-      systemFingerprint: data.system_fingerprint,
-    });
-    const usage = toUsageMetadata(data.usage);
-    const generations: ChatGeneration[] = [];
-    for (const choice of data.choices) {
-      const wire: WireMessage = { ...(choice.message ?? { role: "assistant" }) };
-      const documents = this.#takeDocuments(wire);
-      const finishReason = finishReasonWithoutDocuments(choice.finish_reason, documents !== undefined, !!wire.tool_calls?.length);
-      let content = wire.content ?? "";
-      let reasoning = typeof wire.reasoning_content === "string" ? wire.reasoning_content : undefined;
-      if (this.splitThinkTags && typeof content === "string") {
-        const split = splitThinkTags(content);
-        if (split.content !== content) {
-          content = split.content;
-          reasoning = (reasoning ?? "") + split.reasoning;
-        }
-      }
-      const toolCalls: ToolCall[] = [];
-      const invalidToolCalls: InvalidToolCall[] = [];
-      for (const raw of wire.tool_calls ?? []) {
-        try {
-          toolCalls.push(parseToolCall(raw as never, { returnId: true }) as ToolCall);
-        } catch (e) {
-          invalidToolCalls.push(makeInvalidToolCall(raw as never, (e as Error).message));
-        }
-      }
-      // the service's own members (`thought_signature`...) are kept as received, to be sent back
-      const additional_kwargs: Record<string, unknown> = { ...messageExtras(wire) };
-      if (wire.tool_calls?.length) additional_kwargs.tool_calls = wire.tool_calls;
-      if (reasoning !== undefined) additional_kwargs.reasoning_content = reasoning;
-      if (Array.isArray(wire.reasoning_details)) additional_kwargs.reasoning_details = wire.reasoning_details;
-      const response_metadata: Record<string, unknown> = {
-        model_provider: CONTENT_BLOCK_PROVIDER,
-        // `model` is what LangChain's standard tests read; `model_name` is ChatOpenAI's key
-        model: data.model,
-        model_name: data.model,
-        headers,
-        finish_reason: finishReason,
-        ...(choice.stop_reason != null ? { stop_reason: choice.stop_reason } : {}),
-        ...(choice.logprobs != null ? { logprobs: choice.logprobs } : {}),
-        ...(documents ? { web_search_documents: documents } : {}),
-        ...requestMeta,
-      };
-      const message = new AIMessage({
-        id: data.id,
-        content: content as string,
-        tool_calls: toolCalls,
-        invalid_tool_calls: invalidToolCalls,
-        additional_kwargs,
-        response_metadata,
-        usage_metadata: usage,
-      });
-      generations.push({
-        text: typeof content === "string" ? content : message.text,
-        message,
-        generationInfo: finishReason ? { finish_reason: finishReason } : undefined,
-      });
-    }
-    return {
-      generations,
-      llmOutput: usage
-        ? { tokenUsage: { promptTokens: usage.input_tokens, completionTokens: usage.output_tokens, totalTokens: usage.total_tokens } }
-        : undefined,
-    };
-  }
-
-  /** Removes the search-documents tool call (live or seed) from a wire message; returns its documents. */
-  #takeDocuments(wire: WireMessage): Document[] | undefined {
-    const args = takeSearchDocumentsCalls(wire, this.#names.webSearchDocumentsTool);
-    return args === undefined ? undefined : args.flatMap((a) => searchDocumentsFromArguments(a));
+    return resultFromCompletion(data, headers, this.#read);
   }
 
   async #generateFromStream(
@@ -708,13 +423,7 @@ export class ChatService extends BaseChatModel<ChatServiceCallOptions, AIMessage
     }
     const generations = [...byChoice.entries()].sort(([a], [b]) => a - b).map(([, g]) => g);
     if (generations.length === 0) throw new ResponseFormatError("stream carried no answer");
-    const usage = (generations[0]!.message as AIMessageChunk).usage_metadata;
-    return {
-      generations,
-      llmOutput: usage
-        ? { tokenUsage: { promptTokens: usage.input_tokens, completionTokens: usage.output_tokens, totalTokens: usage.total_tokens } }
-        : undefined,
-    };
+    return { generations, llmOutput: llmOutputOf((generations[0]!.message as AIMessageChunk).usage_metadata) };
   }
 
   override async *_streamResponseChunks(
@@ -772,19 +481,7 @@ export class ChatService extends BaseChatModel<ChatServiceCallOptions, AIMessage
   ): AsyncGenerator<AIMessageChunk> {
     const [config, callOptions] = this._separateRunnableConfigFromCallOptionsCompat(options);
     if (!this.disableStreaming && (callOptions.outputVersion ?? this.outputVersion) === "v1") {
-      // Core translates each chunk to v1 blocks. The closing chunk carries the whole `reasoning_details`,
-      // which the translator turns into the whole reasoning again: drop it when reasoning was streamed
-      // already (it stays in `additional_kwargs` for the next turn), or the merged message repeats it.
-      let streamedReasoning = false;
-      for await (const chunk of super._streamIterator(input, options)) {
-        if (Array.isArray(chunk.content)) {
-          const blocks = chunk.content as Array<{ type?: string }>;
-          if (chunk.additional_kwargs.reasoning_details !== undefined) {
-            if (streamedReasoning) chunk.content = blocks.filter((b) => b?.type !== "reasoning") as typeof chunk.content;
-          } else if (blocks.some((b) => b?.type === "reasoning")) streamedReasoning = true;
-        }
-        yield chunk;
-      }
+      yield* this.#withCitationAnnotations(super._streamIterator(input, options), (callOptions.n ?? this.n ?? 1) === 1);
       return;
     }
     if (this.disableStreaming || (await this.#hasCallbacks(config))) {
@@ -802,307 +499,66 @@ export class ChatService extends BaseChatModel<ChatServiceCallOptions, AIMessage
     signal?.throwIfAborted();
   }
 
+  /**
+   * A v1 stream (core translates each chunk to standard blocks): a stream's citations come on another chunk than
+   * its text, so its last chunk gets the `citation` annotations of the whole text, on a text block with the
+   * stream's text `index` (`concat` merges it into the text block). One choice only: with `n > 1` the chunks
+   * of several answers interleave.
+   */
+  async *#withCitationAnnotations(chunks: AsyncGenerator<AIMessageChunk>, oneChoice: boolean): AsyncGenerator<AIMessageChunk> {
+    let last: AIMessageChunk | undefined;
+    let text = "";
+    let citations: WebSearchCitation[] = [];
+    for await (const chunk of chunks) {
+      if (last) yield last;
+      last = chunk;
+      for (const block of Array.isArray(chunk.content) ? (chunk.content as ContentBlock.Standard[]) : []) {
+        if (block.type === "text" && typeof block.text === "string") text += block.text;
+      }
+      const found = chunk.response_metadata?.web_search_citations;
+      if (Array.isArray(found)) citations = found as WebSearchCitation[];
+    }
+    if (!last) return;
+    const annotations = oneChoice && citations.length ? citationAnnotations(text, citations) : [];
+    if (annotations.length && Array.isArray(last.content)) {
+      last.content = [...(last.content as ContentBlock.Standard[]), { type: "text", text: "", index: BLOCK_INDEX.text, annotations }] as typeof last.content;
+    }
+    yield last;
+  }
+
   /** One streamed answer; requested again when refused in-band as overloaded before any content. */
   #streamPieces(messages: BaseMessage[], options: this["ParsedCallOptions"], runManager?: CallbackManagerForLLMRun): AsyncGenerator<StreamPiece[]> {
     const retries = this.#noRetry ? 0 : this.#streamRetries;
     return withOverloadRetries((progress) => this.#streamAttempt(messages, options, runManager, progress), { retries, signal: options.signal });
   }
 
-  /**
-   * Reads one streamed answer and turns it into LangChain chunks. Merge-safety: `concat` adds numbers and
-   * joins strings, so anything that is not a delta (headers, citations, usage, cost, echo, model name,
-   * finish reason, the whole `reasoning_details`) is put on exactly one chunk. Nothing reaches the caller (nor
-   * its callbacks) before the first text, reasoning or tool-call delta (`progress.started`), so an attempt that
-   * fails before it can be replaced by the next one without a trace.
-   */
   async *#streamAttempt(
     messages: BaseMessage[],
     options: this["ParsedCallOptions"],
     runManager: CallbackManagerForLLMRun | undefined,
     progress: StreamProgress,
   ): AsyncGenerator<StreamPiece[]> {
-    const streamUsage = options.streamUsage ?? this.streamUsage;
-    const body = { ...this.invocationParams(options, { streaming: true }), messages: toWireMessages(messages, this.model), stream: true };
-    const response = await this.#post(body, options, runManager);
+    const response = await this.#post(this.#body(messages, options, true), options, runManager);
     const headers = this.#headers(response);
-    const paramsKey = this.#names.parameters;
-    const docsTool = this.#names.webSearchDocumentsTool;
-    const states = new Map<number, ChoiceState>();
-    let headersPending = true;
-    let citationsSent = false;
-    let id: string | undefined;
-    let model: string | undefined;
-    let usage: WireUsage | undefined;
-    let cost: ServiceCost | undefined;
-    let echo: ServiceParametersEcho | undefined;
-    let promptLogprobs: unknown;
-    let systemFingerprint: string | undefined;
-
-    // Pieces are handed out per network read (one async step per read, not per chunk).
-    let out: StreamPiece[] = [];
-    /** each choice's content so far (kept on a content-filter error) */
-    const partials = new Map<number, string>();
-    const emit = (choice: number, chunk: AIMessageChunk, text: string): void => {
-      out.push({ choice, chunk: new ChatGenerationChunk({ message: chunk, text }) });
-      if (text) partials.set(choice, (partials.get(choice) ?? "") + text);
-    };
-    /** hands the pieces so far to the callbacks, then to the caller */
-    const deliver = async (): Promise<StreamPiece[]> => {
-      const pieces = out;
-      out = [];
-      if (runManager) {
-        for (const { choice, chunk } of pieces) {
-          await runManager.handleLLMNewToken(chunk.text, { prompt: 0, completion: choice }, undefined, undefined, undefined, { chunk });
-        }
-      }
-      return pieces;
-    };
-    const baseMeta = (): Record<string, unknown> => {
-      const meta: Record<string, unknown> = { model_provider: CONTENT_BLOCK_PROVIDER };
-      if (headersPending) {
-        meta.headers = headers;
-        headersPending = false;
-      }
-      return meta;
-    };
-
-    const batches = parseSseBatches<WireCompletion>(response.body, { signal: options.signal, headers, maxEventBytes: this.#fetch.limits?.maxEventBytes });
-    // in-band errors typed (model overloaded, content filter), with the content so far
-    for await (const batch of withTypedStreamErrors(batches, () => partials.get(0) ?? "")) {
-      for (const data of batch) {
-        checkChunk(data, paramsKey, headers);
-        id ??= data.id;
-        model ??= data.model;
-        if (data.usage) usage = data.usage;
-        if (data.cost) cost = data.cost;
-        if (data.prompt_logprobs != null) promptLogprobs = data.prompt_logprobs;
-        if (data.system_fingerprint) systemFingerprint ??= data.system_fingerprint;
-        const echoPart = data[paramsKey] as ServiceParametersEcho | undefined;
-        if (echoPart && typeof echoPart === "object") {
-          echo = { ...echo, ...echoPart };
-          if (!citationsSent && Array.isArray(echoPart.web_search_citations)) {
-            // Search results, wherever they come (include_search_results_in_stream: live at the end, seed first).
-            citationsSent = true;
-            const meta = baseMeta();
-            meta.web_search_citations = echoPart.web_search_citations;
-            emit(0, new AIMessageChunk({ content: "", id, response_metadata: meta }), "");
-          }
-        }
-        const choices = data.choices;
-        if (!choices) continue;
-        for (const choice of choices) {
-          const index = choice.index ?? 0;
-          let state = states.get(index);
-          if (!state) {
-            state = { index };
-            if (this.splitThinkTags) state.think = new ThinkTagSplitter();
-            states.set(index, state);
-          }
-          if (choice.finish_reason) state.finishReason = choice.finish_reason;
-          if (choice.stop_reason) state.stopReason = choice.stop_reason;
-          const delta = choice.delta;
-          if (!delta) continue;
-          let content = typeof delta.content === "string" ? delta.content : "";
-          let reasoning = typeof delta.reasoning_content === "string" ? delta.reasoning_content : "";
-          if (state.think && content) {
-            const split = state.think.push(content);
-            content = split.content;
-            reasoning += split.reasoning;
-          }
-          if (Array.isArray(delta.reasoning_details) && delta.reasoning_details.length) {
-            state.details = mergeReasoningDetails(state.details ?? [], delta.reasoning_details);
-          }
-          // other members: string pieces concatenate (delta semantics), anything else is taken as sent
-          for (const [key, value] of Object.entries(messageExtras(delta) ?? {})) {
-            const acc = (state.extras ??= {});
-            const prev = acc[key];
-            acc[key] = typeof prev === "string" && typeof value === "string" ? prev + value : value;
-          }
-          let toolCalls: WireToolCall[] | undefined;
-          if (Array.isArray(delta.tool_calls) && delta.tool_calls.length) {
-            toolCalls = (state.docs ??= new SearchDocumentsFilter(docsTool)).push(delta.tool_calls) as WireToolCall[] | undefined;
-          }
-          const hasLogprobs = choice.logprobs != null;
-          if (!content && !reasoning && !toolCalls && !hasLogprobs) continue;
-          if (content || reasoning || toolCalls) progress.started = true;
-          const additional_kwargs: Record<string, unknown> = {};
-          if (reasoning) additional_kwargs.reasoning_content = reasoning;
-          if (toolCalls) additional_kwargs.tool_calls = toolCalls;
-          const tool_call_chunks: ToolCallChunk[] | undefined = toolCalls?.map((c) => ({
-            type: "tool_call_chunk",
-            name: c.function?.name,
-            args: c.function?.arguments,
-            id: c.id,
-            index: c.index,
-          }));
-          const meta = baseMeta();
-          if (hasLogprobs) meta.logprobs = choice.logprobs;
-          const chunk = new AIMessageChunk({ content, id, additional_kwargs, tool_call_chunks, response_metadata: meta });
-          emit(index, chunk, content);
-        }
-      }
-      if (out.length && progress.started) yield await deliver();
-    }
-    const refused = [...states.values()].find((s) => s.finishReason === "content_filter");
-    if (refused) throw refusalError(partials.get(refused.index) ?? "", { finish_reason: refused.finishReason, usage, cost }, headers);
-
-    // Closing chunks: one per choice with what is not a delta; choice 0 also carries the request-level data.
-    if (states.size === 0) states.set(0, { index: 0 });
-    const ordered = [...states.values()].sort((a, b) => a.index - b.index);
-    for (const state of ordered) {
-      let content = "";
-      const additional_kwargs: Record<string, unknown> = {};
-      if (state.think) {
-        const rest = state.think.flush();
-        content = rest.content;
-        if (rest.reasoning) additional_kwargs.reasoning_content = rest.reasoning;
-      }
-      if (state.details) additional_kwargs.reasoning_details = state.details;
-      if (state.extras) Object.assign(additional_kwargs, state.extras);
-      // a `web_search` call held back whose arguments never parsed is a (broken) tool call after all
-      const released = state.docs?.flush() as WireToolCall[] | undefined;
-      if (released) additional_kwargs.tool_calls = released;
-      const meta = baseMeta();
-      meta.model = model; // on this one chunk only, as model_name: concat joins strings
-      meta.model_name = model;
-      const finishReason = finishReasonWithoutDocuments(state.finishReason, !!state.docs?.found, !!state.docs?.otherCalls);
-      if (finishReason) meta.finish_reason = finishReason;
-      if (state.stopReason) meta.stop_reason = state.stopReason;
-      if (state.docs?.found) meta.web_search_documents = state.docs.documentsArguments.flatMap((a) => searchDocumentsFromArguments(a));
-      let usageMetadata: UsageMetadata | undefined;
-      if (state.index === ordered[0]!.index) {
-        Object.assign(
-          meta,
-          this.#requestMetadata({
-            usage: streamUsage ? usage : undefined,
-            cost,
-            echo,
-            citations: citationsSent ? undefined : echo?.web_search_citations,
-            promptLogprobs,
-            systemFingerprint,
-          }),
-        );
-        if (streamUsage) usageMetadata = toUsageMetadata(usage);
-      }
-      const chunk = new AIMessageChunk({
-        content,
-        id,
-        additional_kwargs,
-        tool_call_chunks: released?.map((c) => ({ type: "tool_call_chunk", name: c.function?.name, args: c.function?.arguments, id: c.id, index: c.index })),
-        response_metadata: meta,
-        usage_metadata: usageMetadata,
-      });
-      emit(state.index, chunk, content);
-    }
-    yield await deliver();
+    yield* readChatStream(response, headers, this.#read, {
+      streamUsage: options.streamUsage ?? this.streamUsage,
+      signal: options.signal,
+      runManager,
+      progress,
+      maxEventBytes: this.#fetch.limits?.maxEventBytes,
+    });
   }
 
   /**
-   * The content-block event protocol (`streamEvents()` without a version, and LangGraph's v3 message
-   * streaming). Built from the same pieces as `.stream()`, so reasoning (with its `reasoning_details`, kept
-   * on the reasoning block and sent back from there), cost, citations and headers survive on this path too.
-   * Only the first choice is reported here.
+   * The content-block event protocol (`streamEvents()` without a version, and LangGraph's v3 message streaming),
+   * from the same pieces as `.stream()` (./stream-events.ts).
    */
   override async *_streamChatModelEvents(
     messages: BaseMessage[],
     options: this["ParsedCallOptions"],
     runManager?: CallbackManagerForLLMRun,
   ): AsyncGenerator<ChatModelStreamEvent> {
-    const blocks = new Map<string, { index: number; block: Record<string, unknown> }>();
-    let nextIndex = 0;
-    let started = false;
-    let usage: UsageMetadata | undefined;
-    let details: unknown;
-    let extras: Record<string, unknown> | undefined;
-    const callExtras = new Map<number, Record<string, unknown>>();
-    let finishReason: unknown;
-    const meta: Record<string, unknown> = {};
-    const open = function* (key: string, initial: Record<string, unknown>) {
-      let entry = blocks.get(key);
-      if (!entry) {
-        entry = { index: nextIndex++, block: { ...initial } };
-        blocks.set(key, entry);
-        yield { event: "content-block-start", index: entry.index, content: { ...initial } } as ChatModelStreamEvent;
-      }
-      return entry;
-    };
-    for await (const pieces of this.#streamPieces(messages, options, runManager)) {
-      for (const piece of pieces) {
-        if (piece.choice !== 0) continue;
-        const msg = piece.chunk.message as AIMessageChunk;
-        if (!started) {
-          started = true;
-          yield { event: "message-start", id: msg.id };
-        }
-        const kw = msg.additional_kwargs as { reasoning_content?: string; reasoning_details?: unknown };
-        if (kw.reasoning_content) {
-          const entry = yield* open("reasoning", { type: "reasoning", reasoning: "" });
-          entry.block.reasoning = (entry.block.reasoning as string) + kw.reasoning_content;
-          yield { event: "content-block-delta", index: entry.index, delta: { type: "reasoning-delta", reasoning: kw.reasoning_content } };
-        }
-        if (kw.reasoning_details) details = kw.reasoning_details;
-        // the service's own members (thought_signature...) and tool-call members, to be sent back
-        const more = messageExtras(msg.additional_kwargs);
-        if (more) extras = { ...extras, ...more };
-        for (const raw of (kw as { tool_calls?: Array<Record<string, unknown>> }).tool_calls ?? []) {
-          const found = toolCallExtras(raw);
-          if (found) callExtras.set(Number(raw.index ?? 0), { ...callExtras.get(Number(raw.index ?? 0)), ...found });
-        }
-        if (typeof msg.content === "string" && msg.content) {
-          const entry = yield* open("text", { type: "text", text: "" });
-          entry.block.text = (entry.block.text as string) + msg.content;
-          yield { event: "content-block-delta", index: entry.index, delta: { type: "text-delta", text: msg.content } };
-        }
-        for (const tc of msg.tool_call_chunks ?? []) {
-          const entry = yield* open(`tool:${tc.index ?? 0}`, {
-            type: "tool_call_chunk",
-            id: tc.id,
-            name: tc.name,
-            args: "",
-            index: tc.index ?? 0,
-          });
-          if (tc.id) entry.block.id = tc.id;
-          if (tc.name) entry.block.name = tc.name;
-          if (tc.args) {
-            entry.block.args = (entry.block.args as string) + tc.args;
-            yield { event: "content-block-delta", index: entry.index, delta: { type: "tool-call-delta", args: tc.args } };
-          }
-        }
-        for (const [key, value] of Object.entries(msg.response_metadata)) {
-          if (key === "logprobs") {
-            const prev = meta.logprobs as { content?: unknown[] } | undefined;
-            const next = value as { content?: unknown[] };
-            meta.logprobs = prev?.content && next?.content ? { ...next, content: [...prev.content, ...next.content] } : value;
-          } else meta[key] = value;
-        }
-        if (msg.response_metadata.finish_reason) finishReason = msg.response_metadata.finish_reason;
-        if (msg.usage_metadata) {
-          usage = msg.usage_metadata;
-          yield { event: "usage", usage };
-        }
-      }
-    }
-    for (const { index, block } of [...blocks.values()].sort((a, b) => a.index - b.index)) {
-      let content: Record<string, unknown> = block;
-      if (block.type === "reasoning" && details !== undefined) content = { ...block, reasoning_details: details };
-      if (block.type === "tool_call_chunk") {
-        const more = callExtras.get(block.index as number);
-        try {
-          content = { type: "tool_call", id: block.id, name: block.name, args: JSON.parse((block.args as string) || "{}"), ...(more ? { extras: more } : {}) };
-        } catch {
-          content = { type: "invalid_tool_call", id: block.id, name: block.name, args: block.args, error: "arguments are not JSON" };
-        }
-      }
-      yield { event: "content-block-finish", index, content: content as never };
-    }
-    if (details !== undefined && !blocks.has("reasoning")) meta.reasoning_details = details;
-    if (extras) meta[MESSAGE_EXTRAS_METADATA_KEY] = extras;
-    yield {
-      event: "message-finish",
-      reason: toFinishReason(finishReason),
-      ...(usage ? { usage } : {}),
-      responseMetadata: meta,
-    };
+    yield* chatModelEvents(this.#streamPieces(messages, options, runManager));
   }
 
   override withStructuredOutput<RunOutput extends Record<string, any> = Record<string, any>>(
@@ -1118,54 +574,10 @@ export class ChatService extends BaseChatModel<ChatServiceCallOptions, AIMessage
     config?: StructuredOutputMethodOptions<boolean>,
   ): Runnable<BaseLanguageModelInput, RunOutput> | Runnable<BaseLanguageModelInput, { raw: BaseMessage; parsed: RunOutput }>;
   /**
-   * Structured output by `json_schema` response format (default; the service validates it) or by a forced
-   * function call (`method: "functionCalling"`), or `jsonMode`.
+   * Structured output by `json_schema` response format, a forced function call, or `jsonMode`; without a `method`,
+   * the one the profile allows (./structured-output.ts).
    */
   override withStructuredOutput<RunOutput extends Record<string, any> = Record<string, any>>(
-    outputSchema: InteropZodType<RunOutput> | SerializableSchema<RunOutput> | Record<string, any>,
-    config?: StructuredOutputMethodOptions<boolean>,
-  ): Runnable<BaseLanguageModelInput, RunOutput> | Runnable<BaseLanguageModelInput, { raw: BaseMessage; parsed: RunOutput }> {
-    return structuredOutput(this, outputSchema, config) as never;
-  }
-}
-
-/**
- * What `ChatService.withConfig` and `bindTools` return. A core `RunnableBinding` (same `config`, same
- * serialization) that keeps acting like the chat model, as a configured `ChatOpenAI` does (its `withConfig`
- * returns a `ChatOpenAI`): `streamEvents()` without a version gives the content-block stream (`.text`,
- * awaitable message), and `bindTools` / `withStructuredOutput` keep the options bound so far.
- */
-export class ChatServiceBinding extends RunnableBinding<BaseLanguageModelInput, AIMessageChunk, ChatServiceCallOptions> {
-  declare bound: ChatService;
-
-  /** `streamEvents(input)` / `(input, options)` without `version`: the model's content-block stream. */
-  override streamEvents(input: BaseLanguageModelInput, options?: any, streamOptions?: any): any {
-    if (options?.version !== undefined) return super.streamEvents(input, options, streamOptions);
-    if (this.configFactories?.length) {
-      throw new ValidationError("streamEvents() without a version is not supported on a binding with config factories");
-    }
-    return this.bound.streamEvents(input, mergeConfigs<ChatServiceCallOptions>(this.config, options, this.kwargs));
-  }
-
-  /** Binds other tools (they replace the bound ones); the other bound options stay. */
-  bindTools(tools: BindToolsInput[], kwargs?: Partial<ChatServiceCallOptions>): ChatServiceBinding {
-    return this.withConfig(this.bound.bindTools(tools, kwargs).config) as ChatServiceBinding;
-  }
-
-  withStructuredOutput<RunOutput extends Record<string, any> = Record<string, any>>(
-    outputSchema: InteropZodType<RunOutput> | SerializableSchema<RunOutput> | Record<string, any>,
-    config?: StructuredOutputMethodOptions<false>,
-  ): Runnable<BaseLanguageModelInput, RunOutput>;
-  withStructuredOutput<RunOutput extends Record<string, any> = Record<string, any>>(
-    outputSchema: InteropZodType<RunOutput> | SerializableSchema<RunOutput> | Record<string, any>,
-    config?: StructuredOutputMethodOptions<true>,
-  ): Runnable<BaseLanguageModelInput, { raw: BaseMessage; parsed: RunOutput }>;
-  withStructuredOutput<RunOutput extends Record<string, any> = Record<string, any>>(
-    outputSchema: InteropZodType<RunOutput> | SerializableSchema<RunOutput> | Record<string, any>,
-    config?: StructuredOutputMethodOptions<boolean>,
-  ): Runnable<BaseLanguageModelInput, RunOutput> | Runnable<BaseLanguageModelInput, { raw: BaseMessage; parsed: RunOutput }>;
-  /** Structured output from the configured model: the bound call options reach the request. */
-  withStructuredOutput<RunOutput extends Record<string, any> = Record<string, any>>(
     outputSchema: InteropZodType<RunOutput> | SerializableSchema<RunOutput> | Record<string, any>,
     config?: StructuredOutputMethodOptions<boolean>,
   ): Runnable<BaseLanguageModelInput, RunOutput> | Runnable<BaseLanguageModelInput, { raw: BaseMessage; parsed: RunOutput }> {

@@ -3,7 +3,8 @@
  * adds what they drop: `reasoning_content`/`reasoning_details` going back out on assistant messages
  * (langchainjs #10883, #11699), `reasoning_details` coming in, the service's other assistant-message and
  * tool-call members (`thought_signature`...) both ways, tool message content as the string the service
- * takes, cache/reasoning token details, and the service's search-documents tool call.
+ * takes, core's `developer` messages (system messages marked `__openai_role__: "developer"`) sent with the
+ * `developer` role, cache/reasoning token details, and the service's search-documents tool call.
  */
 import { HumanMessage, type BaseMessage, type UsageMetadata } from "@langchain/core/messages";
 import { Document } from "@langchain/core/documents";
@@ -128,6 +129,25 @@ function restoreExtras(message: BaseMessage, param: WireMessageParam): void {
 }
 
 /**
+ * The text parts of a system, developer or assistant message as the wire has them (`{ type: "text", text }`, with
+ * `cache_control` when set): v1 text blocks also carry `annotations` (citations), `index` or `id`, which are
+ * LangChain's, not the service's; empty parts are dropped (the service wants at least one character).
+ */
+function textParts(content: unknown[]): Array<Record<string, unknown>> {
+  const out: Array<Record<string, unknown>> = [];
+  for (const part of content) {
+    const p = part as { type?: unknown; text?: unknown; cache_control?: unknown } | null;
+    if (!p || p.type !== "text") {
+      out.push(part as Record<string, unknown>);
+      continue;
+    }
+    if (typeof p.text !== "string" || p.text === "") continue;
+    out.push({ type: "text", text: p.text, ...(p.cache_control ? { cache_control: p.cache_control } : {}) });
+  }
+  return out;
+}
+
+/**
  * A tool message's content as the string the service takes (LangChain allows arrays of text blocks).
  * Anything but text has no string form: refused here, before the request is sent.
  */
@@ -157,6 +177,13 @@ export function toWireMessages(messages: readonly BaseMessage[], model?: string)
   for (const message of messages) {
     const params = convertMessagesToCompletionsMessageParams({ messages: [withUrlFileParts(message)], model }) as WireMessageParam[];
     const type = message.getType();
+    for (const p of params) {
+      if (p.role !== "user" && p.role !== "tool" && Array.isArray(p.content)) p.content = textParts(p.content);
+    }
+    if (type === "system" && message.additional_kwargs.__openai_role__ === "developer") {
+      // core's `developer` messages (`["developer", "…"]`, `{ role: "developer" }`): system messages marked so
+      for (const p of params) if (p.role === "system") p.role = "developer";
+    }
     if (type === "ai") {
       const first = params[0];
       if (first) {

@@ -1,14 +1,33 @@
+/** The chat face (`langchain-service/chat`): `ChatService`, its option types, request fields, profile, content blocks and helpers. */
+export { ChatService, ChatServiceBinding, resetDeprecationWarnings } from "./chat-model.js";
+export type { ChatServiceInput, ChatServiceCallOptions, ServiceCost, ServiceResponseFormat, ServiceToolChoice } from "./types.js";
 export {
-  ChatService,
   ReasoningEffortSchema,
-  resetDeprecationWarnings,
-  type ChatServiceInput,
-  type ChatServiceCallOptions,
-  type ServiceCost,
-  type ServiceResponseFormat,
-  type ServiceToolChoice,
+  ReasoningOptionsSchema,
+  PromptCacheRetentionSchema,
+  VerbositySchema,
+  AnonUserIdSchema,
+  RequestFieldsSchema,
+  REQUEST_FIELD_NAMES,
+  REQUEST_FIELD_WIRE_NAMES,
+  validateRequestFields,
+  toWireRequestFields,
+  type ChatRequestFields,
   type ReasoningEffort,
-} from "./chat-model.js";
+  type ReasoningOptions,
+  type PromptCacheRetention,
+  type Verbosity,
+} from "./request-fields.js";
+export { profileFromRecord, checkCapabilities, type ServiceModelProfile } from "./profile.js";
+export {
+  toStandardBlocks,
+  citationAnnotations,
+  registerContentBlockTranslator,
+  SERVICE_BLOCK_TRANSLATOR,
+  SEARCH_CALL_BLOCK_ID,
+  type ContentBlockTranslator,
+} from "./content-blocks.js";
+export { structuredOutputMethodFor, schemaInstruction, type StructuredOutputMethod } from "./structured-output.js";
 export {
   ServiceParametersSchema,
   WebSearchModeSchema,

@@ -19,7 +19,7 @@ import { ConfigurationError, ResponseFormatError, ValidationError } from "../htt
 import { readResponseText } from "../http/body.js";
 import type { ServiceResponseHeaders } from "../http/headers.js";
 import type { RetryOptions } from "../http/retry.js";
-import { ServiceClient } from "../client.js";
+import { modelRecordsFor } from "../models/records.js";
 import { batches, MAX_BATCH_SIZE, readEmbeddingsResponse, type EncodingFormat } from "./wire.js";
 
 /** the published description's example embedding model */
@@ -138,7 +138,6 @@ export class ServiceEmbeddings extends Embeddings {
   readonly #url: string;
   readonly #noRetry: boolean;
   readonly #onUsage?: (usage: EmbeddingsUsage) => void;
-  #prices?: Promise<Map<string, EmbeddingsCost>>;
 
   constructor(fields: ServiceEmbeddingsInput = {}) {
     const maxConcurrency = fields.maxConcurrency ?? DEFAULT_MAX_CONCURRENCY;
@@ -254,23 +253,17 @@ export class ServiceEmbeddings extends Embeddings {
   }
 
   /**
-   * The cost of `usage` (default: `lastUsage`) from the model's published price (`GET /models?type=embedding`,
-   * `model_spec.pricing.input` per million tokens; asked once per object, through the same stack). The service's
-   * own figure when the response carried one; undefined when the model lists no price.
+   * The cost of `usage` (default: `lastUsage`) from the model's published price (`model_spec.pricing.input` per
+   * million tokens, from the `/models?type=embedding` records shared by every object in the process: read once per
+   * base URL, see src/models/records.ts). The service's own figure when the response carried one; undefined when
+   * the model lists no price.
    */
   async estimateCost(usage: EmbeddingsUsage | undefined = this.lastUsage): Promise<EmbeddingsCost | undefined> {
     if (!usage) return undefined;
     if (usage.cost) return usage.cost;
-    this.#prices ??= new ServiceClient({ serviceFetch: this.#fetch }).listModels({ type: "embedding" }).then((models) => {
-      const prices = new Map<string, EmbeddingsCost>();
-      for (const m of models) {
-        const input = (m.model_spec?.pricing as { input?: { usd?: unknown; diem?: unknown } } | undefined)?.input;
-        if (typeof input?.usd === "number") prices.set(m.id, { usd: input.usd, diem: typeof input.diem === "number" ? input.diem : input.usd });
-      }
-      return prices;
-    });
-    this.#prices.catch(() => (this.#prices = undefined)); // asked again next time
-    const price = (await this.#prices).get(usage.model ?? this.model);
+    const records = modelRecordsFor(this.#fetch, "embedding");
+    await records.load();
+    const price = records.pricing(usage.model ?? this.model)?.input;
     if (!price) return undefined;
     return { usd: (usage.promptTokens * price.usd) / 1e6, diem: (usage.promptTokens * price.diem) / 1e6 };
   }

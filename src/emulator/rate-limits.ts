@@ -7,7 +7,9 @@
  * Live mode (the default) follows the service's current guides where they differ from the seed: reset headers in
  * Unix milliseconds (the seed: Unix seconds for requests, seconds from now for tokens); an error budget of 50
  * non-429 4xx per 30 s (5xx and 429s never count; the seed: more than 20 non-success answers), told on every
- * credentialed answer by `x-ratelimit-remaining` / `x-ratelimit-resets` (Unix ms).
+ * credentialed answer by `x-ratelimit-remaining` / `x-ratelimit-resets` (Unix ms). Requests for a capability a
+ * model lacks (the capability gates' 400s) count in a budget of their own, 200 per 30 s (`UNSUPPORTED_FEATURE_REQUESTS`),
+ * whose block says `> 200`.
  *
  * Written by hand: the counters are a few maps, and the service's semantics (a window from the caller's first
  * request, on whole seconds; reset times in Unix seconds) are what the tests check, not a library's.
@@ -54,6 +56,8 @@ export const CRYPTO_RPC_REQUESTS_PER_MINUTE = 100;
 export const DEFAULT_ABUSE_MAX_FAILURES = 20;
 /** the live service's error budget: failures (non-429 4xx) per window before every request is refused */
 export const LIVE_ABUSE_MAX_FAILURES = 50;
+/** the live service's separate budget for requests asking a model for a capability it lacks */
+export const UNSUPPORTED_FEATURE_MAX_FAILURES = 200;
 export const DEFAULT_ABUSE_WINDOW_MS = 30_000;
 export const DEFAULT_ABUSE_BLOCK_MS = 30_000;
 /** the published description: "Returns the last 50 rate limits that the account exceeded" */
@@ -74,7 +78,7 @@ export interface RateLimitLogEntry {
   modelId: string;
   /** the caller's API tier (`paid`, `partner`), as the published description has it */
   rateLimitTier: string;
-  rateLimitType: "RPM" | "TPM" | "RPD" | "FAILED_REQUESTS";
+  rateLimitType: "RPM" | "TPM" | "RPD" | "FAILED_REQUESTS" | "UNSUPPORTED_FEATURE_REQUESTS";
   timestamp: string;
 }
 
@@ -108,6 +112,8 @@ export class RateLimiter {
   /** `x-ratelimit-remaining` / `x-ratelimit-resets` (the error budget) on credentialed answers */
   readonly errorBudgetHeaders: boolean;
   readonly abuseMaxFailures: number;
+  /** capability-gate 400s per `abuseWindowMs` before the block (the unsupported-feature budget) */
+  readonly unsupportedFeatureMaxFailures: number;
   readonly abuseWindowMs: number;
   readonly abuseBlockMs: number;
   readonly enabled: boolean;
@@ -117,7 +123,10 @@ export class RateLimiter {
   private readonly windows = new Map<string, Window>();
   private readonly cryptoRpcWindows = new Map<string, Window>();
   private readonly failures = new Map<string, number[]>();
+  private readonly unsupportedFeatures = new Map<string, number[]>();
   private readonly blockedUntil = new Map<string, number>();
+  /** which budget a block came from: its 429 names that budget's threshold */
+  private readonly blockedBy = new Map<string, "failures" | "unsupported">();
   private readonly logs = new Map<string, RateLimitLogEntry[]>();
 
   /** `live`: behave as the live service where it differs from the seed (each option below still wins) */
@@ -131,6 +140,7 @@ export class RateLimiter {
     this.abuseCounts = options.abuseCounts ?? (live ? "4xx" : "all");
     this.errorBudgetHeaders = options.errorBudgetHeaders ?? live;
     this.abuseMaxFailures = positive(options.abuseMaxFailures, live ? LIVE_ABUSE_MAX_FAILURES : DEFAULT_ABUSE_MAX_FAILURES);
+    this.unsupportedFeatureMaxFailures = positive(options.unsupportedFeatureMaxFailures, UNSUPPORTED_FEATURE_MAX_FAILURES);
     this.abuseWindowMs = positive(options.abuseWindowMs, DEFAULT_ABUSE_WINDOW_MS);
     this.abuseBlockMs = positive(options.abuseBlockMs, DEFAULT_ABUSE_BLOCK_MS);
     this.enabled = options.enabled !== false;
@@ -231,6 +241,7 @@ export class RateLimiter {
     const left = until - this.now();
     if (left <= 0) {
       this.blockedUntil.delete(identity);
+      this.blockedBy.delete(identity);
       return 0;
     }
     return left;
@@ -242,8 +253,12 @@ export class RateLimiter {
     return status < 200 || status >= 300;
   }
 
-  /** The block's 429 message: the seed's exact words, or the live wording with its threshold. */
-  abuseMessage(): string {
+  /**
+   * The block's 429 message: the seed's exact words, or the live wording with its threshold (the unsupported-feature
+   * budget's when that one blocked `identity`).
+   */
+  abuseMessage(identity?: string): string {
+    if (identity !== undefined && this.blockedBy.get(identity) === "unsupported") return liveAbuseBlockMessage(this.unsupportedFeatureMaxFailures);
     return this.abuseCounts === "4xx" ? liveAbuseBlockMessage(this.abuseMaxFailures) : ABUSE_BLOCK_MESSAGE;
   }
 
@@ -265,16 +280,35 @@ export class RateLimiter {
    * `abuseBlockMs`; returns true when this failure started a block.
    */
   recordFailure(identity: string): boolean {
+    return this.#count(this.failures, identity, this.abuseMaxFailures, "failures");
+  }
+
+  /**
+   * Counts a capability gate's 400 in the unsupported-feature budget (not a failure): more than
+   * `unsupportedFeatureMaxFailures` within `abuseWindowMs` blocks as the failures do; true when this one did.
+   */
+  recordUnsupportedFeature(identity: string): boolean {
+    return this.#count(this.unsupportedFeatures, identity, this.unsupportedFeatureMaxFailures, "unsupported");
+  }
+
+  #count(windows: Map<string, number[]>, identity: string, max: number, budget: "failures" | "unsupported"): boolean {
     const now = this.now();
-    const recent = (this.failures.get(identity) ?? []).filter((t) => now - t < this.abuseWindowMs);
+    const recent = (windows.get(identity) ?? []).filter((t) => now - t < this.abuseWindowMs);
     recent.push(now);
-    if (recent.length > this.abuseMaxFailures) {
-      this.failures.delete(identity);
+    if (recent.length > max) {
+      windows.delete(identity);
       this.blockedUntil.set(identity, now + this.abuseBlockMs);
+      this.blockedBy.set(identity, budget);
       return true;
     }
-    this.failures.set(identity, recent);
+    windows.set(identity, recent);
     return false;
+  }
+
+  /** Capability-gate 400s counted for `identity` in the current window. */
+  recentUnsupportedFeatures(identity: string): number {
+    const now = this.now();
+    return (this.unsupportedFeatures.get(identity) ?? []).filter((t) => now - t < this.abuseWindowMs).length;
   }
 
   /** Failures counted for `identity` in the current abuse window. */

@@ -183,10 +183,10 @@ function parseInferenceBody(body: Buffer): { json: Record<string, unknown> } | {
 }
 
 /** The abuse block's 429; it says when to retry (spec part 7): the end of the block. */
-function abuseBlock(limiter: RateLimiter, blockedMs: number): EmulatorResponse {
+function abuseBlock(limiter: RateLimiter, blockedMs: number, identity: string): EmulatorResponse {
   const end = limiter.now() + blockedMs;
   const retry = { "x-ratelimit-reset-requests": String(limiter.resetUnit === "ms" ? end : Math.ceil(end / 1000)), "retry-after": String(Math.ceil(blockedMs / 1000)) };
-  return { ...errorResponse(429, limiter.abuseMessage()), headers: retry };
+  return { ...errorResponse(429, limiter.abuseMessage(identity)), headers: retry };
 }
 
 /** The live service's answer to an overloaded model (also its default wait: 30 s). */
@@ -214,7 +214,7 @@ async function runPipeline(state: PipelineState, req: EmulatorRequest): Promise<
 
   // 2. abuse block (of the identity claimed: reading a block lets no one cause one)
   const blockedMs = limiter.blockedFor(identity);
-  if (blockedMs > 0) return done(abuseBlock(limiter, blockedMs), { countFailure: false });
+  if (blockedMs > 0) return done(abuseBlock(limiter, blockedMs, identity), { countFailure: false });
 
   // 3. route
   if (req.path !== TOP_UP_PATH && PAYMENT_HEADERS.some((h) => req.headers[h])) {
@@ -241,7 +241,7 @@ async function runPipeline(state: PipelineState, req: EmulatorRequest): Promise<
     // blocked for that is answered with the block.
     identity = addressIdentity(req);
     const senderBlockedMs = limiter.blockedFor(identity);
-    if (senderBlockedMs > 0) return done(abuseBlock(limiter, senderBlockedMs), { countFailure: false });
+    if (senderBlockedMs > 0) return done(abuseBlock(limiter, senderBlockedMs, identity), { countFailure: false });
     return done(fromHttpError(err));
   }
   identity = callerIdentity(caller, req.remoteAddress);
@@ -609,17 +609,19 @@ export function createListener(getState: () => Promise<PipelineState>) {
       } finally {
         outcome.onWritten?.();
       }
-      // an in-band failure of a 200 (a stream's error event) counts only where every non-success does (seed)
-      const failed = limiter.countsAsFailure(status) || (outcome.response.meta?.failed === true && limiter.countsAsFailure(500));
+      // an in-band failure of a 200 (a stream's error event) counts only where every non-success does (seed); a
+      // capability gate's 400 counts in the unsupported-feature budget instead
+      const unsupported = outcome.response.meta?.unsupportedFeature === true;
+      const failed = unsupported || limiter.countsAsFailure(status) || (outcome.response.meta?.failed === true && limiter.countsAsFailure(500));
       if (failed && outcome.countFailure && outcome.identity) {
-        const blocked = limiter.recordFailure(outcome.identity);
+        const blocked = unsupported ? limiter.recordUnsupportedFeature(outcome.identity) : limiter.recordFailure(outcome.identity);
         const account = blocked ? (outcome.account ?? accountForIdentity(outcome.identity, ctx.ledger)) : undefined;
         if (account) {
           limiter.record(accountIdentity(account), {
             apiKeyId: publicAccountId(account),
             modelId: outcome.model?.id ?? "",
             rateLimitTier: apiTierId(account),
-            rateLimitType: "FAILED_REQUESTS",
+            rateLimitType: unsupported ? "UNSUPPORTED_FEATURE_REQUESTS" : "FAILED_REQUESTS",
             timestamp: new Date(ctx.now()).toISOString(),
           });
         }

@@ -40,6 +40,8 @@ export interface EmulatorResponse {
     failed?: boolean;
     /** a route's own rate-limit answer (a 429): the pipeline adds no `x-ratelimit-*` of its own to it */
     ownLimit?: boolean;
+    /** a capability gate's 400: counted in the unsupported-feature budget, not as a failure (live) */
+    unsupportedFeature?: boolean;
   };
 }
 
@@ -108,6 +110,8 @@ export interface RateLimitOptions {
   windowMs?: number;
   /** abuse block: more than `abuseMaxFailures` failures in `abuseWindowMs` block for `abuseBlockMs` */
   abuseMaxFailures?: number;
+  /** the unsupported-feature budget: capability-gate 400s per `abuseWindowMs` before the block (default 200) */
+  unsupportedFeatureMaxFailures?: number;
   abuseWindowMs?: number;
   abuseBlockMs?: number;
   /** override a tier's limits, e.g. { XS: { requests: 10, tokens: 1000 } } */
@@ -169,6 +173,9 @@ export interface ApiKeyOption {
  * | a re-send of a payment still settling | `409 PAYMENT_IN_PROGRESS` | waits for the settlement |
  * | top-up 400 codes | `INVALID_PAYMENT_FORMAT`, `AMOUNT_TOO_LOW`, … | `X402_INVALID_PAYMENT` |
  * | `/x402/balance`, `/x402/transactions` without sign-in | 402 (empty `accepts`); a bad one: generic 401 | 401 |
+ * | capability gates (tools, response formats, images, audio, video, logprobs) | 400 with `issues[]` before inference | images and `json_schema` only, refused by the engine |
+ * | unsupported-feature budget | > 200 capability 400s in 30 s block (`UNSUPPORTED_FEATURE_REQUESTS`); they are not failures | none: they count as failures |
+ * | `anon_user_id`, `reasoning.enabled` | accepted (1–128 printable ASCII without `||`; `enabled: false` turns thinking off) | `anon_user_id` is an unknown member (400) |
  */
 export type EmulatorMode = "live" | "seed";
 
@@ -189,6 +196,12 @@ export interface ChatEmulatorOptions {
   streamSearchResults?: "live" | "seed";
   /** a stream that fails in-band is charged, then refunded (`true`, live) or never charged (`false`, seed) */
   refundFailedStreams?: boolean;
+  /**
+   * Refuse a request needing a capability the model lacks (tools, response formats, images, audio, video,
+   * logprobs) with a 400 naming the field in `issues[]`, before inference, counted in the unsupported-feature
+   * budget (`true`, live) rather than only where the engine cannot serve it (`false`, seed)
+   */
+  capabilityGates?: boolean;
   /**
    * The first N streamed chat completions answer an in-band `model_overloaded` (with `retry_after`) before any
    * content, then `[DONE]`; they are not charged. Later ones are served: a client that retries gets its answer.

@@ -56,6 +56,30 @@ export class ValidationError extends ServiceError {
   }
 }
 
+/**
+ * A request the model cannot serve, refused before it is sent: its profile (from the service's `/models`, or the
+ * `profile` option) says it lacks `capability` (a LangChain `ModelProfile` field: `toolCalling`, `toolChoice`,
+ * `structuredOutput`, `imageInputs`, `audioInputs`, `videoInputs`, or `logprobs`), which `field` of the request
+ * needs. The service would answer 400 and count it against the caller's unsupported-feature budget.
+ */
+export class UnsupportedCapabilityError extends ValidationError {
+  override name = "UnsupportedCapabilityError";
+  readonly capability: string;
+  readonly model: string;
+  /** the request field that needs the capability (`tools`, `response_format`, `messages.1.content.0`, …) */
+  readonly field?: string;
+  constructor(message: string, init: ServiceErrorInit & { capability: string; model: string; field?: string }) {
+    super(message, init);
+    this.capability = init.capability;
+    this.model = init.model;
+    this.field = init.field;
+  }
+
+  override toJSON(): Record<string, unknown> {
+    return { ...super.toJSON(), capability: this.capability, model: this.model, field: this.field };
+  }
+}
+
 /** 400: invalid request parameters (DetailedError `{error, details, issues?}`). */
 export class BadRequestError extends ServiceError {
   override name = "BadRequestError";

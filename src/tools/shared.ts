@@ -8,7 +8,7 @@ import { mkdir, open, realpath } from "node:fs/promises";
 import { isAbsolute, join, relative, resolve } from "node:path";
 import type { ToolParams } from "@langchain/core/tools";
 import { ServiceClient, type ServiceClientOptions } from "../client.js";
-import { ConfigurationError, ValidationError, abortErrorOf } from "../http/errors.js";
+import { ConfigurationError, ValidationError } from "../http/errors.js";
 import type { ServiceResponseHeaders } from "../http/headers.js";
 import { errorContent, guard as guardTool, type ToolResult } from "./results.js";
 
@@ -71,19 +71,7 @@ export async function writeOutputFile(dir: string, prefix: string, ext: string, 
   return path;
 }
 
-/**
- * Waits for a lookup shared by concurrent runs (the default image model, a model's voices) under one run's
- * signal: the lookup itself is sent without any run's signal, so one run's abort ends only that run's wait.
- */
-export function awaitShared<T>(lookup: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
-  if (!signal) return lookup;
-  if (signal.aborted) return Promise.reject(abortErrorOf(signal.reason));
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(abortErrorOf(signal.reason));
-    signal.addEventListener("abort", onAbort, { once: true });
-    lookup.then(resolve, reject).finally(() => signal.removeEventListener("abort", onAbort));
-  });
-}
+export { awaitShared } from "../http/shared-wait.js";
 
 /** `X-Balance-Remaining` (wallet callers) of a response, for the artifact. */
 export function balanceOf(headers: ServiceResponseHeaders | undefined): { balanceRemainingUsd?: number } {

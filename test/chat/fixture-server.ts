@@ -1,7 +1,10 @@
 /**
  * A scripted loopback HTTP server for the edge cases the emulator does not produce on purpose (absent
  * `choices`, in-band errors, cut streams, citations on the first chunk...). Real HTTP, real sockets; it records
- * each request body so tests can check what reached the wire.
+ * each request body so tests can check what reached the wire. The chat models' read of the shared `/models`
+ * records (`GET /models?type=text`, made in the background on a model's first call, for its profile) is answered
+ * with `models` (default: an empty list) and not recorded, only counted in `modelReads`; every other request (a
+ * plain `GET /models`, other model types) reaches the script.
  */
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -20,12 +23,16 @@ export interface FixtureServer {
   requests: RecordedRequest[];
   /** the handler for the next requests */
   script: Script;
+  /** the `/models` records served (default: none) */
+  models: Record<string, unknown>[];
+  /** how many times `/models` was read */
+  modelReads: number;
   close(): Promise<void>;
 }
 
 export async function startFixtureServer(script: Script = () => {}): Promise<FixtureServer> {
   const requests: RecordedRequest[] = [];
-  const state = { script };
+  const state = { script, models: [] as Record<string, unknown>[], modelReads: 0 };
   const server = createServer(async (req, res) => {
     const chunks: Buffer[] = [];
     for await (const c of req) chunks.push(c as Buffer);
@@ -35,6 +42,11 @@ export async function startFixtureServer(script: Script = () => {}): Promise<Fix
       body = text ? JSON.parse(text) : undefined;
     } catch {
       // keep text
+    }
+    if (req.method === "GET" && /\/models\?type=text$/.test(req.url ?? "")) {
+      state.modelReads++;
+      json(res, { object: "list", data: state.models });
+      return;
     }
     const rec: RecordedRequest = { method: req.method ?? "", url: req.url ?? "", headers: req.headers, body };
     requests.push(rec);
@@ -50,6 +62,15 @@ export async function startFixtureServer(script: Script = () => {}): Promise<Fix
     },
     set script(s: Script) {
       state.script = s;
+    },
+    get models() {
+      return state.models;
+    },
+    set models(m: Record<string, unknown>[]) {
+      state.models = m;
+    },
+    get modelReads() {
+      return state.modelReads;
     },
     close: () =>
       new Promise<void>((resolve) => {

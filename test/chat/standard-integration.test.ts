@@ -876,13 +876,14 @@ Extraction path: {extractionPath}`,
     }
   });
 
-  it("testStandardAudioContentBlocks: base64 and data URL audio", async () => {
-    const textOnly = await chat().invoke([new HumanMessage({ content: [{ type: "text", text: "Transcribe" }] })]);
+  it("testStandardAudioContentBlocks: base64 and data URL audio (a model that hears audio)", async () => {
+    const m = chat({ model: "emu-m" });
+    const textOnly = await m.invoke([new HumanMessage({ content: [{ type: "text", text: "Transcribe" }] })]);
     for (const block of [
       { type: "audio", source_type: "base64", data: TEST_AUDIO_BASE64, mime_type: "audio/wav" },
       { type: "audio", source_type: "url", url: `data:audio/wav;base64,${TEST_AUDIO_BASE64}`, mime_type: "audio/wav" },
     ]) {
-      const result = await chat().invoke([new HumanMessage({ content: [{ type: "text", text: "Transcribe" }, block as never] })]);
+      const result = await m.invoke([new HumanMessage({ content: [{ type: "text", text: "Transcribe" }, block as never] })]);
       expect(result.text).not.toBe("");
       expect(result.usage_metadata!.input_tokens, block.source_type).toBeGreaterThan(textOnly.usage_metadata!.input_tokens);
     }

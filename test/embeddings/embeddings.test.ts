@@ -10,6 +10,7 @@ import { Embeddings } from "@langchain/core/embeddings";
 import { ServiceEmbeddings, decodeBase64Float32, type EmbeddingsUsage } from "../../src/embeddings/index.js";
 import { startEmulator, type Emulator } from "../../src/emulator/index.js";
 import { ServiceClient } from "../../src/client.js";
+import { resetModelRecords } from "../../src/models/index.js";
 import { BadRequestError, InsufficientBalanceError, RateLimitError, ResponseFormatError, ValidationError } from "../../src/http/errors.js";
 
 const KEY = "emb-secret-key-123";
@@ -171,6 +172,22 @@ describe("ServiceEmbeddings on the emulator", () => {
     const entry = account.entries.at(-1)!;
     expect(entry).toMatchObject({ type: "CHARGE", kind: "embedding", modelId: "text-embedding-bge-m3" });
     expect(before - emu.ledger.available(account)).toBeCloseTo(cost!.usd, 6);
+  });
+
+  it("prices come from the shared /models records: one read for every object on the base URL, the client's records the same", async () => {
+    resetModelRecords();
+    let reads = 0;
+    const fetch = async (input: string | URL | Request, init?: RequestInit) => {
+      if (String(input).includes("/models?type=embedding")) reads++;
+      return globalThis.fetch(input, init);
+    };
+    const objects = [new ServiceEmbeddings({ baseUrl: emu.url, apiKey: KEY, fetch }), new ServiceEmbeddings({ baseUrl: emu.url, apiKey: KEY, fetch })];
+    const usage: EmbeddingsUsage = { promptTokens: 1000, totalTokens: 1000, requests: 1, model: "text-embedding-3-small", headers: [] };
+    const costs = await Promise.all(objects.map((o) => o.estimateCost(usage)));
+    expect(costs.map((c) => c!.usd)).toEqual([(1000 * 0.02) / 1e6, (1000 * 0.02) / 1e6]);
+    await objects[0]!.estimateCost(usage);
+    expect(reads).toBe(1);
+    expect(new ServiceClient({ baseUrl: emu.url }).models("embedding").pricing("text-embedding-3-small")?.input?.usd).toBe(0.02);
   });
 
   it("answers an API key with no balance the plain 402, like chat: InsufficientBalanceError", async () => {

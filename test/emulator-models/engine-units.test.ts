@@ -22,6 +22,7 @@ describe("catalog", () => {
       "emu-reasoner": "M",
       "emu-thinker": "S",
       "emu-legacy": "S",
+      "emu-basic": "XS",
       "emu-pro": "L",
     });
     expect(findModel("emu-reasoner")?.reasoning).toBe("details");

@@ -179,7 +179,9 @@ describe("emulator rule 7: chat error bodies as published", () => {
     const noVision = await post({ model: "emu-s", messages: [user([{ type: "image_url", image_url: { url: "data:image/png;base64,AAAA" } }])] });
     expectDetailedError(noVision);
     expect(noVision.json.details._errors).toEqual([]);
-    expect(noVision.json.details.messages._errors[0]).toMatch(/vision/);
+    // the live capability gate: the reason sits at the part's path, in `details` and in `issues[]`
+    expect(noVision.json.details.messages["0"].content["0"]._errors[0]).toMatch(/supportsVision/);
+    expect(noVision.json.issues[0].path).toEqual(["messages", 0, "content", 0]);
     const failed = await post({ model: "emu-s", messages: [user("[[emu:error]] hi")] });
     expect(failed.status).toBe(500);
     expect(Object.keys(failed.json)).toEqual(["error"]);

@@ -22,12 +22,16 @@ import { AbuseGuard } from "../../src/http/abuse-guard.js";
 import { startEmulator, type Emulator } from "../../src/emulator/index.js";
 import { startFixtureServer, type FixtureServer } from "../chat/fixture-server.js";
 
-/** a fetch that records each answer's status and (for 429s) body, as they were on the wire */
+/**
+ * a fetch that records each answer's status and (for 429s) body, as they were on the wire; the chat model's read of
+ * the public `/models` listing (its profile, in the background on its first call) is not what these tests count
+ */
 function wire() {
   const seen: { path: string; status: number; body?: string }[] = [];
   const fetch = async (input: string | URL | Request, init?: RequestInit) => {
     const res = await globalThis.fetch(input, init);
     const path = new URL(typeof input === "string" ? input : input instanceof URL ? input.href : input.url).pathname.replace(/^\/api\/v1/, "");
+    if (path === "/models") return res;
     seen.push({ path, status: res.status, body: res.status === 429 ? await res.clone().text() : undefined });
     return res;
   };

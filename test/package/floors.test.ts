@@ -1,6 +1,6 @@
 /**
- * The floors of the source tree: the transport (`src/http/`) imports nothing above it, and the stores only the
- * transport's errors and types. Read from the sources' import statements (static, dynamic and type-only), so a
+ * The floors of the source tree: the transport (`src/http/`) imports nothing above it, the stores only the
+ * transport's errors and types, and the shared `/models` records only the transport. Read from the sources' import statements (static, dynamic and type-only), so a
  * new upward arrow fails here before it becomes a cycle.
  */
 import { readdirSync, readFileSync, statSync } from "node:fs";
@@ -39,6 +39,10 @@ describe("the floors of src/", () => {
 
   it("src/store/ imports only src/store/ and src/http/", () => {
     expect(arrowsOut("store", ["store/", "http/"])).toEqual([]);
+  });
+
+  it("src/models/ imports only src/models/ and src/http/ (every face and the client import it without a circle)", () => {
+    expect(arrowsOut("models", ["models/", "http/"])).toEqual([]);
   });
 
   it("the scan sees imports (a known file's arrows are found)", () => {

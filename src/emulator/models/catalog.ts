@@ -1,16 +1,21 @@
 /**
  * The emulator's model catalog: a handful of deterministic "models" covering every tier and behaviour the
- * client must handle (reasoning with signed details, legacy think tags, deprecation, Pro-only). Ids are part
- * of the wiring contract: tests, the demo and the server rely on them.
+ * client must handle (reasoning with signed details, legacy think tags, deprecation, Pro-only, and models that
+ * lack a capability: `emu-legacy` takes no response schema, `emu-basic` has no function calling, response schema,
+ * vision, reasoning or logprobs; only `emu-m`, `emu-l` and `emu-pro` see images, hear audio and watch video).
+ * Ids are part of the wiring contract: tests, the demo and the server rely on them.
  */
 
 export type ModelTier = "XS" | "S" | "M" | "L";
 
+/** `model_spec.capabilities` as published; the live service gates requests on them (./capabilities.ts). */
 export interface ModelCapabilities {
   supportsFunctionCalling: boolean;
   supportsReasoning: boolean;
   supportsWebSearch: boolean;
   supportsVision: boolean;
+  supportsAudioInput: boolean;
+  supportsVideoInput: boolean;
   supportsResponseSchema: boolean;
   supportsLogProbs: boolean;
   supportsE2EE: boolean;
@@ -42,6 +47,8 @@ const BASE_CAPABILITIES: ModelCapabilities = {
   supportsReasoning: false,
   supportsWebSearch: true,
   supportsVision: false,
+  supportsAudioInput: false,
+  supportsVideoInput: false,
   supportsResponseSchema: true,
   supportsLogProbs: true,
   supportsE2EE: false,
@@ -77,7 +84,7 @@ export const MODELS: EmulatedModel[] = [
     name: "Emulator M",
     tier: "M",
     router: "emu-router-medium",
-    capabilities: caps({ supportsVision: true }),
+    capabilities: caps({ supportsVision: true, supportsAudioInput: true, supportsVideoInput: true }),
     pricing: { input: 0.5, output: 2, cache_input: 0.1 },
     contextTokens: 131_072,
     maxCompletionTokens: 32_768,
@@ -87,7 +94,7 @@ export const MODELS: EmulatedModel[] = [
     name: "Emulator L",
     tier: "L",
     router: "emu-router-large",
-    capabilities: caps({ supportsVision: true }),
+    capabilities: caps({ supportsVision: true, supportsAudioInput: true, supportsVideoInput: true }),
     pricing: { input: 2, output: 8, cache_input: 0.5 },
     contextTokens: 200_000,
     maxCompletionTokens: 65_536,
@@ -129,12 +136,22 @@ export const MODELS: EmulatedModel[] = [
     maxCompletionTokens: 4_096,
   },
   {
+    id: "emu-basic",
+    name: "Emulator Basic (text only)",
+    tier: "XS",
+    router: "emu-router-small",
+    capabilities: caps({ supportsFunctionCalling: false, supportsResponseSchema: false, supportsLogProbs: false }),
+    pricing: { input: 0.02, output: 0.06 },
+    contextTokens: 16_384,
+    maxCompletionTokens: 4_096,
+  },
+  {
     id: "emu-pro",
     name: "Emulator Pro",
     tier: "L",
     router: "emu-router-large",
     proOnly: true,
-    capabilities: caps({ supportsVision: true, supportsE2EE: true }),
+    capabilities: caps({ supportsVision: true, supportsAudioInput: true, supportsVideoInput: true, supportsE2EE: true }),
     pricing: { input: 3, output: 15, cache_input: 0.3 },
     contextTokens: 200_000,
     maxCompletionTokens: 65_536,

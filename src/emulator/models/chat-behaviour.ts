@@ -9,6 +9,8 @@
  * | `return_search_results_as_documents` (`searchDocuments`) | id `web_search_call`, name `web_search`, `finish_reason: "tool_calls"`, streamed before the content | `<brand>_web_search_documents`, streamed after the content |
  * | citations in a stream (`streamSearchResults`) | only with `include_search_results_in_stream`: a `choices: []` chunk at the end | in the closing usage chunk, or first with the flag |
  * | a stream that fails in-band (`refundFailedStreams`) | charged before the first byte, then a `REFUND` row | never charged |
+ * | capability gates (`capabilityGates`, ./capabilities.ts) | a 400 with `issues[]` before inference, counted in the unsupported-feature budget | images and `json_schema` refused by the engine as ordinary 400s |
+ * | `anon_user_id`, `reasoning.enabled` | accepted with the live rules | unknown members (400) / passed through |
  *
  * Per-request test directives (./engine.ts) trigger the in-band errors of one answer: `[[emu:error]]`
  * (`upstream_error`), `[[emu:error=model_overloaded]]`, `[[emu:error=content_filter]]` (each after the first
@@ -25,6 +27,9 @@ export interface ChatBehaviour {
   liveSearchDocuments: boolean;
   liveStreamSearchResults: boolean;
   refundFailedStreams: boolean;
+  capabilityGates: boolean;
+  /** the request schema of the live service (`anon_user_id`, `reasoning.enabled`) */
+  liveRequest: boolean;
   overloadedStreams: number;
   overloadedRetryAfterSeconds: number;
 }
@@ -39,6 +44,8 @@ export function chatBehaviour(options: Pick<EmulatorOptions, "mode" | "chat">): 
     liveSearchDocuments: (chat.searchDocuments ?? (live ? "live" : "seed")) === "live",
     liveStreamSearchResults: (chat.streamSearchResults ?? (live ? "live" : "seed")) === "live",
     refundFailedStreams: chat.refundFailedStreams ?? live,
+    capabilityGates: chat.capabilityGates ?? live,
+    liveRequest: live,
     overloadedStreams: chat.overloadedStreams ?? 0,
     overloadedRetryAfterSeconds: chat.overloadedRetryAfterSeconds ?? DEFAULT_OVERLOADED_RETRY_AFTER_SECONDS,
   };
@@ -57,6 +64,7 @@ export function validateChatOptions(chat: ChatEmulatorOptions | undefined): void
   oneOf("searchDocuments", ["live", "seed"]);
   oneOf("streamSearchResults", ["live", "seed"]);
   oneOf("refundFailedStreams", [true, false]);
+  oneOf("capabilityGates", [true, false]);
   const n = chat.overloadedStreams;
   if (n !== undefined && !(Number.isInteger(n) && n >= 0)) throw new ConfigurationError(`chat.overloadedStreams must be a non-negative integer (got ${String(n)})`);
   const s = chat.overloadedRetryAfterSeconds;

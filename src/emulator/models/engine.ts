@@ -6,8 +6,8 @@
  *    when tools are offered and `tool_choice` is not "none" -> `finish_reason: "tool_calls"`, content null;
  * 2. after tool results (last message role "tool"): "Based on <tool name>: <compact tool content>" per result
  *    since the last user message (unless the planner still has an uncalled tool for the request);
- * 3. `response_format` json_schema: JSON filled from the prompt (./structured.ts); json_object:
- *    `{"answer": <the text answer>}`;
+ * 3. `response_format` json_schema, or (without a response format) a JSON schema a system or developer message asks
+ *    the answer to follow: JSON filled from the prompt (./structured.ts); json_object: `{"answer": <the text answer>}`;
  * 4. web search on (or "auto" and the question looks factual): sentences from the local corpus
  *    (./corpus.ts), with citation markers when citations are on (`^n^` live, `[REF]n[/REF]` seed);
  * 5. `[[emu:tokens=N]]`: exactly N filler tokens ("lorem ipsum dolor ..."), produced lazily;
@@ -33,7 +33,8 @@
  * `reasoning_details` and a `thought_signature` on the message (./reasoning.ts); both must come back unchanged
  * on tool-call turns, and a `thought_signature` sent back on any assistant message must verify.
  * `emu-thinker` ("think-tags") writes `<think>...</think>` before the answer in content
- * (`strip_thinking_response` removes it from the answer; the tokens still count as reasoning). `disable_thinking` or `reasoning_effort: "none"` switch thinking off.
+ * (`strip_thinking_response` removes it from the answer; the tokens still count as reasoning). `disable_thinking`,
+ * `reasoning_effort: "none"`, or `reasoning.enabled: false` without an effort switch thinking off.
  * `max_tokens`/`max_completion_tokens` cut the visible content (finish_reason "length"); `stop` cuts at the
  * first stop string (not applied to `[[emu:tokens=N]]` filler). The model's maxCompletionTokens is not
  * enforced, so a test can ask for a 100k-token answer from any model.
@@ -49,7 +50,7 @@ import { callSignature, canonicalJson, planToolCalls, type PlannedCall, type Too
 import type { PromptBlock } from "./prompt-cache.js";
 import { buildReasoningDetails, buildThoughtSignature, verifyReasoningDetails, verifyThoughtSignature, type ReasoningDetail } from "./reasoning.js";
 import { InvalidRequest, parametersEcho, type ChatMessage, type ChatRequest, type EffectiveParameters } from "./request.js";
-import { fillSchema } from "./structured.js";
+import { fillSchema, schemaInSystemPrompt } from "./structured.js";
 import { countTokens, fillerToken, tokenize } from "./tokenizer.js";
 
 export const SERVICE_SYSTEM_PROMPT =
@@ -482,18 +483,22 @@ export function planCompletion(input: EngineInput): CompletionPlan {
     (searchMode === "on" || (searchMode === "auto" && looksLikeItNeedsSearch(question)));
   const citations = webSearched ? searchCorpus(question) : [];
 
-  // response format
+  // response format, or a JSON schema the system prompt asks the answer to follow
   const format = request.response_format;
+  const promptSchema = format && format.type !== "text" ? undefined : schemaInSystemPrompt(messages, seen);
   if (format?.type === "json_schema" && !model.capabilities.supportsResponseSchema) {
     throw new InvalidRequest(`Model ${model.id} does not support response_format json_schema`, { response_format: "unsupported by this model" });
   }
 
   // reasoning
+  // `reasoning.enabled: false` (live) switches thinking off unless an effort is set
+  const effortSet = request.reasoning_effort != null || request.reasoning?.effort != null;
   const thinkingOn =
     !!model.reasoning &&
     !params.disable_thinking &&
     request.reasoning_effort !== "none" &&
-    !(request.reasoning_effort == null && request.reasoning?.effort === "none");
+    !(request.reasoning_effort == null && request.reasoning?.effort === "none") &&
+    !(request.reasoning?.enabled === false && !effortSet);
   const thought = afterToolResults
     ? `Thinking about: the results of ${[...new Set(toolResults.map((r) => r.name))].join(", ")} for "${question}"`
     : `Thinking about: ${question}`;
@@ -529,8 +534,9 @@ export function planCompletion(input: EngineInput): CompletionPlan {
       } else {
         base = `Echo: ${question}`.trim();
       }
-      if (format?.type === "json_schema") {
-        const schema = format.json_schema.schema ?? { type: "object", properties: {} };
+      const schemaAsked = format?.type === "json_schema" ? (format.json_schema.schema ?? { type: "object", properties: {} }) : format?.type === "json_object" ? undefined : promptSchema;
+      if (schemaAsked) {
+        const schema = schemaAsked;
         const context = afterToolResults ? `${question}\n${toolResults.map((r) => r.content).join("\n")}` : question;
         answer = JSON.stringify(fillSchema(schema, extractFacts(context), { fallback: true, question: context })?.value ?? {});
       } else if (format?.type === "json_object") {

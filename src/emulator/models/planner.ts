@@ -10,7 +10,7 @@
  *    address, a tx hash, a network slug, a mentioned enum value, a "name: value" pair;
  * 3. else the first tool whose (>= 1) required parameters can all be filled from the text (numbers, quoted
  *    text, capitalized words);
- * 4. `tool_choice: "required"` falls back to the first tool with filled-in arguments.
+ * 4. `tool_choice: "required"` falls back to the first tool, in order, whose filled-in call was not made yet.
  * A tool filled from several values of one kind (two addresses, two slugs) is called once per value.
  * Calls already made since the last user message (same name, same arguments) are never repeated, so an agent
  * loop always ends; `parallel_tool_calls: false` keeps only the first call of a turn.
@@ -235,13 +235,7 @@ export function planToolCalls(input: PlannerInput): PlannedCall[] {
     }
   }
 
-  let calls = ranked.sort((a, b) => a.position - b.position || a.order - b.order).flatMap((r) => r.calls);
-
-  if (calls.length === 0 && toolChoice === "required" && tools[0]) {
-    const tool = tools[0];
-    const fill = fillSchema(tool.parameters ?? { type: "object", properties: {} }, facts, { fallback: true, question });
-    calls = [{ name: tool.name, arguments: fill?.value ?? {} }];
-  }
+  const calls = ranked.sort((a, b) => a.position - b.position || a.order - b.order).flatMap((r) => r.calls);
 
   const seen = new Set(input.alreadyCalled.map(callSignature));
   const fresh: PlannedCall[] = [];
@@ -250,6 +244,16 @@ export function planToolCalls(input: PlannerInput): PlannedCall[] {
     if (seen.has(sig)) continue;
     seen.add(sig);
     fresh.push(call);
+  }
+  // `required`: some call, the first tool in order not yet called with these arguments (none left: the loop ends)
+  if (fresh.length === 0 && toolChoice === "required") {
+    for (const tool of tools) {
+      const fill = fillSchema(tool.parameters ?? { type: "object", properties: {} }, facts, { fallback: true, question });
+      const call = { name: tool.name, arguments: fill?.value ?? {} };
+      if (seen.has(callSignature(call))) continue;
+      fresh.push(call);
+      break;
+    }
   }
   return input.parallel ? fresh : fresh.slice(0, 1);
 }

@@ -165,7 +165,7 @@ const baseChatRequestSchema = z.strictObject({
     reasoning: z.looseObject({ effort: effort.nullish(), summary: z.enum(["auto", "concise", "detailed"]).nullish() }).nullish(),
     response_format: responseFormatSchema.nullish(),
     logprobs: z.boolean().nullish(),
-    top_logprobs: z.number().int().min(0).max(20).nullish(),
+    top_logprobs: z.number().int().min(0).nullish(),
     tools: z.array(z.union([builtinToolSchema, functionToolSchema])).nullish(),
     tool_choice: z
       .union([
@@ -185,19 +185,44 @@ const baseChatRequestSchema = z.strictObject({
     include: z.array(z.string()).nullish(),
 });
 
-export type ChatRequest = z.infer<typeof baseChatRequestSchema>;
-
-const requestSchemas = new Map<string, typeof baseChatRequestSchema>();
+/**
+ * `anon_user_id` as the live service checks it: trimmed (blank is absent), then 1–128 printable ASCII characters
+ * (0x20–0x7E) without `||`.
+ */
+export const anonUserIdSchema = z
+  .string()
+  .transform((s) => s.trim())
+  .refine((s) => s.length <= 128, "anon_user_id must be at most 128 characters")
+  .refine((s) => /^[\x20-\x7E]*$/.test(s), "anon_user_id must be printable ASCII")
+  .refine((s) => !s.includes("||"), "anon_user_id must not contain '||'");
 
 /**
- * The request schema for a brand: the base plus `<brand>_parameters`. Typed as the base (a computed key
- * would widen every field's type); the route reads the parameters object by its brand name.
+ * The fields the live service accepts beyond the published request (its chat guide): `anon_user_id`, and
+ * `reasoning.enabled` (`false` turns thinking off unless an effort is set).
  */
-export function chatRequestSchema(names: BrandNames): typeof baseChatRequestSchema {
-  let schema = requestSchemas.get(names.brand);
+const liveChatRequestSchema = baseChatRequestSchema.extend({
+  reasoning: z
+    .looseObject({ effort: effort.nullish(), enabled: z.boolean().nullish(), summary: z.enum(["auto", "concise", "detailed"]).nullish() })
+    .nullish(),
+  anon_user_id: anonUserIdSchema.nullish(),
+});
+
+export type ChatRequest = z.infer<typeof liveChatRequestSchema>;
+
+const requestSchemas = new Map<string, typeof liveChatRequestSchema>();
+
+/**
+ * The request schema for a brand and mode (live: with the fields of `liveChatRequestSchema`; seed: the
+ * published request, where they are unknown members): the base plus `<brand>_parameters`. Typed as the live one
+ * (a computed key would widen every field's type); the route reads the parameters object by its brand name.
+ */
+export function chatRequestSchema(names: BrandNames, live = true): typeof liveChatRequestSchema {
+  const key = `${names.brand}\n${live ? "live" : "seed"}`;
+  let schema = requestSchemas.get(key);
   if (!schema) {
-    schema = baseChatRequestSchema.extend({ [names.parameters]: serviceParametersSchema(names).nullish() }) as unknown as typeof baseChatRequestSchema;
-    requestSchemas.set(names.brand, schema);
+    const base = live ? liveChatRequestSchema : baseChatRequestSchema;
+    schema = base.extend({ [names.parameters]: serviceParametersSchema(names).nullish() }) as unknown as typeof liveChatRequestSchema;
+    requestSchemas.set(key, schema);
   }
   return schema;
 }

@@ -290,3 +290,42 @@ export function requiredProperties(schema: unknown): string[] {
   const s = isObject(schema) ? schema : {};
   return Array.isArray(s.required) ? (s.required as unknown[]).filter((r): r is string => typeof r === "string") : [];
 }
+
+/**
+ * A JSON schema that a system or developer message asks the answer to follow ("… valid against this JSON schema:
+ * {…}"), as a client without response formats sends it: the first balanced `{…}` after the words "JSON schema"
+ * that parses to an object schema.
+ */
+export function schemaInSystemPrompt(messages: readonly { role: string }[], seen: readonly { text: string }[]): Record<string, unknown> | undefined {
+  for (let i = 0; i < messages.length; i++) {
+    const role = messages[i]!.role;
+    if (role !== "system" && role !== "developer") continue;
+    const text = seen[i]!.text;
+    const at = text.search(/json schema/i);
+    if (at === -1) continue;
+    const start = text.indexOf("{", at);
+    if (start === -1) continue;
+    let depth = 0;
+    let inString = false;
+    for (let j = start; j < text.length; j++) {
+      const c = text[j];
+      if (inString) {
+        if (c === "\\") j++;
+        else if (c === '"') inString = false;
+      } else if (c === '"') inString = true;
+      else if (c === "{") depth++;
+      else if (c === "}" && --depth === 0) {
+        try {
+          const parsed: unknown = JSON.parse(text.slice(start, j + 1));
+          if (parsed && typeof parsed === "object" && !Array.isArray(parsed) && ("properties" in parsed || (parsed as { type?: unknown }).type === "object")) {
+            return parsed as Record<string, unknown>;
+          }
+        } catch {
+          // not JSON: not a schema
+        }
+        break;
+      }
+    }
+  }
+  return undefined;
+}

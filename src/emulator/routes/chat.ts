@@ -1,6 +1,7 @@
 /**
  * POST /chat/completions. The server has already authenticated the caller, found the model, checked Pro-only,
- * balance and rate limits; this route validates the body, applies the model feature suffix, runs the
+ * balance and rate limits; this route validates the body (live: with the live fields, and the capability gates of
+ * ../models/capabilities.ts), applies the model feature suffix, runs the
  * deterministic engine (../models/engine.ts), charges the ledger, and answers JSON or an SSE stream
  * (../models/render.ts). The model's charge and the web-search add-on are two CHARGE rows of one request id.
  * Streams are charged before the first byte (the whole completion is known up front); a stream that fails
@@ -11,6 +12,7 @@
 import { randomBytes, randomUUID } from "node:crypto";
 import { z } from "zod";
 import { findModel } from "../models/catalog.js";
+import { capabilityIssues } from "../models/capabilities.js";
 import { chatBehaviour } from "../models/chat-behaviour.js";
 import { costUsd, planCompletion, usageOf, WEB_SEARCH_FEE_USD } from "../models/engine.js";
 import { overloadedStream, renderCompletion, streamCompletion } from "../models/render.js";
@@ -79,16 +81,22 @@ export async function handleChatCompletion(req: EmulatorRequest, ctx: EmulatorCo
   } catch {
     throw badRequest("Invalid request", { _errors: ["Body is not valid JSON"] });
   }
-  const parsed = chatRequestSchema(names).safeParse(json);
+  const behaviour = chatBehaviour(ctx.options);
+  const parsed = chatRequestSchema(names, behaviour.liveRequest).safeParse(json);
   if (!parsed.success) throw badRequest("Invalid request", z.formatError(parsed.error), parsed.error.issues);
   const request = parsed.data;
   const state = stateOf(ctx);
-  const behaviour = chatBehaviour(ctx.options);
 
   try {
     const { id: modelId, overrides } = parseModelSuffix(request.model, names);
     const model = findModel(modelId);
     if (!model) throw badRequest(`Specified model not found: ${modelId}`, formattedDetails({ model: "Model not found; see GET /models" }));
+    // live: what the model lacks is refused before inference, and counted in the unsupported-feature budget
+    const gated = behaviour.capabilityGates ? capabilityIssues(request, model) : [];
+    if (gated.length) {
+      const details = formattedDetails(Object.fromEntries(gated.map((i) => [i.path.join("."), i.message])));
+      return { status: 400, body: { error: "Invalid request parameters", details, issues: gated }, meta: { modelId: model.id, unsupportedFeature: true } };
+    }
     const bodyParameters = (parsed.data as Record<string, unknown>)[names.parameters] as Record<string, unknown> | null | undefined;
     const params = effectiveParameters(bodyParameters, overrides, names, model.capabilities.supportsE2EE);
     const id = `chatcmpl-${randomUUID().replace(/-/g, "")}`;

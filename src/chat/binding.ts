@@ -1,0 +1,66 @@
+/**
+ * What `ChatService.withConfig` and `bindTools` return. A core `RunnableBinding` (same `config`, same
+ * serialization) that keeps acting like the chat model, as a configured `ChatOpenAI` does (its `withConfig`
+ * returns a `ChatOpenAI`): `streamEvents()` without a version gives the content-block stream (`.text`, awaitable
+ * message), `bindTools` / `withStructuredOutput` keep the options bound so far, and `profile` / `loadProfile()`
+ * answer for the model (so `createAgent` reads a bound model's profile too).
+ */
+import type { BaseLanguageModelInput, StructuredOutputMethodOptions } from "@langchain/core/language_models/base";
+import type { BindToolsInput } from "@langchain/core/language_models/chat_models";
+import type { AIMessageChunk, BaseMessage } from "@langchain/core/messages";
+import { mergeConfigs, RunnableBinding, type Runnable } from "@langchain/core/runnables";
+import type { InteropZodType } from "@langchain/core/utils/types";
+import type { SerializableSchema } from "@langchain/core/utils/standard_schema";
+import { ValidationError } from "../http/errors.js";
+import type { ChatService } from "./chat-model.js";
+import type { ServiceModelProfile } from "./profile.js";
+import { structuredOutput } from "./structured-output.js";
+import type { ChatServiceCallOptions } from "./types.js";
+
+export class ChatServiceBinding extends RunnableBinding<BaseLanguageModelInput, AIMessageChunk, ChatServiceCallOptions> {
+  declare bound: ChatService;
+
+  /** The model's profile (`ChatService#profile`). */
+  get profile(): ServiceModelProfile {
+    return this.bound.profile;
+  }
+
+  /** Reads the model's profile from the service (`ChatService#loadProfile`). */
+  loadProfile(options?: { signal?: AbortSignal }): Promise<ServiceModelProfile> {
+    return this.bound.loadProfile(options);
+  }
+
+  /** `streamEvents(input)` / `(input, options)` without `version`: the model's content-block stream. */
+  override streamEvents(input: BaseLanguageModelInput, options?: any, streamOptions?: any): any {
+    if (options?.version !== undefined) return super.streamEvents(input, options, streamOptions);
+    if (this.configFactories?.length) {
+      throw new ValidationError("streamEvents() without a version is not supported on a binding with config factories");
+    }
+    return this.bound.streamEvents(input, mergeConfigs<ChatServiceCallOptions>(this.config, options, this.kwargs));
+  }
+
+  /** Binds other tools (they replace the bound ones); the other bound options stay. */
+  bindTools(tools: BindToolsInput[], kwargs?: Partial<ChatServiceCallOptions>): ChatServiceBinding {
+    return this.withConfig(this.bound.bindTools(tools, kwargs).config) as ChatServiceBinding;
+  }
+
+  withStructuredOutput<RunOutput extends Record<string, any> = Record<string, any>>(
+    outputSchema: InteropZodType<RunOutput> | SerializableSchema<RunOutput> | Record<string, any>,
+    config?: StructuredOutputMethodOptions<false>,
+  ): Runnable<BaseLanguageModelInput, RunOutput>;
+  withStructuredOutput<RunOutput extends Record<string, any> = Record<string, any>>(
+    outputSchema: InteropZodType<RunOutput> | SerializableSchema<RunOutput> | Record<string, any>,
+    config?: StructuredOutputMethodOptions<true>,
+  ): Runnable<BaseLanguageModelInput, { raw: BaseMessage; parsed: RunOutput }>;
+  withStructuredOutput<RunOutput extends Record<string, any> = Record<string, any>>(
+    outputSchema: InteropZodType<RunOutput> | SerializableSchema<RunOutput> | Record<string, any>,
+    config?: StructuredOutputMethodOptions<boolean>,
+  ): Runnable<BaseLanguageModelInput, RunOutput> | Runnable<BaseLanguageModelInput, { raw: BaseMessage; parsed: RunOutput }>;
+  /** Structured output from the configured model: the bound call options reach the request. */
+  withStructuredOutput<RunOutput extends Record<string, any> = Record<string, any>>(
+    outputSchema: InteropZodType<RunOutput> | SerializableSchema<RunOutput> | Record<string, any>,
+    config?: StructuredOutputMethodOptions<boolean>,
+  ): Runnable<BaseLanguageModelInput, RunOutput> | Runnable<BaseLanguageModelInput, { raw: BaseMessage; parsed: RunOutput }> {
+    return structuredOutput(this, outputSchema, config) as never;
+  }
+}

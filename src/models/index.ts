@@ -1,0 +1,14 @@
+/** The service's `/models` records, shared by every face of the process (./records.ts). */
+export {
+  ModelRecords,
+  ModelRecordSchema,
+  ModelListSchema,
+  MODEL_RECORDS_TTL_MS,
+  MODEL_RECORDS_RETRY_MS,
+  modelRecordsFor,
+  modelPricing,
+  resetModelRecords,
+  type ModelPrice,
+  type ModelPricing,
+  type ServiceModel,
+} from "./records.js";

@@ -1,0 +1,223 @@
+/**
+ * The service's `/models` records, read once per base URL and model list (`?type=`) and shared by every object
+ * in the process that asks: `ChatService` builds its LangChain profile from them (../chat/profile.ts), and what
+ * needs a model's published limits or prices (`records.get(id)?.model_spec?.pricing`, `modelPricing(record)`, a
+ * spend budget reserving a worst-case cost) reads the same cache instead of asking again.
+ *
+ * The listing is public (the published description's security is `{}` or a key), so it is read without
+ * credentials: no wallet sign-in to sign, no key's error budget or pacing window spent on it. It sits on the
+ * floor above the transport (it imports only src/http/), so the chat model, the client, the tools and the
+ * actions can all import it without a circle.
+ *
+ * Freshness: a list read is kept `MODEL_RECORDS_TTL_MS`; after that the next background read refreshes it while
+ * the old one still answers. A failed read is not kept: an explicit `load()` asks again, a background read waits
+ * `MODEL_RECORDS_RETRY_MS` first (a deployment without `/models` is not asked on every call).
+ */
+import { z } from "zod";
+import { readResponseText } from "../http/body.js";
+import { LruMap } from "../http/bounded.js";
+import { ResponseFormatError, ValidationError } from "../http/errors.js";
+import { responseHeaders, type TransportFetch } from "../http/fetch-stack.js";
+import { awaitShared } from "../http/shared-wait.js";
+
+/** One model of `GET /models`, as the published `ModelResponse` has it; unknown members are kept. */
+export const ModelRecordSchema = z
+  .object({
+    id: z.string(),
+    object: z.string().optional(),
+    type: z.string().optional(),
+    owned_by: z.string().optional(),
+    created: z.number().optional(),
+    context_length: z.number().optional(),
+    model_spec: z
+      .object({
+        name: z.string().optional(),
+        availableContextTokens: z.number().optional(),
+        maxCompletionTokens: z.number().optional(),
+        capabilities: z.record(z.string(), z.unknown()).optional(),
+        pricing: z.record(z.string(), z.unknown()).optional(),
+        traits: z.array(z.string()).optional(),
+        deprecation: z.record(z.string(), z.unknown()).optional(),
+      })
+      .passthrough()
+      .optional(),
+  })
+  .passthrough();
+export type ServiceModel = z.infer<typeof ModelRecordSchema>;
+export const ModelListSchema = z.object({ object: z.string().optional(), data: z.array(ModelRecordSchema) }).passthrough();
+
+/** How long a list read is used before the next background read refreshes it. */
+export const MODEL_RECORDS_TTL_MS = 60 * 60_000;
+/** After a failed read, how long background reads wait before asking again. */
+export const MODEL_RECORDS_RETRY_MS = 60_000;
+/** base URL × list type pairs kept (a process talks to a handful of deployments; the oldest is dropped first) */
+const MAX_LISTS = 64;
+
+/** A price of the published `model_spec.pricing` (`{ usd, diem }`). */
+export interface ModelPrice {
+  usd: number;
+  diem: number;
+}
+
+/**
+ * A text model's published prices, per million tokens (`model_spec.pricing`: `input`, `output`, and
+ * `cache_input` / `cache_write` where the model has them); undefined members are not published.
+ */
+export interface ModelPricing {
+  input?: ModelPrice;
+  output?: ModelPrice;
+  cacheInput?: ModelPrice;
+  cacheWrite?: ModelPrice;
+}
+
+function priceOf(value: unknown): ModelPrice | undefined {
+  if (!value || typeof value !== "object") return undefined;
+  const { usd, diem } = value as { usd?: unknown; diem?: unknown };
+  if (typeof usd !== "number" || !Number.isFinite(usd)) return undefined;
+  return { usd, diem: typeof diem === "number" && Number.isFinite(diem) ? diem : usd };
+}
+
+/** The typed prices of a record (members that are not `{ usd, diem }` numbers are left out). */
+export function modelPricing(record: ServiceModel | undefined): ModelPricing | undefined {
+  const pricing = record?.model_spec?.pricing;
+  if (!pricing) return undefined;
+  const out: ModelPricing = {};
+  const input = priceOf(pricing.input);
+  const output = priceOf(pricing.output);
+  const cacheInput = priceOf(pricing.cache_input);
+  const cacheWrite = priceOf(pricing.cache_write);
+  if (input) out.input = input;
+  if (output) out.output = output;
+  if (cacheInput) out.cacheInput = cacheInput;
+  if (cacheWrite) out.cacheWrite = cacheWrite;
+  return out;
+}
+
+/** What one list (base URL × type) holds, shared by every handle on it. */
+class ListState {
+  records?: ReadonlyMap<string, ServiceModel>;
+  loadedAt = 0;
+  failedAt = 0;
+  reading?: Promise<ReadonlyMap<string, ServiceModel>>;
+}
+
+const lists = new LruMap<string, ListState>(MAX_LISTS);
+
+/** Reads and validates one list through `fetch` (without credentials). */
+async function readList(fetch: TransportFetch, type: string): Promise<ReadonlyMap<string, ServiceModel>> {
+  const url = `${fetch.url("/models")}?type=${encodeURIComponent(type)}`;
+  const response = await fetch(url, { method: "GET", headers: { accept: "application/json" }, service: { auth: false } });
+  const headers = responseHeaders(response, fetch.brand);
+  const text = await readResponseText(response, { what: "/models", headers });
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch (cause) {
+    throw new ResponseFormatError("invalid JSON from /models", { status: response.status, body: text, headers, cause });
+  }
+  const parsed = ModelListSchema.safeParse(json);
+  if (!parsed.success) {
+    const detail = parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ");
+    throw new ResponseFormatError(`unexpected /models response: ${detail}`, { status: response.status, body: json, headers });
+  }
+  return new Map(parsed.data.data.map((m) => [m.id, m]));
+}
+
+/**
+ * One deployment's model list, as seen through one caller's fetch stack. The records are shared by every handle
+ * on the same base URL and type; the handle only carries the caller's stack, through which it reads.
+ */
+export class ModelRecords {
+  readonly baseUrl: string;
+  readonly type: string;
+  readonly #fetch: TransportFetch;
+  readonly #state: ListState;
+
+  constructor(fetch: TransportFetch, type: string) {
+    this.baseUrl = fetch.baseUrl;
+    this.type = type;
+    this.#fetch = fetch;
+    const key = `${fetch.baseUrl}\n${type}`;
+    let state = lists.get(key);
+    if (!state) {
+      state = new ListState();
+      lists.set(key, state);
+    }
+    this.#state = state;
+  }
+
+  /** Whether the list was read (at any time: an old read still answers while a new one is made). */
+  get loaded(): boolean {
+    return this.#state.records !== undefined;
+  }
+
+  /** The record of `id` (without a feature suffix), synchronously; undefined when not listed or not read yet. */
+  get(id: string): ServiceModel | undefined {
+    return this.#state.records?.get(id);
+  }
+
+  /** Every record of the list read last (empty before the first read). */
+  list(): ServiceModel[] {
+    return [...(this.#state.records?.values() ?? [])];
+  }
+
+  /** The typed prices of `id` (`modelPricing` of its record); undefined when not listed, not read or unpriced. */
+  pricing(id: string): ModelPricing | undefined {
+    return modelPricing(this.get(id));
+  }
+
+  /**
+   * The records, read when none is fresh (single flight: concurrent callers share one request, and `signal` ends
+   * only this caller's wait). A failed read rejects with the stack's typed error and is asked again next time.
+   */
+  load(options: { signal?: AbortSignal; force?: boolean } = {}): Promise<ReadonlyMap<string, ServiceModel>> {
+    const state = this.#state;
+    if (!options.force && state.records && Date.now() - state.loadedAt < MODEL_RECORDS_TTL_MS) return Promise.resolve(state.records);
+    return awaitShared(this.#read(), options.signal);
+  }
+
+  /**
+   * Starts a read in the background when the records are missing or stale and none failed lately; never throws,
+   * never waits. The first call of a model does this, so that later calls find its profile.
+   */
+  refreshInBackground(): void {
+    const state = this.#state;
+    const now = Date.now();
+    if (state.reading) return;
+    if (state.records && now - state.loadedAt < MODEL_RECORDS_TTL_MS) return;
+    if (state.failedAt && now - state.failedAt < MODEL_RECORDS_RETRY_MS) return;
+    this.#read().catch(() => {});
+  }
+
+  #read(): Promise<ReadonlyMap<string, ServiceModel>> {
+    const state = this.#state;
+    state.reading ??= readList(this.#fetch, this.type)
+      .then(
+        (records) => {
+          state.records = records;
+          state.loadedAt = Date.now();
+          state.failedAt = 0;
+          return records;
+        },
+        (err: unknown) => {
+          state.failedAt = Date.now();
+          throw err;
+        },
+      )
+      .finally(() => {
+        state.reading = undefined;
+      });
+    return state.reading;
+  }
+}
+
+/** The model list `type` (default `text`: the chat models) of the deployment `fetch` talks to. */
+export function modelRecordsFor(fetch: TransportFetch, type = "text"): ModelRecords {
+  if (typeof type !== "string" || !/^[a-z]+$/.test(type)) throw new ValidationError(`model list type must be a word such as "text" (got ${JSON.stringify(type)})`);
+  return new ModelRecords(fetch, type);
+}
+
+/** For tests: forget every list read so far. */
+export function resetModelRecords(): void {
+  lists.clear();
+}
