@@ -40,7 +40,7 @@ import { toWireMessages } from "./convert.js";
 import { DEFAULT_STREAM_RETRIES, withOverloadRetries, type StreamProgress } from "./stream-errors.js";
 import { structuredOutput } from "./structured-output.js";
 import { pickRequestFields, REQUEST_FIELD_NAMES, toWireRequestFields, validateRequestFields, wireToolChoice, type ChatRequestFields } from "./request-fields.js";
-import { checkCapabilities, profileFromRecord, type ServiceModelProfile } from "./profile.js";
+import { checkCapabilities, profileFromRecord, schemaInPrompt, type ServiceModelProfile } from "./profile.js";
 import { citationAnnotations, BLOCK_INDEX, registerContentBlockTranslator } from "./content-blocks.js";
 import { isEmpty, llmOutputOf, resultFromCompletion, type ChatReadContext } from "./completion.js";
 import { readChatStream, type StreamPiece } from "./stream.js";
@@ -355,8 +355,10 @@ export class ChatService extends BaseChatModel<ChatServiceCallOptions, AIMessage
    * Sends one request. A request the profile says the model cannot serve is refused here, before anything is sent
    * (`UnsupportedCapabilityError`); the first call of a model reads the profile in the background.
    */
-  async #post(body: Record<string, unknown>, options: this["ParsedCallOptions"], runManager?: CallbackManagerForLLMRun): Promise<Response> {
+  async #post(wireBody: Record<string, unknown>, options: this["ParsedCallOptions"], runManager?: CallbackManagerForLLMRun): Promise<Response> {
     options.signal?.throwIfAborted();
+    // a model with neither response schemas nor tools gets a JSON-schema request as the schema in its prompt
+    const body = schemaInPrompt(wireBody, this.#records.get(this.#baseModelId));
     checkCapabilities(body, this.profile, this.#baseModelId);
     this.#records.refreshInBackground();
     return this.#fetch(this.#url, {

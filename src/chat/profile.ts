@@ -10,12 +10,13 @@
  * | `maxInputTokens` | `model_spec.availableContextTokens` (else `context_length`) |
  * | `maxOutputTokens` | `model_spec.maxCompletionTokens` |
  * | `toolCalling`, `toolChoice` | `capabilities.supportsFunctionCalling` |
- * | `structuredOutput` | `capabilities.supportsResponseSchema` |
+ * | `structuredOutput` | `capabilities.supportsResponseSchema`; also true for a model with neither response schemas nor function calling, where this package sends a JSON-schema request with the schema in the prompt (`schemaInPrompt`) |
  * | `reasoningOutput` | `capabilities.supportsReasoning` |
  * | `imageInputs`, `imageUrlInputs` | `capabilities.supportsVision` |
  * | `audioInputs` / `videoInputs` | `capabilities.supportsAudioInput` / `supportsVideoInput` |
  * | `logprobs` (this package's) | `capabilities.supportsLogProbs` |
  * | `webSearch` (this package's) | `capabilities.supportsWebSearch` |
+ * | `responseFormat` (this package's) | `capabilities.supportsResponseSchema` |
  * | `pdfInputs` | always true: the service converts files to text before the model sees them |
  * | `imageToolMessage`, `pdfToolMessage` | false: a tool message's content is a string |
  * | `imageOutputs`, `audioOutputs`, `videoOutputs` | false: chat completions answer text |
@@ -30,11 +31,45 @@ export interface ServiceModelProfile extends ModelProfile {
   logprobs?: boolean;
   /** the service's web search runs for this model (`supportsWebSearch`) */
   webSearch?: boolean;
+  /**
+   * the service takes `response_format` for this model (`supportsResponseSchema`). `structuredOutput` says what this
+   * package can deliver: also true for a model with neither response formats nor tools (the schema in the prompt)
+   */
+  responseFormat?: boolean;
 }
 
 function flag(capabilities: Record<string, unknown>, name: string): boolean | undefined {
   const value = capabilities[name];
   return typeof value === "boolean" ? value : undefined;
+}
+
+/** The model takes no response schema and no tools: structured output is the schema in the prompt. */
+function promptsForSchema(caps: Record<string, unknown>): boolean {
+  return flag(caps, "supportsResponseSchema") === false && flag(caps, "supportsFunctionCalling") === false;
+}
+
+/** The instruction that carries a JSON schema when the model takes no response format. */
+export function schemaInstruction(jsonSchema: unknown): string {
+  return `Answer with one JSON object and nothing else (no prose, no code fences). It must be valid against this JSON schema:\n${JSON.stringify(jsonSchema)}`;
+}
+
+/**
+ * A wire body with a JSON `response_format` (`json_schema`, `json_object`) for a model that takes no response
+ * format and no tools: the schema (or the ask for JSON) moves into the leading system message and `response_format`
+ * goes (the service would refuse it). Any other body is returned as it is.
+ */
+export function schemaInPrompt(body: Record<string, unknown>, record: ServiceModel | undefined): Record<string, unknown> {
+  const format = body.response_format as { type?: unknown; json_schema?: { schema?: unknown } } | undefined | null;
+  if ((format?.type !== "json_schema" && format?.type !== "json_object") || !record) return body;
+  if (!promptsForSchema((record.model_spec?.capabilities ?? {}) as Record<string, unknown>)) return body;
+  const instruction =
+    format.type === "json_schema" ? schemaInstruction(format.json_schema?.schema ?? {}) : "Answer with one JSON object and nothing else (no prose, no code fences).";
+  const messages = Array.isArray(body.messages) ? [...(body.messages as Record<string, unknown>[])] : [];
+  const first = messages[0];
+  if (first?.role === "system" && typeof first.content === "string") messages[0] = { ...first, content: `${first.content}\n\n${instruction}` };
+  else messages.unshift({ role: "system", content: instruction });
+  const { response_format: _dropped, ...rest } = body;
+  return { ...rest, messages };
 }
 
 function positiveNumber(value: unknown): number | undefined {
@@ -54,7 +89,11 @@ export function profileFromRecord(record: ServiceModel): ServiceModelProfile {
   const tools = flag(caps, "supportsFunctionCalling");
   set("toolCalling", tools);
   set("toolChoice", tools);
-  set("structuredOutput", flag(caps, "supportsResponseSchema"));
+  // A model with neither response schemas nor function calling still answers in shape through this package: a
+  // JSON-schema request goes out with the schema in the prompt (schemaInPrompt). Saying so lets `createAgent`
+  // choose its provider strategy, the one that can work on such a model (its tool strategy cannot).
+  set("structuredOutput", promptsForSchema(caps) ? true : flag(caps, "supportsResponseSchema"));
+  set("responseFormat", flag(caps, "supportsResponseSchema"));
   set("reasoningOutput", flag(caps, "supportsReasoning"));
   const vision = flag(caps, "supportsVision");
   set("imageInputs", vision);

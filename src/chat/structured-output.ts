@@ -25,6 +25,7 @@ import {
   createFunctionCallingParser,
 } from "@langchain/core/language_models/structured_output";
 import { ValidationError } from "../http/errors.js";
+import { schemaInstruction } from "./profile.js";
 import type { ServiceModelProfile } from "./profile.js";
 
 /**
@@ -41,15 +42,12 @@ export type StructuredOutputMethod = "jsonSchema" | "functionCalling" | "jsonMod
 
 /** The method a profile allows: `jsonSchema` unless the model is known to lack it, then `functionCalling`, then `jsonMode`. */
 export function structuredOutputMethodFor(profile: ServiceModelProfile): StructuredOutputMethod {
-  if (profile.structuredOutput !== false) return "jsonSchema";
+  if (profile.structuredOutput !== false && profile.responseFormat !== false) return "jsonSchema";
   if (profile.toolCalling !== false) return "functionCalling";
   return "jsonMode";
 }
 
-/** The instruction that carries the schema when the model takes no response format. */
-export function schemaInstruction(jsonSchema: unknown): string {
-  return `Answer with one JSON object and nothing else (no prose, no code fences). It must be valid against this JSON schema:\n${JSON.stringify(jsonSchema)}`;
-}
+export { schemaInstruction };
 
 function toMessages(input: BaseLanguageModelInput): BaseMessage[] {
   if (typeof input === "string") return [coerceMessageLikeToMessage(input)];
@@ -110,7 +108,7 @@ function buildStructuredOutput<RunOutput extends Record<string, any>>(
   const traced = (jsonSchema: unknown) => ({ ls_structured_output_format: { kwargs: { method }, schema: jsonSchema } });
   let llm: Runnable<BaseLanguageModelInput, AIMessageChunk>;
   let parser: Runnable<any, RunOutput>;
-  if (method === "jsonMode" && base.profile.structuredOutput === false) {
+  if (method === "jsonMode" && (base.profile.responseFormat === false || base.profile.structuredOutput === false)) {
     // no response format for this model: the schema goes in the prompt
     const instruction = schemaInstruction(asJsonSchema);
     llm = RunnableLambda.from((input: BaseLanguageModelInput) => withInstruction(input, instruction))

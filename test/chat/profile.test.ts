@@ -78,6 +78,7 @@ describe("profile", () => {
       pdfInputs: true,
       logprobs: true,
       webSearch: true,
+      responseFormat: true,
       imageToolMessage: false,
       pdfToolMessage: false,
       imageOutputs: false,
@@ -85,7 +86,9 @@ describe("profile", () => {
       videoOutputs: false,
     });
     expect(m.profile).toEqual(profile); // synchronous from now on
-    expect((await chat({ model: "emu-basic" }).loadProfile())).toMatchObject({ toolCalling: false, toolChoice: false, structuredOutput: false, imageInputs: false, logprobs: false, reasoningOutput: false });
+    // neither response formats nor tools: structured output is still delivered (the schema in the prompt)
+    expect((await chat({ model: "emu-basic" }).loadProfile())).toMatchObject({ toolCalling: false, toolChoice: false, structuredOutput: true, responseFormat: false, imageInputs: false, logprobs: false, reasoningOutput: false });
+    expect((await chat({ model: "emu-legacy" }).loadProfile())).toMatchObject({ toolCalling: true, structuredOutput: false, responseFormat: false });
     expect((await chat({ model: "emu-reasoner" }).loadProfile()).reasoningOutput).toBe(true);
     // a feature suffix is not part of the id the service lists
     expect((await chat({ model: "emu-basic:enable_web_search=on" }).loadProfile()).toolCalling).toBe(false);
@@ -143,7 +146,6 @@ describe("profile", () => {
 describe("capability-aware calls", () => {
   it.each([
     ["tools", "toolCalling", (m: ChatService) => m.bindTools([weather]).invoke("Weather in Paris?")],
-    ["a json_object response_format", "structuredOutput", (m: ChatService) => m.invoke("hi", { response_format: { type: "json_object" } })],
     ["logprobs", "logprobs", (m: ChatService) => m.invoke("hi", { logprobs: true })],
     ["top_logprobs", "logprobs", (m: ChatService) => m.invoke("hi", { topLogprobs: 2 })],
     ["an image", "imageInputs", (m: ChatService) => m.invoke([new HumanMessage({ content: [{ type: "text", text: "What is this?" }, { type: "image_url", image_url: { url: IMAGE } }] })])],
@@ -161,6 +163,23 @@ describe("capability-aware calls", () => {
     expect((err as Error).message).toContain(capability);
     expect(seen.bodies).toHaveLength(0);
     expect(budgets()).toEqual(before);
+  });
+
+  it("a JSON response_format: refused on a model with tools but no response formats; on a model with neither, asked for in the prompt", async () => {
+    const { seen, fetch } = wire();
+    const legacy = chat({ model: "emu-legacy" }, fetch);
+    await legacy.loadProfile();
+    const err = await legacy.invoke("hi", { response_format: { type: "json_object" } }).catch((e: unknown) => e);
+    expect(err).toMatchObject({ capability: "structuredOutput", model: "emu-legacy" });
+    expect(seen.bodies).toHaveLength(0);
+    const basic = chat({ model: "emu-basic" }, fetch);
+    await basic.loadProfile();
+    const before = budgets();
+    await basic.invoke("Give me Anna as JSON", { response_format: { type: "json_schema", json_schema: { name: "p", schema: { type: "object", properties: { age: { type: "number" } } } } } });
+    const body = seen.bodies.at(-1);
+    expect(body).not.toHaveProperty("response_format");
+    expect(body.messages[0]).toMatchObject({ role: "system", content: expect.stringContaining('"age"') });
+    expect(budgets()).toEqual(before); // nothing the service refused
   });
 
   it("without a loaded profile the request goes out, and the service's 400 counts in its unsupported-feature budget", async () => {
@@ -248,12 +267,16 @@ describe("createAgent with a responseFormat", () => {
     }
   });
 
-  it("a model with neither: the agent's tool strategy is refused before sending, typed", async () => {
+  it("a model with neither tools nor response formats: the provider strategy, its schema carried in the prompt", async () => {
     const { seen, fetch } = wire();
     const m = chat({ model: "emu-basic" }, fetch);
     await m.loadProfile();
     const agent = createAgent({ model: m, tools: [], responseFormat: Person });
-    await expect(agent.invoke({ messages: [new HumanMessage("Anna is 31 years old.")] })).rejects.toBeInstanceOf(UnsupportedCapabilityError);
-    expect(seen.bodies).toHaveLength(0);
+    const out = await agent.invoke({ messages: [new HumanMessage("Anna is 31 years old.")] });
+    expect(out.structuredResponse).toEqual({ name: "Anna", age: 31 });
+    const first = seen.bodies[0];
+    expect(first).not.toHaveProperty("response_format");
+    expect(first).not.toHaveProperty("tools");
+    expect(first.messages[0]).toMatchObject({ role: "system", content: expect.stringContaining('"age"') });
   });
 });
