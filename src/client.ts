@@ -4,10 +4,8 @@
  * with zod where the client relies on a field.
  */
 import { z } from "zod";
-import { responseHeaders, type ServiceRequestHints, type ServiceRequestInit } from "./http/fetch-stack.js";
-import type { ServiceResponseHeaders } from "./http/headers.js";
-import { ConfigurationError, ResponseFormatError, ValidationError } from "./http/errors.js";
-import { readResponseText } from "./http/body.js";
+import { ConfigurationError, ValidationError } from "./http/errors.js";
+import { parseWith, serviceRequest, type RequestOptions, type ServiceApi, type ServiceResult } from "./api/request.js";
 import { createServiceFetch, type FetchStackOptions, type ServiceFetch } from "./stack.js";
 import { networkCacheFor, type NetworkCache } from "./crypto-rpc/networks.js";
 import { cryptoRpc, type JsonRpcRequest, type CryptoRpcOptions, type CryptoRpcSingleResult, type CryptoRpcBatchResult } from "./crypto-rpc/rpc.js";
@@ -28,26 +26,11 @@ import type {
   simpleGenerateImage,
 } from "./tools/api.js";
 
+export { parseWith, type RequestOptions, type ServiceApi, type ServiceResult } from "./api/request.js";
+
 export interface ServiceClientOptions extends FetchStackOptions {
   /** an existing stack to share (limiters, guards, payment state) instead of building one */
   serviceFetch?: ServiceFetch;
-}
-
-export interface RequestOptions {
-  method?: string;
-  /** JSON body (serialized here), a ready string, or a body `fetch` sends as is (FormData, URLSearchParams, Blob, bytes, a stream) */
-  body?: unknown;
-  query?: Record<string, string | number | boolean | undefined>;
-  /** merged case-insensitively over `accept: application/json` (and `content-type` for a JSON body) */
-  headers?: Record<string, string>;
-  signal?: AbortSignal;
-  service?: ServiceRequestHints;
-}
-
-export interface ServiceResult<T> {
-  data: T;
-  headers: ServiceResponseHeaders;
-  status: number;
 }
 
 const ModelSchema = z
@@ -109,32 +92,7 @@ export type RateLimitLogEntry = Record<string, unknown>;
 const NetworksSchema = z.object({ networks: z.array(z.string()) }).passthrough();
 export type { X402Balance };
 
-export function parseWith<T>(schema: z.ZodType<T>, data: unknown, what: string, headers?: ServiceResponseHeaders): T {
-  const parsed = schema.safeParse(data);
-  if (!parsed.success) {
-    throw new ResponseFormatError(`unexpected ${what} response: ${parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")}`, {
-      body: data,
-      headers,
-    });
-  }
-  return parsed.data;
-}
-
-/** A body `fetch` sends as is (not a value to serialize as JSON). */
-function isBodyInit(body: unknown): body is BodyInit {
-  return (
-    typeof body === "object" &&
-    body !== null &&
-    (body instanceof URLSearchParams ||
-      body instanceof FormData ||
-      body instanceof Blob ||
-      body instanceof ArrayBuffer ||
-      ArrayBuffer.isView(body) ||
-      typeof (body as ReadableStream).getReader === "function")
-  );
-}
-
-export class ServiceClient {
+export class ServiceClient implements ServiceApi {
   readonly fetch: ServiceFetch;
 
   constructor(options: ServiceClientOptions = {}) {
@@ -149,47 +107,8 @@ export class ServiceClient {
   }
 
   /** Raw request: JSON in, JSON (or text) out, typed errors on non-success. */
-  async request<T = unknown>(path: string, options: RequestOptions = {}): Promise<ServiceResult<T>> {
-    let url = this.fetch.url(path);
-    if (options.query) {
-      const qs = new URLSearchParams();
-      for (const [k, v] of Object.entries(options.query)) if (v !== undefined) qs.set(k, String(v));
-      const s = qs.toString();
-      if (s) url += (url.includes("?") ? "&" : "?") + s;
-    }
-    const headers = new Headers(options.headers);
-    if (!headers.has("accept")) headers.set("accept", "application/json");
-    let body: BodyInit | undefined;
-    if (options.body !== undefined) {
-      if (isBodyInit(options.body)) {
-        // sent as is; fetch sets the content type of FormData, URLSearchParams and typed Blobs
-        body = options.body;
-      } else {
-        body = typeof options.body === "string" ? options.body : JSON.stringify(options.body);
-        if (!headers.has("content-type")) headers.set("content-type", "application/json");
-      }
-    }
-    const response = await this.fetch(url, {
-      method: options.method ?? (body === undefined ? "GET" : "POST"),
-      headers,
-      body,
-      signal: options.signal,
-      service: options.service,
-      // a stream body needs half duplex in Node's fetch
-      ...(body && typeof (body as ReadableStream).getReader === "function" ? { duplex: "half" } : {}),
-    } as ServiceRequestInit);
-    const parsedHeaders = responseHeaders(response, this.brand);
-    const text = await readResponseText(response, { what: path, signal: options.signal, headers: parsedHeaders });
-    // an empty body (204, 205, HEAD) is undefined, not ""
-    let data: unknown = text === "" ? undefined : text;
-    if (text && (parsedHeaders.contentType ?? "").includes("json")) {
-      try {
-        data = JSON.parse(text);
-      } catch (cause) {
-        throw new ResponseFormatError(`invalid JSON from ${path}`, { body: text, headers: parsedHeaders, cause });
-      }
-    }
-    return { data: data as T, headers: parsedHeaders, status: response.status };
+  request<T = unknown>(path: string, options: RequestOptions = {}): Promise<ServiceResult<T>> {
+    return serviceRequest<T>(this.fetch, path, options);
   }
 
   /** GET /models (optionally `?type=text`), validated. */

@@ -1,6 +1,6 @@
 /**
- * The floors of the source tree: the transport (`src/http/`) imports nothing above it, and the stores only the
- * transport's errors and types. Read from the sources' import statements (static, dynamic and type-only), so a
+ * The floors of the source tree: the transport (`src/http/`) imports nothing above it, the stores only the
+ * transport's errors and types, and the actions that take a client never import `src/client.ts` (which composes them). Read from the sources' import statements (static, dynamic and type-only), so a
  * new upward arrow fails here before it becomes a cycle.
  */
 import { readdirSync, readFileSync, statSync } from "node:fs";
@@ -39,6 +39,11 @@ describe("the floors of src/", () => {
 
   it("src/store/ imports only src/store/ and src/http/", () => {
     expect(arrowsOut("store", ["store/", "http/"])).toEqual([]);
+  });
+
+  it("actions that take a client (src/api/, src/x402/client.ts) never import src/client.ts: its shape and request helper come from src/api/request.ts", () => {
+    const actions = [...sources(join(SRC, "api")), join(SRC, "x402", "client.ts")];
+    expect(actions.flatMap((file) => importsOf(file).filter((t) => t === "client.js").map((t) => `${relative(SRC, file)} -> ${t}`))).toEqual([]);
   });
 
   it("the scan sees imports (a known file's arrows are found)", () => {
