@@ -371,7 +371,7 @@ async function runPipeline(state: PipelineState, req: EmulatorRequest): Promise<
       headers["x-balance-remaining"] = account.usd.toFixed(6);
     }
   }
-  return outcome(response, { cutAfter: faults.streamCutAfter(req.path) });
+  return outcome(response, { cutAfter: faults.streamCutAfter(req.path), loseAnswer: faults.loseAnswer(req.path) });
 }
 
 // --- the node:http listener ----------------------------------------------------------------------------

@@ -9,6 +9,12 @@ import { imageRoutes } from "./images.js";
 import { modelRoutes } from "./models.js";
 import { networkRoutes } from "./networks.js";
 import { rateLimitRoutes } from "./rate-limits.js";
+import { transcriptionRoutes } from "./transcription.js";
+import { videoRoutes } from "./video.js";
+import { audioJobRoutes } from "./audio-jobs.js";
+import { imageEditRoutes } from "./image-edit.js";
+import { characterRoutes } from "./characters.js";
+import { billingRoutes } from "./billing.js";
 
 export function collectRoutes(x402: X402Hooks): Route[] {
   return [
@@ -20,7 +26,13 @@ export function collectRoutes(x402: X402Hooks): Route[] {
     ...embeddingRoutes,
     ...imageRoutes,
     ...audioRoutes,
+    ...transcriptionRoutes,
+    ...audioJobRoutes,
+    ...videoRoutes,
+    ...imageEditRoutes,
     ...augmentRoutes,
+    ...characterRoutes,
+    ...billingRoutes,
     ...x402.routes,
   ];
 }
