@@ -13,6 +13,23 @@ import type { X402Wallet } from "./x402/wallets.js";
 import { X402BalanceSchema, type X402Balance } from "./x402/balance.js";
 import type { TopUpResult } from "./x402/layer.js";
 import type { TransactionsOptions, X402Transactions } from "./x402/client.js";
+import { transcribe, type TranscribeOptions, type TranscriptionResult } from "./media/transcription.js";
+import type { MediaInput } from "./media/input.js";
+import { jobsApi, type JobsApi } from "./media/jobs-api.js";
+import type { AudioJobParameters, VideoJobParameters } from "./media/jobs.js";
+import {
+  editImage,
+  multiEditImage,
+  removeBackground,
+  upscaleImage,
+  type EditedImage,
+  type EditImageParameters,
+  type MultiEditImageParameters,
+  type RemoveBackgroundParameters,
+  type UpscaleImageParameters,
+} from "./media/images.js";
+import { getCharacter, listCharacters, type Character, type ListCharactersOptions } from "./account/characters.js";
+import { getUsage, type UsageRange, type UsageReport } from "./account/billing.js";
 import type {
   CallOptions,
   CreateSpeechParameters,
@@ -94,6 +111,8 @@ export type { X402Balance };
 
 export class ServiceClient implements ServiceApi {
   readonly fetch: ServiceFetch;
+  #video?: JobsApi<VideoJobParameters>;
+  #audio?: JobsApi<AudioJobParameters>;
 
   constructor(options: ServiceClientOptions = {}) {
     this.fetch = options.serviceFetch ?? createServiceFetch(options);
@@ -202,6 +221,58 @@ export class ServiceClient implements ServiceApi {
   /** POST /audio/speech: text to speech (audio bytes, format, duration). */
   async createSpeech(parameters: CreateSpeechParameters, options?: CallOptions): Promise<SpeechResult> {
     return (await import("./tools/api.js")).createSpeech(this, parameters, options);
+  }
+
+  // Transcription, long-running jobs, image editing (src/media/), characters and billing (src/account/).
+
+  /** POST /audio/transcriptions: speech to text from a file path, bytes, a Blob or a stream (≤ 25 MB). */
+  transcribe(audio: MediaInput, options?: TranscribeOptions): Promise<TranscriptionResult> {
+    return transcribe(this, audio, options);
+  }
+
+  /** Video jobs: `quote`, `queue`, `retrieve`, `complete` (POST /video/…) and the whole run, `generate`. */
+  get video(): JobsApi<VideoJobParameters> {
+    return (this.#video ??= jobsApi(this, "video"));
+  }
+
+  /** Asynchronous audio jobs (music, sound effects, long narration; POST /audio/quote|queue|retrieve|complete). */
+  get audio(): JobsApi<AudioJobParameters> {
+    return (this.#audio ??= jobsApi(this, "audio"));
+  }
+
+  /** POST /image/edit: one image changed as the prompt says. */
+  editImage(parameters: EditImageParameters, options?: { signal?: AbortSignal }): Promise<EditedImage> {
+    return editImage(this, parameters, options);
+  }
+
+  /** POST /image/multi-edit: several images composed by a prompt (the first is the base). */
+  multiEditImage(parameters: MultiEditImageParameters, options?: { signal?: AbortSignal }): Promise<EditedImage> {
+    return multiEditImage(this, parameters, options);
+  }
+
+  /** POST /image/upscale: 2× or 4× (PNG). */
+  upscaleImage(parameters: UpscaleImageParameters, options?: { signal?: AbortSignal }): Promise<EditedImage> {
+    return upscaleImage(this, parameters, options);
+  }
+
+  /** POST /image/background-remove: a transparent PNG cutout. */
+  removeBackground(parameters: RemoveBackgroundParameters, options?: { signal?: AbortSignal }): Promise<EditedImage> {
+    return removeBackground(this, parameters, options);
+  }
+
+  /** GET /characters (API keys only): every matching character, or one page with `limit`. */
+  listCharacters(options?: ListCharactersOptions): Promise<Character[]> {
+    return listCharacters(this, options);
+  }
+
+  /** GET /characters/{slug} (API keys only); `CharacterNotFoundError` when the service has none. */
+  getCharacter(slug: string, options?: { signal?: AbortSignal }): Promise<Character> {
+    return getCharacter(this, slug, options);
+  }
+
+  /** The account's usage in a time range, every page, summed per model (an ADMIN API key; see src/account/billing.ts). */
+  getUsage(range?: UsageRange): Promise<UsageReport> {
+    return getUsage(this, range);
   }
 
   /** The wallet this client signs in and pays with, if any. */

@@ -57,6 +57,7 @@ import {
   type WebSearchCitation,
 } from "./service-parameters.js";
 import { parseModelId } from "./model-id.js";
+import { withCharacterCheck } from "./character-check.js";
 import { checkChunk, checkCompletion } from "./wire-check.js";
 import { ThinkTagSplitter, splitThinkTags } from "./think-tags.js";
 import { parseSseBatches } from "./sse.js";
@@ -533,7 +534,7 @@ export class ChatService extends BaseChatModel<ChatServiceCallOptions, AIMessage
 
   async #post(body: Record<string, unknown>, options: this["ParsedCallOptions"], runManager?: CallbackManagerForLLMRun): Promise<Response> {
     options.signal?.throwIfAborted();
-    return this.#fetch(this.#url, {
+    return withCharacterCheck(this.#fetch, body, this.#names.parameters, this.brand, () => this.#fetch(this.#url, {
       method: "POST",
       headers: { "content-type": "application/json", accept: body.stream ? "text/event-stream" : "application/json" },
       body: JSON.stringify(body),
@@ -545,7 +546,7 @@ export class ChatService extends BaseChatModel<ChatServiceCallOptions, AIMessage
         // the payments this request causes reach this run's own callbacks (`invoke(x, { callbacks })`)
         onPaymentEvent: runManager ? (event) => runManager.handleCustomEvent(PAYMENT_EVENT_NAME, event) : undefined,
       },
-    });
+    }));
   }
 
   #headers(response: Response): ServiceResponseHeaders {
