@@ -27,6 +27,10 @@ import { findQueuedJob, findRefund } from "./job-recovery.js";
  */
 export const POLL_FLOOR_MS: Readonly<Record<JobKind, number>> = { video: 1_500, audio: 500 };
 
+/** Poll answers that say nothing about the job (a rate limit, a gateway, a busy queue): polled again, up to a point. */
+const TRANSIENT_POLL_STATUSES = new Set([429, 502, 503, 504]);
+const MAX_TRANSIENT_POLLS = 5;
+
 export interface JobProgress {
   kind: JobKind;
   model: string;
@@ -187,7 +191,7 @@ export async function runJob(client: ServiceApi, kind: JobKind, parameters: Vide
 
   // 3. poll with backoff until the media comes (or the job's error)
   let remaining: number | undefined;
-  let transportErrors = 0;
+  let transientErrors = 0;
   for (;;) {
     const wait = nextDelay(polls, floor, initial, max, remaining);
     if (Date.now() + wait > deadline) throw cancelled(undefined, `the deadline (${options.timeoutMs ?? 1_800_000} ms) passed`);
@@ -195,12 +199,15 @@ export async function runJob(client: ServiceApi, kind: JobKind, parameters: Vide
     polls++;
     let status;
     try {
-      status = await guard(() => retrieveJob(client, kind, { model, queueId: queueId!, deleteMediaOnCompletion: !options.keepMedia }, { signal }));
-      transportErrors = 0;
+      // one attempt per poll: a failed job answers its error on every retrieve, so the stack's re-sends would only
+      // repeat it; what is passing (a busy queue's 503, a gateway, a lost poll) waits for the next poll instead
+      status = await guard(() => retrieveJob(client, kind, { model, queueId: queueId!, deleteMediaOnCompletion: !options.keepMedia }, { signal, retry: false }));
+      transientErrors = 0;
     } catch (err) {
       if (err instanceof JobCancelledError) throw err;
-      // a poll lost on the way is asked again (retrieve changes nothing until it delivers)
-      if ((err instanceof NetworkError || err instanceof TimeoutError) && ++transportErrors <= 3) continue;
+      const status = (err as ServiceError).status;
+      const passing = err instanceof NetworkError || err instanceof TimeoutError || (status !== undefined && TRANSIENT_POLL_STATUSES.has(status));
+      if (passing && ++transientErrors <= MAX_TRANSIENT_POLLS) continue;
       const refund = await findRefund(client, queueId, model, sentAtService, signal);
       await progress({ phase: "failed" });
       throw new JobFailedError(

@@ -264,13 +264,19 @@ export async function retrieveJob(
   client: ServiceApi,
   kind: JobKind,
   ref: JobRef & { deleteMediaOnCompletion?: boolean },
-  options: CallOptions = {},
+  options: CallOptions & { retry?: boolean } = {},
 ): Promise<JobStatus> {
   const { deleteMediaOnCompletion, ...rest } = ref;
   const r = checkArgs(refArgs, rest, `${kind} job reference`);
   const { prefix, modelType, accept } = PATHS[kind];
   const body = { model: r.model, queue_id: r.queueId, ...(deleteMediaOnCompletion !== undefined ? { delete_media_on_completion: deleteMediaOnCompletion } : {}) };
-  const res = await requestMedia(client, `${prefix}/retrieve`, { method: "POST", body, accept, signal: options.signal, service: { model: r.model, modelType } });
+  const res = await requestMedia(client, `${prefix}/retrieve`, {
+    method: "POST",
+    body,
+    accept,
+    signal: options.signal,
+    service: { model: r.model, modelType, ...(options.retry === false ? { retry: false } : {}) },
+  });
   if (res.json === undefined) {
     if (!res.bytes || res.bytes.length === 0) throw new ResponseFormatError(`${prefix}/retrieve answered an empty body`, { headers: res.headers });
     return { status: "COMPLETED", bytes: res.bytes, contentType: res.contentType, headers: res.headers };

@@ -205,6 +205,35 @@ describe("a failed job and a cancelled run", () => {
     expect(rows.map((e) => e.type)).toEqual(["CHARGE", "REFUND"]);
   });
 
+  it("a failed job's error is asked once per poll (the stack does not re-send it); a busy queue's 503 is polled through", async () => {
+    const { client, count } = recordingClient(emu, { apiKey: "admin" }); // its stack would re-send a 500 once
+    const err = await client.video.generate({ ...video, prompt: "a storm [[emu:fail=500]]" }, fast).catch((e: unknown) => e);
+    expect(err).toMatchObject({ name: "JobFailedError", status: 500 });
+    expect(count("/video/retrieve")).toBe(1); // the job had ended by the first poll (1.5 s), and failed
+
+    // the first poll meets a 503 (the fault is lifted as soon as it was answered): the run polls on and completes
+    let busy = 0;
+    const { client: polled } = recordingClient(emu, {
+      apiKey: "admin",
+      fetch: async (input, init) => {
+        const response = await globalThis.fetch(input, init);
+        if (response.status === 503 && String(input).endsWith("/video/retrieve")) {
+          busy++;
+          emu.setFaults({});
+        }
+        return response;
+      },
+    });
+    emu.setFaults({ paths: ["/video/retrieve"], errorRate: 1, statuses: [503] });
+    try {
+      const result = await polled.video.generate(video, fast);
+      expect(decodeMp4(result.bytes).durationSeconds).toBe(2);
+      expect(busy).toBe(1);
+    } finally {
+      emu.setFaults({});
+    }
+  });
+
   it("the run's signal cancels the wait: a JobCancelledError with the queue id, no poll after it", async () => {
     const { client, count } = recordingClient(emu, { apiKey: "admin" });
     const controller = new AbortController();
