@@ -37,6 +37,30 @@ async function post(path: string, body: unknown, key = "rich", headers: Record<s
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const rows = (key: string) => emu.account(key)!.entries;
 
+describe("/models of the new types", () => {
+  it("video (constraints and per-second pricing), music (options), asr, inpaint and upscale models, in the published shape", async () => {
+    const list = async (type: string) => (await (await fetch(`${emu.url}/models?type=${type}`)).json()).data;
+    const [videoModel] = await list("video");
+    expect(videoModel).toMatchObject({ id: "emu-video", type: "video", model_spec: { traits: ["default"], pricing: { per_second: { "480p": { usd: 0.05 } } } } });
+    expect(videoModel.model_spec.constraints).toEqual({
+      aspect_ratios: ["16:9", "9:16", "1:1"],
+      resolutions: ["480p", "720p"],
+      durations: ["2s", "4s", "5s", "6s", "8s", "10s"],
+      model_type: "text-to-video",
+      audio: true,
+      audio_configurable: true,
+      prompt_character_limit: 2500,
+    });
+    const music = await list("music");
+    expect(music.map((m: { id: string }) => m.id)).toEqual(["emu-music", "emu-narrator"]);
+    expect(music[0].model_spec).toMatchObject({ min_duration: 3, max_duration: 60, default_duration: 10, supports_loop: true, supports_lyrics: false });
+    expect(music[1].model_spec).toMatchObject({ voices: ["Aria", "Roger", "Sarah"], pricing: { per_thousand_characters: { usd: 0.3 } } });
+    expect((await list("asr")).map((m: { id: string }) => m.id)).toEqual(["nvidia/parakeet-tdt-0.6b-v3", "openai/whisper-large-v3"]);
+    expect((await list("inpaint"))[0].model_spec.constraints).toMatchObject({ combineImages: true, maxInputImages: 3 });
+    expect((await list("upscale"))[0].model_spec.pricing).toEqual({ upscale: { "2x": { usd: 0.02, diem: 0.02 }, "4x": { usd: 0.08, diem: 0.08 } } });
+  });
+});
+
 describe("/video/quote and /video/queue", () => {
   it("quotes the model's price per second at the resolution asked (nothing charged), and refuses what the model does not take", async () => {
     const before = rows("rich").length;

@@ -52,6 +52,20 @@ describe("client.video and client.audio: the four routes", () => {
     await expect(client.video.retrieve(queued)).rejects.toMatchObject({ status: 404 });
   });
 
+  it("client.audio: quote (by duration, or by characters for the voice model), queue, retrieve, complete", async () => {
+    const { client } = recordingClient(emu, { apiKey: "admin" });
+    expect((await client.audio.quote({ model: "emu-music", prompt: "a calm piano melody", durationSeconds: 20 })).quoteUsd).toBe(0.2);
+    expect((await client.audio.quote({ model: "emu-narrator", prompt: "x".repeat(1000) })).quoteUsd).toBe(0.3);
+    const queued = await client.audio.queue({ model: "emu-narrator", prompt: "Chapter one.", voice: "Sarah" });
+    expect(queued).toMatchObject({ kind: "audio", model: "emu-narrator" });
+    expect((await client.audio.retrieve(queued)).status).toBe("PROCESSING");
+    await new Promise((r) => setTimeout(r, 1_350));
+    const done = await client.audio.retrieve({ ...queued, deleteMediaOnCompletion: false });
+    expect(done.status === "COMPLETED" && done.contentType).toBe("audio/wav");
+    expect(await client.audio.complete(queued)).toBe(true);
+    await expect(client.audio.retrieve(queued)).rejects.toMatchObject({ status: 404 });
+  });
+
   it("refuses bad parameters before any request", async () => {
     const { client, sent } = recordingClient(emu, { apiKey: "admin" });
     await expect(client.video.quote({ ...video, duration: "7 seconds" as "2s" })).rejects.toBeInstanceOf(ValidationError);
