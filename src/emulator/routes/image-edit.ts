@@ -122,7 +122,7 @@ function blend(base: Pixels, over: Uint8Array, overW: number, overH: number, w: 
   return out;
 }
 
-function png(ctx: EmulatorContext, px: Pixels, extra: Record<string, string> = {}, modelId?: string) {
+function png(px: Pixels, extra: Record<string, string> = {}, modelId?: string) {
   return { status: 200, headers: { "content-type": "image/png", ...extra }, body: encodePng(px.width, px.height, px.rgb), meta: modelId ? { modelId } : undefined };
 }
 
@@ -191,7 +191,7 @@ export const imageEditRoutes: Route[] = [
       const model = editModel(body.model ?? body.modelId);
       const out = edited(fromField(body.image, "image", false), body.prompt);
       charge(caller, ctx, model.priceUsd, "image-edit", model.id);
-      return png(ctx, out, enhanced(ctx, body.prompt, body.enhance_prompt === true), model.id);
+      return png(out, enhanced(ctx, body.prompt, body.enhance_prompt === true), model.id);
     },
   },
   {
@@ -206,7 +206,7 @@ export const imageEditRoutes: Route[] = [
       let base = edit.images[0]!;
       for (const layer of edit.images.slice(1)) base = { ...base, rgb: blend(base, layer.rgb, layer.width, layer.height, 0.3) };
       charge(caller, ctx, model.priceUsd, "image-edit", model.id);
-      return png(ctx, edited(base, edit.prompt), enhanced(ctx, edit.prompt, edit.enhance), model.id);
+      return png(edited(base, edit.prompt), enhanced(ctx, edit.prompt, edit.enhance), model.id);
     },
   },
   {
@@ -243,7 +243,7 @@ export const imageEditRoutes: Route[] = [
       const rgb = new Uint8Array(width * height * 3);
       for (let y = 0; y < height; y++) for (let x = 0; x < width; x++) rgb.set(input.rgb.subarray(((Math.floor(y / f) * input.width + Math.floor(x / f)) * 3), (Math.floor(y / f) * input.width + Math.floor(x / f)) * 3 + 3), (y * width + x) * 3);
       charge(caller, ctx, price, "upscale", model.id);
-      return png(ctx, { width, height, rgb }, {}, model.id);
+      return png({ width, height, rgb }, {}, model.id);
     },
   },
   {
