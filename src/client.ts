@@ -4,10 +4,8 @@
  * with zod where the client relies on a field.
  */
 import { z } from "zod";
-import { responseHeaders, type ServiceRequestHints, type ServiceRequestInit } from "./http/fetch-stack.js";
-import type { ServiceResponseHeaders } from "./http/headers.js";
-import { ConfigurationError, ResponseFormatError, ValidationError } from "./http/errors.js";
-import { readResponseText } from "./http/body.js";
+import { ConfigurationError, ValidationError } from "./http/errors.js";
+import { parseWith, serviceRequest, type RequestOptions, type ServiceApi, type ServiceResult } from "./api/request.js";
 import { createServiceFetch, type FetchStackOptions, type ServiceFetch } from "./stack.js";
 import { networkCacheFor, type NetworkCache } from "./crypto-rpc/networks.js";
 import { ModelListSchema, modelRecordsFor, type ModelRecords, type ServiceModel } from "./models/records.js";
@@ -16,6 +14,23 @@ import type { X402Wallet } from "./x402/wallets.js";
 import { X402BalanceSchema, type X402Balance } from "./x402/balance.js";
 import type { TopUpResult } from "./x402/layer.js";
 import type { TransactionsOptions, X402Transactions } from "./x402/client.js";
+import { transcribe, type TranscribeOptions, type TranscriptionResult } from "./media/transcription.js";
+import type { MediaInput } from "./media/input.js";
+import { jobsApi, type JobsApi } from "./media/jobs-api.js";
+import type { AudioJobParameters, VideoJobParameters } from "./media/jobs.js";
+import {
+  editImage,
+  multiEditImage,
+  removeBackground,
+  upscaleImage,
+  type EditedImage,
+  type EditImageParameters,
+  type MultiEditImageParameters,
+  type RemoveBackgroundParameters,
+  type UpscaleImageParameters,
+} from "./media/images.js";
+import { getCharacter, listCharacters, type Character, type ListCharactersOptions } from "./account/characters.js";
+import { getUsage, type UsageRange, type UsageReport } from "./account/billing.js";
 import type {
   CallOptions,
   CreateSpeechParameters,
@@ -29,26 +44,11 @@ import type {
   simpleGenerateImage,
 } from "./tools/api.js";
 
+export { parseWith, type RequestOptions, type ServiceApi, type ServiceResult } from "./api/request.js";
+
 export interface ServiceClientOptions extends FetchStackOptions {
   /** an existing stack to share (limiters, guards, payment state) instead of building one */
   serviceFetch?: ServiceFetch;
-}
-
-export interface RequestOptions {
-  method?: string;
-  /** JSON body (serialized here), a ready string, or a body `fetch` sends as is (FormData, URLSearchParams, Blob, bytes, a stream) */
-  body?: unknown;
-  query?: Record<string, string | number | boolean | undefined>;
-  /** merged case-insensitively over `accept: application/json` (and `content-type` for a JSON body) */
-  headers?: Record<string, string>;
-  signal?: AbortSignal;
-  service?: ServiceRequestHints;
-}
-
-export interface ServiceResult<T> {
-  data: T;
-  headers: ServiceResponseHeaders;
-  status: number;
 }
 
 
@@ -87,33 +87,10 @@ export type RateLimitLogEntry = Record<string, unknown>;
 const NetworksSchema = z.object({ networks: z.array(z.string()) }).passthrough();
 export type { X402Balance };
 
-export function parseWith<T>(schema: z.ZodType<T>, data: unknown, what: string, headers?: ServiceResponseHeaders): T {
-  const parsed = schema.safeParse(data);
-  if (!parsed.success) {
-    throw new ResponseFormatError(`unexpected ${what} response: ${parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")}`, {
-      body: data,
-      headers,
-    });
-  }
-  return parsed.data;
-}
-
-/** A body `fetch` sends as is (not a value to serialize as JSON). */
-function isBodyInit(body: unknown): body is BodyInit {
-  return (
-    typeof body === "object" &&
-    body !== null &&
-    (body instanceof URLSearchParams ||
-      body instanceof FormData ||
-      body instanceof Blob ||
-      body instanceof ArrayBuffer ||
-      ArrayBuffer.isView(body) ||
-      typeof (body as ReadableStream).getReader === "function")
-  );
-}
-
-export class ServiceClient {
+export class ServiceClient implements ServiceApi {
   readonly fetch: ServiceFetch;
+  #video?: JobsApi<VideoJobParameters>;
+  #audio?: JobsApi<AudioJobParameters>;
 
   constructor(options: ServiceClientOptions = {}) {
     this.fetch = options.serviceFetch ?? createServiceFetch(options);
@@ -127,47 +104,8 @@ export class ServiceClient {
   }
 
   /** Raw request: JSON in, JSON (or text) out, typed errors on non-success. */
-  async request<T = unknown>(path: string, options: RequestOptions = {}): Promise<ServiceResult<T>> {
-    let url = this.fetch.url(path);
-    if (options.query) {
-      const qs = new URLSearchParams();
-      for (const [k, v] of Object.entries(options.query)) if (v !== undefined) qs.set(k, String(v));
-      const s = qs.toString();
-      if (s) url += (url.includes("?") ? "&" : "?") + s;
-    }
-    const headers = new Headers(options.headers);
-    if (!headers.has("accept")) headers.set("accept", "application/json");
-    let body: BodyInit | undefined;
-    if (options.body !== undefined) {
-      if (isBodyInit(options.body)) {
-        // sent as is; fetch sets the content type of FormData, URLSearchParams and typed Blobs
-        body = options.body;
-      } else {
-        body = typeof options.body === "string" ? options.body : JSON.stringify(options.body);
-        if (!headers.has("content-type")) headers.set("content-type", "application/json");
-      }
-    }
-    const response = await this.fetch(url, {
-      method: options.method ?? (body === undefined ? "GET" : "POST"),
-      headers,
-      body,
-      signal: options.signal,
-      service: options.service,
-      // a stream body needs half duplex in Node's fetch
-      ...(body && typeof (body as ReadableStream).getReader === "function" ? { duplex: "half" } : {}),
-    } as ServiceRequestInit);
-    const parsedHeaders = responseHeaders(response, this.brand);
-    const text = await readResponseText(response, { what: path, signal: options.signal, headers: parsedHeaders });
-    // an empty body (204, 205, HEAD) is undefined, not ""
-    let data: unknown = text === "" ? undefined : text;
-    if (text && (parsedHeaders.contentType ?? "").includes("json")) {
-      try {
-        data = JSON.parse(text);
-      } catch (cause) {
-        throw new ResponseFormatError(`invalid JSON from ${path}`, { body: text, headers: parsedHeaders, cause });
-      }
-    }
-    return { data: data as T, headers: parsedHeaders, status: response.status };
+  request<T = unknown>(path: string, options: RequestOptions = {}): Promise<ServiceResult<T>> {
+    return serviceRequest<T>(this.fetch, path, options);
   }
 
   /**
@@ -270,6 +208,58 @@ export class ServiceClient {
   /** POST /audio/speech: text to speech (audio bytes, format, duration). */
   async createSpeech(parameters: CreateSpeechParameters, options?: CallOptions): Promise<SpeechResult> {
     return (await import("./tools/api.js")).createSpeech(this, parameters, options);
+  }
+
+  // Transcription, long-running jobs, image editing (src/media/), characters and billing (src/account/).
+
+  /** POST /audio/transcriptions: speech to text from a file path, bytes, a Blob or a stream (≤ 25 MB). */
+  transcribe(audio: MediaInput, options?: TranscribeOptions): Promise<TranscriptionResult> {
+    return transcribe(this, audio, options);
+  }
+
+  /** Video jobs: `quote`, `queue`, `retrieve`, `complete` (POST /video/…) and the whole run, `generate`. */
+  get video(): JobsApi<VideoJobParameters> {
+    return (this.#video ??= jobsApi(this, "video"));
+  }
+
+  /** Asynchronous audio jobs (music, sound effects, long narration; POST /audio/quote|queue|retrieve|complete). */
+  get audio(): JobsApi<AudioJobParameters> {
+    return (this.#audio ??= jobsApi(this, "audio"));
+  }
+
+  /** POST /image/edit: one image changed as the prompt says. */
+  editImage(parameters: EditImageParameters, options?: { signal?: AbortSignal }): Promise<EditedImage> {
+    return editImage(this, parameters, options);
+  }
+
+  /** POST /image/multi-edit: several images composed by a prompt (the first is the base). */
+  multiEditImage(parameters: MultiEditImageParameters, options?: { signal?: AbortSignal }): Promise<EditedImage> {
+    return multiEditImage(this, parameters, options);
+  }
+
+  /** POST /image/upscale: 2× or 4× (PNG). */
+  upscaleImage(parameters: UpscaleImageParameters, options?: { signal?: AbortSignal }): Promise<EditedImage> {
+    return upscaleImage(this, parameters, options);
+  }
+
+  /** POST /image/background-remove: a transparent PNG cutout. */
+  removeBackground(parameters: RemoveBackgroundParameters, options?: { signal?: AbortSignal }): Promise<EditedImage> {
+    return removeBackground(this, parameters, options);
+  }
+
+  /** GET /characters (API keys only): every matching character, or one page with `limit`. */
+  listCharacters(options?: ListCharactersOptions): Promise<Character[]> {
+    return listCharacters(this, options);
+  }
+
+  /** GET /characters/{slug} (API keys only); `CharacterNotFoundError` when the service has none. */
+  getCharacter(slug: string, options?: { signal?: AbortSignal }): Promise<Character> {
+    return getCharacter(this, slug, options);
+  }
+
+  /** The account's usage in a time range, every page, summed per model (an ADMIN API key; see src/account/billing.ts). */
+  getUsage(range?: UsageRange): Promise<UsageReport> {
+    return getUsage(this, range);
   }
 
   /** The wallet this client signs in and pays with, if any. */

@@ -12,6 +12,8 @@ export * from "./chat/index.js";
 export * from "./crypto-rpc/index.js";
 export * from "./embeddings/index.js";
 export * from "./tools/index.js";
+export * from "./media/index.js";
+export * from "./account/index.js";
 export * from "./x402/index.js";
 export * from "./store/index.js";
 export * from "./spend/index.js";

@@ -38,6 +38,7 @@ import { toWireServiceParameters, validateServiceParameters, type ServiceParamet
 import { parseModelId } from "./model-id.js";
 import { toWireMessages } from "./convert.js";
 import { DEFAULT_STREAM_RETRIES, withOverloadRetries, type StreamProgress } from "./stream-errors.js";
+import { withCharacterCheck } from "./character-check.js";
 import { structuredOutput } from "./structured-output.js";
 import { pickRequestFields, REQUEST_FIELD_NAMES, toWireRequestFields, validateRequestFields, wireToolChoice, type ChatRequestFields } from "./request-fields.js";
 import { checkCapabilities, profileFromRecord, schemaInPrompt, type ServiceModelProfile } from "./profile.js";
@@ -361,7 +362,7 @@ export class ChatService extends BaseChatModel<ChatServiceCallOptions, AIMessage
     const body = schemaInPrompt(wireBody, this.#records.get(this.#baseModelId));
     checkCapabilities(body, this.profile, this.#baseModelId);
     this.#records.refreshInBackground();
-    return this.#fetch(this.#url, {
+    return withCharacterCheck(this.#fetch, body, this.#names.parameters, this.brand, () => this.#fetch(this.#url, {
       method: "POST",
       headers: { "content-type": "application/json", accept: body.stream ? "text/event-stream" : "application/json" },
       body: JSON.stringify(body),
@@ -375,7 +376,7 @@ export class ChatService extends BaseChatModel<ChatServiceCallOptions, AIMessage
         // this call's budgets (`invoke(x, { budget })`, the run's `configurable.budget`) and the SpendLogs among its callbacks
         spend: spendOf(options, runManager),
       },
-    });
+    }));
   }
 
   #headers(response: Response): ServiceResponseHeaders {

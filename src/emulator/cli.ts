@@ -2,7 +2,8 @@
  * `langchain-service emulator`: runs the local service emulator until SIGINT/SIGTERM.
  *
  *   langchain-service emulator [--port N] [--api-key KEY[=USD]]... [--brand NAME] [--mode live|seed] [--no-chain] [--public-origin URL]
- *     [--upstream slug=URL]... [--window-ms N] [--fault-rate R] [--latency-ms N] [--stream-cut-after K] [--log]
+ *     [--upstream slug=URL]... [--window-ms N] [--fault-rate R] [--latency-ms N] [--stream-cut-after K]
+ *     [--job-ms N] [--job-failures N] [--log]
  *
  * Prints the base URL and the keys it accepts; with the local chain (on by default here), also its funded
  * accounts with their private keys and the test USDC address, as ganache does: local test keys only.
@@ -30,6 +31,8 @@ Options:
   --fault-rate R           share of requests answered 500/503 (0..1)
   --latency-ms N           latency added to each request
   --stream-cut-after K     cut every stream after K chunks
+  --job-ms N               how long a video or audio job runs, in ms (default 2000 video, 1000 audio)
+  --job-failures N         the first N jobs fail when their time is up (refunded, their error on retrieve)
   --log                    log each request to stderr
   -h, --help               show this help
 `;
@@ -77,6 +80,8 @@ export function parseCliArgs(argv: string[]): { help: true } | { help: false; op
         "fault-rate": { type: "string" },
         "latency-ms": { type: "string" },
         "stream-cut-after": { type: "string" },
+        "job-ms": { type: "string" },
+        "job-failures": { type: "string" },
         log: { type: "boolean" },
         help: { type: "boolean", short: "h" },
       },
@@ -106,6 +111,8 @@ export function parseCliArgs(argv: string[]): { help: true } | { help: false; op
   const latencyMs = number("latency-ms", values["latency-ms"], (n) => n >= 0);
   const streamCutAfter = number("stream-cut-after", values["stream-cut-after"], (n) => Number.isInteger(n) && n >= 0);
   const faults = { errorRate, latencyMs, streamCutAfter };
+  const jobMs = number("job-ms", values["job-ms"], (n) => n >= 0);
+  const jobFailures = number("job-failures", values["job-failures"], (n) => Number.isInteger(n) && n >= 0);
 
   const options: EmulatorOptions = {
     port: number("port", values.port ?? "8787", (n) => Number.isInteger(n) && n >= 0 && n <= 65_535),
@@ -134,6 +141,9 @@ export function parseCliArgs(argv: string[]): { help: true } | { help: false; op
   if (windowMs !== undefined) options.rateLimits = { windowMs };
   if (Object.values(faults).some((v) => v !== undefined)) {
     options.faults = Object.fromEntries(Object.entries(faults).filter(([, v]) => v !== undefined));
+  }
+  if (jobMs !== undefined || jobFailures !== undefined) {
+    options.jobs = { ...(jobMs !== undefined ? { processingMs: jobMs } : {}), ...(jobFailures !== undefined ? { failures: { first: jobFailures } } : {}) };
   }
   return { help: false, options };
 }

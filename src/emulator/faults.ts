@@ -1,6 +1,6 @@
 /**
  * Fault injection for reliability tests: a share of requests answered 500/503 before any route runs (nothing
- * is charged), added latency, and streams cut after k chunks. Faults can be swapped at run time
+ * is charged), added latency, streams cut after k chunks, and answers lost whole after the route ran (charged). Faults can be swapped at run time
  * (`emulator.setFaults`). With a `seed` the sequence of faults is reproducible.
  */
 import type { FaultOptions } from "./types.js";
@@ -38,6 +38,8 @@ export class FaultInjector {
   private random: () => number = Math.random;
   /** overloaded answers given since the faults were set */
   private overloads = 0;
+  /** answers lost whole since the faults were set */
+  private lost = 0;
 
   constructor(faults: FaultOptions = {}) {
     this.set(faults);
@@ -55,6 +57,7 @@ export class FaultInjector {
     }
     this.faults = { ...faults };
     this.overloads = 0;
+    this.lost = 0;
     this.random = faults.seed !== undefined ? seededRandom(faults.seed) : Math.random;
   }
 
@@ -84,6 +87,18 @@ export class FaultInjector {
     if (!hit) return undefined;
     this.overloads++;
     return o.retryAfterSeconds ?? 30;
+  }
+
+  /**
+   * Whether this answer on `path` is to be lost whole (`loseAnswers`): the route has run (and charged), then the
+   * connection is destroyed before the first byte of its answer. Counts the answers lost so far.
+   */
+  loseAnswer(path: string): boolean {
+    const o = this.faults.loseAnswers;
+    if (!o || !this.applies(path)) return false;
+    const hit = (o.first !== undefined && this.lost < o.first) || (o.rate !== undefined && o.rate > 0 && this.random() < o.rate);
+    if (hit) this.lost++;
+    return hit;
   }
 
   /** chunks after which a stream on `path` is cut, if any */

@@ -13,6 +13,7 @@ import { ConfigurationError } from "../http/errors.js";
 import { FaultInjector } from "./faults.js";
 import { Ledger } from "./ledger.js";
 import { validateChatOptions } from "./models/chat-behaviour.js";
+import { jobOptions } from "./media/jobs.js";
 import { RateLimiter } from "./rate-limits.js";
 import { API_PREFIX, closeServer, collectRoutes, createListener, listen, type PipelineState } from "./server.js";
 import { isLiveMode, type Account, type ApiKeyOption, type EmulatorContext, type EmulatorOptions, type FaultOptions, type LocalChain, type X402Hooks } from "./types.js";
@@ -72,6 +73,11 @@ function publicOriginOf(value: string): string {
 
 function validateOptions(options: EmulatorOptions): void {
   if (options.publicOrigin !== undefined) publicOriginOf(options.publicOrigin);
+  try {
+    jobOptions(options.jobs);
+  } catch (err) {
+    throw new ConfigurationError(`emulator ${(err as Error).message}`);
+  }
   validateChatOptions(options.chat);
   if (options.mode !== undefined && options.mode !== "live" && options.mode !== "seed") {
     throw new ConfigurationError(`emulator mode must be "live" or "seed" (got ${JSON.stringify(options.mode)})`);

@@ -71,6 +71,7 @@ export class Ledger {
       diem: o.diem ?? DEFAULT_KEY_DIEM,
       pro: o.pro ?? false,
       partner: o.partner ?? false,
+      admin: o.admin ?? true,
       entries: [],
     };
     this.accounts.set(`key:${o.key}`, account);

@@ -10,22 +10,13 @@
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import { randomBytes } from "node:crypto";
-import { brotliCompressSync, constants as zlibConstants, gzipSync } from "node:zlib";
 import { accountForIdentity, accountIdentity, addressIdentity, authenticate, callerIdentity, claimedIdentity, publicAccountId } from "./auth.js";
 import { FAULT_BODIES, FaultInjector } from "./faults.js";
 import { chargedRequestIds } from "./ledger.js";
 import { findModel, type ServedModel } from "./models/catalog.js";
 import { RateLimiter, type Bucket } from "./rate-limits.js";
-import { audioRoutes } from "./routes/audio.js";
-import { augmentRoutes } from "./routes/augment.js";
-import { chatRoutes } from "./routes/chat.js";
-import { cryptoRpcRoutes } from "./routes/crypto-rpc.js";
-import { embeddingRoutes } from "./routes/embeddings.js";
-import { imageRoutes } from "./routes/images.js";
-import { modelRoutes } from "./routes/models.js";
-import { networkRoutes } from "./routes/networks.js";
-import { apiTierId, rateLimitRoutes } from "./routes/rate-limits.js";
+import { apiTierId } from "./routes/rate-limits.js";
+import { commonHeaders, writeOutcome, type WrittenOutcome } from "./writer.js";
 import {
   EmulatorHttpError,
   type Account,
@@ -42,16 +33,12 @@ import {
 export const API_PREFIX = "/api/v1";
 /** request bodies above this answer 413 */
 export const MAX_BODY_BYTES = 10 * 1024 * 1024;
-/** `x-<brand>-version`: a fixed build stamp in the service's `YYYYMMDD.HHMMSS` form */
-export const EMULATOR_VERSION = "20261121.120000";
 /** payment headers are accepted on the top-up route only (elsewhere 400 PAYMENT_HEADER_NOT_ACCEPTED) */
 const PAYMENT_HEADERS = ["payment-signature", "x-payment", "x-402-payment"];
 const TOP_UP_PATH = "/x402/top-up";
 
-/** Every route the emulator serves, area by area; x402's come from its hooks. */
-export function collectRoutes(x402: X402Hooks): Route[] {
-  return [...modelRoutes, ...rateLimitRoutes, ...networkRoutes, ...chatRoutes, ...cryptoRpcRoutes, ...embeddingRoutes, ...imageRoutes, ...audioRoutes, ...augmentRoutes, ...x402.routes];
-}
+export { collectRoutes } from "./routes/index.js";
+export { EMULATOR_VERSION, pickEncoding } from "./writer.js";
 
 // --- route matching ------------------------------------------------------------------------------------
 
@@ -103,18 +90,13 @@ export interface PipelineState {
 }
 
 /** What the pipeline decided, before it is written. */
-interface Outcome {
-  response: EmulatorResponse;
-  /** headers the pipeline adds (rate limits, balances, model); the route's own headers win over them */
-  headers: Record<string, string>;
+interface Outcome extends WrittenOutcome {
   /** who failures are counted against */
   identity: string;
   /** false for the abuse block's own answers (they do not extend the block) */
   countFailure: boolean;
   account?: Account;
   model?: ServedModel;
-  /** cut the stream after this many chunks */
-  cutAfter?: number;
   /**
    * Runs once the answer is complete on the server's side, before its last byte goes out (so a client never sees
    * the end of an answer while the server still counts the request in flight): a wallet's place among its requests
@@ -395,126 +377,7 @@ async function runPipeline(state: PipelineState, req: EmulatorRequest): Promise<
       headers["x-balance-remaining"] = account.usd.toFixed(6);
     }
   }
-  return outcome(response, { cutAfter: faults.streamCutAfter(req.path) });
-}
-
-// --- writing -------------------------------------------------------------------------------------------
-
-/** The first of br/gzip the client accepts, in the order it listed them (q=0 means "not acceptable"). */
-export function pickEncoding(acceptEncoding: string | undefined): "br" | "gzip" | undefined {
-  if (!acceptEncoding) return undefined;
-  for (const part of acceptEncoding.split(",")) {
-    const [name = "", ...params] = part.trim().toLowerCase().split(";");
-    const q = params.map((s) => s.trim()).find((s) => s.startsWith("q="));
-    if (q && Number(q.slice(2)) === 0) continue;
-    if (name === "br" || name === "gzip") return name;
-  }
-  return undefined;
-}
-
-function serializeBody(body: unknown): { buffer: Buffer; contentType?: string } {
-  if (body === undefined || body === null) return { buffer: Buffer.alloc(0) };
-  if (Buffer.isBuffer(body)) return { buffer: body, contentType: "application/octet-stream" };
-  if (typeof body === "string") return { buffer: Buffer.from(body, "utf8"), contentType: "text/plain; charset=utf-8" };
-  return { buffer: Buffer.from(JSON.stringify(body), "utf8"), contentType: "application/json; charset=utf-8" };
-}
-
-function commonHeaders(ctx: EmulatorContext): Record<string, string> {
-  return {
-    // the emulator's clock (option `now`), which its SIWX checks also use: a test can run it behind the client
-    date: new Date(ctx.now()).toUTCString(),
-    "cf-ray": `${randomBytes(8).toString("hex")}-EMU`,
-    [`${ctx.names.headerPrefix}version`]: EMULATOR_VERSION,
-  };
-}
-
-function lowerKeys(headers: Record<string, string> | undefined): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const [k, v] of Object.entries(headers ?? {})) out[k.toLowerCase()] = v;
-  return out;
-}
-
-/** Resolves when the socket can take more (or is gone): stream writes honour backpressure. */
-function drained(res: ServerResponse): Promise<void> {
-  return new Promise((resolve) => {
-    const done = () => {
-      res.off("drain", done);
-      res.off("close", done);
-      resolve();
-    };
-    res.on("drain", done);
-    res.on("close", done);
-  });
-}
-
-async function writeStream(res: ServerResponse, stream: AsyncIterable<string>, cutAfter: number | undefined, onWritten?: () => void): Promise<void> {
-  res.flushHeaders();
-  const iterator = stream[Symbol.asyncIterator]();
-  let written = 0;
-  let flushed: Promise<void> = Promise.resolve();
-  const closed = new Promise<void>((resolve) => res.once("close", () => resolve()));
-  try {
-    while (true) {
-      if (cutAfter !== undefined && written >= cutAfter) {
-        // the fault: the chunks already written reach the client, then the connection dies (no [DONE])
-        await Promise.race([flushed, closed]);
-        onWritten?.();
-        res.destroy();
-        return;
-      }
-      const next = await iterator.next();
-      if (next.done) break;
-      if (res.destroyed) return;
-      written++;
-      let ok = true;
-      flushed = new Promise<void>((resolve) => {
-        ok = res.write(next.value, () => resolve());
-      });
-      if (!ok) await drained(res);
-    }
-    onWritten?.();
-    res.end();
-  } catch (err) {
-    // an error after the headers went out can only be told by cutting the connection
-    onWritten?.();
-    res.destroy(err instanceof Error ? err : undefined);
-  } finally {
-    onWritten?.();
-    if (res.destroyed) await iterator.return?.().catch(() => undefined);
-  }
-}
-
-async function writeOutcome(ctx: EmulatorContext, req: IncomingMessage, res: ServerResponse, outcome: Outcome): Promise<void> {
-  const { response } = outcome;
-  const headers: Record<string, string> = {
-    ...commonHeaders(ctx),
-    ...lowerKeys(outcome.headers),
-    ...lowerKeys(response.headers),
-  };
-  if (response.status >= 400) headers[`${ctx.names.headerPrefix}host-name`] ??= "emulator";
-  if (response.stream) {
-    headers["content-type"] ??= "text/event-stream; charset=utf-8";
-    headers["cache-control"] ??= "no-cache";
-    res.writeHead(response.status, headers);
-    await writeStream(res, response.stream, outcome.cutAfter, outcome.onWritten);
-    return;
-  }
-  outcome.onWritten?.();
-  const { buffer, contentType } = serializeBody(response.body);
-  if (contentType) headers["content-type"] ??= contentType;
-  let payload = buffer;
-  const encoding = pickEncoding(req.headers["accept-encoding"]);
-  if (encoding && buffer.length > 0 && !headers["content-encoding"]) {
-    payload =
-      encoding === "br"
-        ? brotliCompressSync(buffer, { params: { [zlibConstants.BROTLI_PARAM_QUALITY]: 4 } })
-        : gzipSync(buffer);
-    headers["content-encoding"] = encoding;
-    headers.vary = "Accept-Encoding";
-  }
-  headers["content-length"] = String(payload.length);
-  res.writeHead(response.status, headers);
-  res.end(req.method === "HEAD" ? undefined : payload);
+  return outcome(response, { cutAfter: faults.streamCutAfter(req.path), loseAnswer: faults.loseAnswer(req.path) });
 }
 
 // --- the node:http listener ----------------------------------------------------------------------------
@@ -596,7 +459,7 @@ export function createListener(getState: () => Promise<PipelineState>) {
         const response = errorResponse(413, `Request body exceeds ${MAX_BODY_BYTES} bytes`, { code: "PAYLOAD_TOO_LARGE" });
         status = 413;
         res.setHeader("connection", "close");
-        await writeOutcome(ctx, req, res, { response, headers: {}, identity: "", countFailure: false });
+        await writeOutcome(ctx, req, res, { response, headers: {} });
         return;
       }
       const ereq = toEmulatorRequest(req, url, body);

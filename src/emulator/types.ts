@@ -75,6 +75,8 @@ export interface Account {
   /** API key (for kind apiKey) or wallet address (lowercased for EVM) */
   id: string;
   kind: "apiKey" | "wallet";
+  /** an API key that may read `/billing/*` (ADMIN); false for an INFERENCE key */
+  admin?: boolean;
   usd: number;
   diem: number;
   /** Pro accounts may use Pro-only models */
@@ -103,6 +105,12 @@ export interface FaultOptions {
    * share of them; `retryAfterSeconds` (default 30, the service's default).
    */
   overload?: { first?: number; rate?: number; retryAfterSeconds?: number };
+  /**
+   * Answers lost whole: the route runs (a queue is charged, a job created), then the connection is destroyed before
+   * the first byte of its answer, as when a network drops a reply. `first`: the first N such answers; `rate`: a share.
+   * Use with `paths` (e.g. `["/video/queue"]`).
+   */
+  loseAnswers?: { first?: number; rate?: number };
 }
 
 export interface RateLimitOptions {
@@ -117,7 +125,7 @@ export interface RateLimitOptions {
   /** override a tier's limits, e.g. { XS: { requests: 10, tokens: 1000 } } */
   tiers?: Partial<Record<"XS" | "S" | "M" | "L", { requests?: number; tokens?: number }>>;
   /** override the requests per window of the other model types (spec part 8), e.g. { image: { requests: 2 } } */
-  types?: Partial<Record<"image" | "audio" | "embedding", { requests?: number }>>;
+  types?: Partial<Record<"image" | "audio" | "embedding" | "video", { requests?: number }>>;
   /**
    * The crypto RPC proxy's own cap per key: `requests` per `windowMs` (default 100, the paid tier's published
    * per-minute cap, over `windowMs` above, else 60 s). Its 429 carries `X-RateLimit-Limit`, `-Remaining`, `-Reset`.
@@ -147,6 +155,22 @@ export interface ApiKeyOption {
   diem?: number;
   pro?: boolean;
   partner?: boolean;
+  /** an INFERENCE key (`false`) is refused by the `/billing/*` routes, which take ADMIN keys (default true) */
+  admin?: boolean;
+}
+
+/** Long-running jobs (video, asynchronous audio): how long they run, and which fail (then refunded). */
+export interface JobEmulatorOptions {
+  /** ms from queue to media (default video 2000, audio 1000), one number or per kind */
+  processingMs?: number | Partial<Record<"video" | "audio", number>>;
+  /**
+   * Jobs that fail when their time is up, refunded at that moment (a `REFUND` row) and answered by retrieve with the
+   * error: the first N queued, or a share; `status` 400 (provider rejected), 422 (content policy) or 500 (default).
+   * A prompt with `[[emu:fail]]` or `[[emu:fail=422]]` fails too.
+   */
+  failures?: { first?: number; rate?: number; status?: 400 | 422 | 500 };
+  /** how long unfetched media is kept, ms (default 24 h) */
+  retentionMs?: number;
 }
 
 /**
@@ -268,6 +292,8 @@ export interface EmulatorOptions {
    * ./models/chat-behaviour.ts
    */
   chat?: ChatEmulatorOptions;
+  /** long-running jobs: their run time and failures (see JobEmulatorOptions) */
+  jobs?: JobEmulatorOptions;
   /** extra routes mounted after the built-in ones (custom endpoints, server tests); same pipeline */
   routes?: Route[];
 }

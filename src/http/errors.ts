@@ -108,6 +108,20 @@ export class NotFoundError extends ServiceError {
 export class ModelNotFoundError extends NotFoundError {
   override name = "ModelNotFoundError";
 }
+/**
+ * A character the service does not know: its 404 "No character could be found from the provided character_slug"
+ * (chat), or `GET /characters/{slug}`'s 404; also thrown before sending for a slug the loaded character list
+ * lacks (no request made: `status` is undefined then).
+ */
+export class CharacterNotFoundError extends NotFoundError {
+  override name = "CharacterNotFoundError";
+  /** the slug asked for, when known */
+  readonly slug?: string;
+  constructor(message: string, init: ServiceErrorInit & { slug?: string } = {}) {
+    super(message, init);
+    this.slug = init.slug;
+  }
+}
 /** 402 variant 1: an API-key caller without balance (`INSUFFICIENT_BALANCE`); no wallet to pay with. */
 export class InsufficientBalanceError extends ServiceError {
   override name = "InsufficientBalanceError";
@@ -470,6 +484,7 @@ export function errorFromResponse(status: number, body: unknown, headers: Servic
     case 403:
       return new PermissionDeniedError(msg("Forbidden"), base);
     case 404:
+      if (/\bcharacter(_slug)?\b/i.test(text ?? "")) return new CharacterNotFoundError(msg("Character not found"), base);
       if (/\bmodel\b/i.test(text ?? "")) return new ModelNotFoundError(msg("Model not found"), base);
       return new NotFoundError(msg("Not found"), base);
     case 422: {

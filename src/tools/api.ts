@@ -6,12 +6,13 @@
  */
 import { z } from "zod";
 import type { ServiceClient } from "../client.js";
-import { parseWith } from "../client.js";
+import { parseWith } from "../api/request.js";
 import { ResponseFormatError, ValidationError } from "../http/errors.js";
 import { responseHeaders, type ServiceRequestInit } from "../http/fetch-stack.js";
 import { readResponseBytes } from "../http/body.js";
 import type { ServiceResponseHeaders } from "../http/headers.js";
 import { assertPublicHttpUrl } from "./url-guard.js";
+import { sniffImage, wavDurationSeconds, type GeneratedImage } from "../media/sniff.js";
 
 export interface CallOptions {
   signal?: AbortSignal;
@@ -135,31 +136,13 @@ const generateResponse = z
   .object({ id: z.string(), images: z.array(z.string()).min(1), timing: z.record(z.string(), z.unknown()).optional(), request: z.unknown().optional() })
   .passthrough();
 
-export interface GeneratedImage {
-  bytes: Uint8Array;
-  /** told from the bytes (PNG, JPEG, WebP signatures), not from what was asked */
-  mimeType: "image/png" | "image/jpeg" | "image/webp" | "application/octet-stream";
-  extension: "png" | "jpg" | "webp" | "bin";
-  width?: number;
-  height?: number;
-}
+export { sniffImage, wavDurationSeconds, type GeneratedImage } from "../media/sniff.js";
 
 export interface GenerateImageResult {
   id: string;
   images: GeneratedImage[];
   timing?: Record<string, unknown>;
   headers: ServiceResponseHeaders;
-}
-
-/** What an image's bytes are, and its size when the header tells it (PNG IHDR). */
-export function sniffImage(bytes: Uint8Array): GeneratedImage {
-  const b = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  if (b.length >= 24 && b.subarray(0, 8).equals(Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a])) && b.toString("latin1", 12, 16) === "IHDR") {
-    return { bytes, mimeType: "image/png", extension: "png", width: b.readUInt32BE(16), height: b.readUInt32BE(20) };
-  }
-  if (b.length >= 3 && b[0] === 0xff && b[1] === 0xd8 && b[2] === 0xff) return { bytes, mimeType: "image/jpeg", extension: "jpg" };
-  if (b.length >= 12 && b.toString("latin1", 0, 4) === "RIFF" && b.toString("latin1", 8, 12) === "WEBP") return { bytes, mimeType: "image/webp", extension: "webp" };
-  return { bytes, mimeType: "application/octet-stream", extension: "bin" };
 }
 
 function decodeImage(b64: string, headers: ServiceResponseHeaders): GeneratedImage {
@@ -262,26 +245,6 @@ export interface SpeechResult {
   /** seconds, read from the WAV header (or the PCM length at 24 kHz 16-bit mono); undefined for compressed formats */
   durationSeconds?: number;
   headers: ServiceResponseHeaders;
-}
-
-/** The duration of a WAV file from its `fmt ` and `data` chunks, in seconds; undefined when it is not one. */
-export function wavDurationSeconds(bytes: Uint8Array): number | undefined {
-  const b = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  if (b.length < 12 || b.toString("latin1", 0, 4) !== "RIFF" || b.toString("latin1", 8, 12) !== "WAVE") return undefined;
-  let byteRate: number | undefined;
-  for (let at = 12; at + 8 <= b.length; ) {
-    const id = b.toString("latin1", at, at + 4);
-    const size = b.readUInt32LE(at + 4);
-    if (id === "fmt " && at + 16 <= b.length) byteRate = b.readUInt32LE(at + 16);
-    if (id === "data") {
-      if (!byteRate) return undefined;
-      // a streamed WAV may say 0 or 0xFFFFFFFF: then the bytes present are the data
-      const dataBytes = size === 0 || size === 0xffffffff ? b.length - at - 8 : Math.min(size, b.length - at - 8);
-      return dataBytes / byteRate;
-    }
-    at += 8 + size + (size % 2);
-  }
-  return undefined;
 }
 
 const FORMAT_OF: Record<string, SpeechFormat> = {

@@ -35,11 +35,11 @@ export function clientOf(options: ServiceToolConnection | undefined): ServiceCli
 }
 
 /**
- * Runs a tool body: the model's mistakes (see results.ts), and a 403 from the service (a page it will not
- * scrape), go back to the model as `{error}` text; the rest is thrown to the caller.
+ * Runs a tool body: the model's mistakes (see results.ts), a tool's own (`modelsMistake`), and a 403 from the
+ * service (a page it will not scrape), go back to the model as `{error}` text; the rest is thrown to the caller.
  */
-export function guard(body: () => Promise<ToolResult>): Promise<ToolResult> {
-  return guardTool(body, (err) => ((err as { status?: number })?.status === 403 ? errorContent("FORBIDDEN", (err as Error).message) : undefined));
+export function guard(body: () => Promise<ToolResult>, modelsMistake?: (err: unknown) => ToolResult | undefined): Promise<ToolResult> {
+  return guardTool(body, (err) => modelsMistake?.(err) ?? ((err as { status?: number })?.status === 403 ? errorContent("FORBIDDEN", (err as Error).message) : undefined));
 }
 
 /** Checks an owner's `outputDir` option (ConfigurationError) and returns it absolute. */

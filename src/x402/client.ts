@@ -4,7 +4,7 @@
  */
 import { z } from "zod";
 import { ConfigurationError, ValidationError } from "../http/errors.js";
-import { parseWith, type ServiceClient } from "../client.js";
+import { parseWith, type ServiceApi } from "../api/request.js";
 import { X402PaymentController, type TopUpResult, type X402PaymentOptions } from "./layer.js";
 import type { PaymentEvent } from "./events.js";
 import type { PaymentPolicy, PaymentPolicyOptions } from "./policy.js";
@@ -21,7 +21,7 @@ export interface TopUpOptions {
   payment?: Partial<X402PaymentOptions>;
 }
 
-function controllerFor(client: ServiceClient, opts: TopUpOptions): X402PaymentController {
+function controllerFor(client: ServiceApi, opts: TopUpOptions): X402PaymentController {
   if (opts.controller) return opts.controller;
   if (!opts.wallet) throw new ConfigurationError("topUp needs a wallet (or the client's payment controller)");
   return new X402PaymentController({ ...opts.payment, wallet: opts.wallet, policy: opts.policy, onPayment: opts.onPayment, baseUrl: client.baseUrl });
@@ -31,7 +31,7 @@ function controllerFor(client: ServiceClient, opts: TopUpOptions): X402PaymentCo
  * Tops up the wallet's credit by `amountUsd` (at least the service's minimum, $5), within the policy's caps.
  * Waits for an automatic top-up in flight rather than paying alongside it.
  */
-export async function topUp(client: ServiceClient, amountUsd: number, opts: TopUpOptions = {}): Promise<TopUpResult> {
+export async function topUp(client: ServiceApi, amountUsd: number, opts: TopUpOptions = {}): Promise<TopUpResult> {
   const controller = controllerFor(client, opts);
   return controller.explicitTopUp(client.fetch, client.fetch.url("/x402/top-up"), amountUsd);
 }
@@ -75,7 +75,7 @@ export interface TransactionsOptions {
 }
 
 /** GET /x402/transactions/{wallet}: the wallet's top-ups and charges, newest first. */
-export async function getX402Transactions(client: ServiceClient, opts: TransactionsOptions = {}): Promise<X402Transactions> {
+export async function getX402Transactions(client: ServiceApi, opts: TransactionsOptions = {}): Promise<X402Transactions> {
   const address = opts.address ?? opts.wallet?.address;
   if (!address || !/^(0x[0-9a-fA-F]{40}|[1-9A-HJ-NP-Za-km-z]{32,44})$/.test(address)) {
     throw new ValidationError(`getX402Transactions: not an EVM or Solana address: ${JSON.stringify(address)}`);

@@ -1,6 +1,6 @@
 /**
  * The floors of the source tree: the transport (`src/http/`) imports nothing above it, the stores only the
- * transport's errors and types, and the shared `/models` records only the transport. Read from the sources' import statements (static, dynamic and type-only), so a
+ * transport's errors and types, the shared `/models` records only the transport, and the actions that take a client never import `src/client.ts` (which composes them). Read from the sources' import statements (static, dynamic and type-only), so a
  * new upward arrow fails here before it becomes a cycle.
  */
 import { readdirSync, readFileSync, statSync } from "node:fs";
@@ -43,6 +43,11 @@ describe("the floors of src/", () => {
 
   it("src/models/ imports only src/models/ and src/http/ (every face and the client import it without a circle)", () => {
     expect(arrowsOut("models", ["models/", "http/"])).toEqual([]);
+  });
+
+  it("actions that take a client (src/api/, src/media/, src/account/, src/x402/client.ts) never import src/client.ts: its shape and request helper come from src/api/request.ts", () => {
+    const actions = [...sources(join(SRC, "api")), ...sources(join(SRC, "media")), ...sources(join(SRC, "account")), join(SRC, "x402", "client.ts")];
+    expect(actions.flatMap((file) => importsOf(file).filter((t) => t === "client.js").map((t) => `${relative(SRC, file)} -> ${t}`))).toEqual([]);
   });
 
   it("the scan sees imports (a known file's arrows are found)", () => {

@@ -22,7 +22,7 @@ export interface DecodedPng {
   height: number;
   bitDepth: number;
   colorType: number;
-  /** inflated IDAT: one filter byte + width*3 bytes per row */
+  /** inflated IDAT: one filter byte + width*3 (RGB) or width*4 (RGBA, colour type 6) bytes per row */
   raw: Buffer;
   chunks: string[];
 }
@@ -50,8 +50,9 @@ export function decodePng(bytes: Uint8Array): DecodedPng {
   if (!ihdr || chunks[0] !== "IHDR" || chunks.at(-1) !== "IEND") throw new Error("IHDR first and IEND last are required");
   const width = ihdr.readUInt32BE(0);
   const height = ihdr.readUInt32BE(4);
+  const channels = ihdr[9] === 6 ? 4 : 3;
   const raw = inflateSync(Buffer.concat(idat));
-  if (raw.length !== (width * 3 + 1) * height) throw new Error(`IDAT inflates to ${raw.length}, expected ${(width * 3 + 1) * height}`);
+  if (raw.length !== (width * channels + 1) * height) throw new Error(`IDAT inflates to ${raw.length}, expected ${(width * channels + 1) * height}`);
   return { width, height, bitDepth: ihdr[8]!, colorType: ihdr[9]!, raw, chunks };
 }
 

@@ -1,12 +1,14 @@
 /**
- * A minimal PNG encoder (8-bit RGB, no interlace, filter 0 on every row, zlib from node:zlib, CRC-32 by hand)
- * and the emulator's deterministic "image model": a picture drawn from the prompt's hash (sky gradient, a sun,
- * hills, a few stars), so the same prompt always gives the same bytes and a person can open the file.
+ * A minimal PNG encoder (8-bit RGB or RGBA, no interlace, filter 0 on every row, zlib from node:zlib, CRC-32 by
+ * hand), its decoder for the images the edit routes receive (8-bit grey, RGB and their alpha forms, every row
+ * filter), and the emulator's deterministic "image model": a picture drawn from the prompt's hash (sky gradient, a
+ * sun, hills, a few stars), so the same prompt always gives the same bytes and a person can open the file.
  *
- * Written by hand: no kept dependency encodes PNG, and the format needs only signature + IHDR + IDAT + IEND.
+ * Written by hand: no kept dependency encodes or decodes PNG, and the format needs only signature + IHDR + IDAT +
+ * IEND and five row filters.
  */
 import { createHash } from "node:crypto";
-import { deflateSync } from "node:zlib";
+import { deflateSync, inflateSync } from "node:zlib";
 
 const SIGNATURE = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
 
@@ -34,22 +36,89 @@ function chunk(type: string, data: Buffer): Buffer {
   return Buffer.concat([head, data, crc]);
 }
 
-/** Encodes `rgb` (width*height*3 bytes, rows top to bottom) as a PNG file. */
-export function encodePng(width: number, height: number, rgb: Uint8Array, text?: Record<string, string>): Buffer {
-  if (rgb.length !== width * height * 3) throw new RangeError("rgb must hold width*height*3 bytes");
+/** Encodes `rgb` (width*height*3 bytes, rows top to bottom; or RGBA with `channels` 4) as a PNG file. */
+export function encodePng(width: number, height: number, rgb: Uint8Array, text?: Record<string, string>, channels: 3 | 4 = 3): Buffer {
+  if (rgb.length !== width * height * channels) throw new RangeError(`pixels must hold width*height*${channels} bytes`);
   const ihdr = Buffer.alloc(13);
   ihdr.writeUInt32BE(width, 0);
   ihdr.writeUInt32BE(height, 4);
   ihdr[8] = 8; // bit depth
-  ihdr[9] = 2; // colour type: truecolour
+  ihdr[9] = channels === 4 ? 6 : 2; // colour type: truecolour (with alpha)
   // compression 0, filter 0, interlace 0
-  const raw = Buffer.alloc((width * 3 + 1) * height);
+  const stride = width * channels;
+  const raw = Buffer.alloc((stride + 1) * height);
   for (let y = 0; y < height; y++) {
-    raw[y * (width * 3 + 1)] = 0; // filter: none
-    Buffer.from(rgb.buffer, rgb.byteOffset + y * width * 3, width * 3).copy(raw, y * (width * 3 + 1) + 1);
+    raw[y * (stride + 1)] = 0; // filter: none
+    Buffer.from(rgb.buffer, rgb.byteOffset + y * stride, stride).copy(raw, y * (stride + 1) + 1);
   }
   const texts = Object.entries(text ?? {}).map(([k, v]) => chunk("tEXt", Buffer.from(`${k}\0${v.replace(/[^\x20-\x7e]/g, "?").slice(0, 500)}`, "latin1")));
   return Buffer.concat([SIGNATURE, chunk("IHDR", ihdr), ...texts, chunk("IDAT", deflateSync(raw)), chunk("IEND", Buffer.alloc(0))]);
+}
+
+/**
+ * Decodes a PNG into RGB pixels (alpha dropped): 8-bit grey, grey+alpha, RGB or RGBA, not interlaced. Undefined for
+ * anything else (palette, 16-bit, interlaced, not a PNG, a broken stream): the caller then has no pixels to use.
+ */
+export function decodePng(bytes: Uint8Array): { width: number; height: number; rgb: Uint8Array } | undefined {
+  const b = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  if (b.length < 33 || !b.subarray(0, 8).equals(SIGNATURE)) return undefined;
+  let width = 0;
+  let height = 0;
+  let channels = 0;
+  const idat: Buffer[] = [];
+  for (let at = 8; at + 12 <= b.length; ) {
+    const length = b.readUInt32BE(at);
+    const type = b.toString("latin1", at + 4, at + 8);
+    if (at + 12 + length > b.length) return undefined;
+    const data = b.subarray(at + 8, at + 8 + length);
+    if (type === "IHDR") {
+      width = data.readUInt32BE(0);
+      height = data.readUInt32BE(4);
+      channels = ({ 0: 1, 2: 3, 4: 2, 6: 4 } as Record<number, number>)[data[9]!] ?? 0;
+      if (data[8] !== 8 || data[12] !== 0 || !channels || width === 0 || height === 0 || width * height > 40_000_000) return undefined;
+    } else if (type === "IDAT") idat.push(data);
+    else if (type === "IEND") break;
+    at += 12 + length;
+  }
+  if (!channels) return undefined;
+  let raw: Buffer;
+  try {
+    raw = inflateSync(Buffer.concat(idat));
+  } catch {
+    return undefined;
+  }
+  const stride = width * channels;
+  if (raw.length < (stride + 1) * height) return undefined;
+  const px = Buffer.alloc(stride * height);
+  for (let y = 0; y < height; y++) {
+    const filter = raw[y * (stride + 1)]!;
+    const row = raw.subarray(y * (stride + 1) + 1, (y + 1) * (stride + 1));
+    for (let i = 0; i < stride; i++) {
+      const a = i >= channels ? px[y * stride + i - channels]! : 0;
+      const up = y > 0 ? px[(y - 1) * stride + i]! : 0;
+      const c = y > 0 && i >= channels ? px[(y - 1) * stride + i - channels]! : 0;
+      let v = row[i]!;
+      if (filter === 1) v += a;
+      else if (filter === 2) v += up;
+      else if (filter === 3) v += (a + up) >> 1;
+      else if (filter === 4) {
+        const p = a + up - c;
+        const pa = Math.abs(p - a);
+        const pb = Math.abs(p - up);
+        const pc = Math.abs(p - c);
+        v += pa <= pb && pa <= pc ? a : pb <= pc ? up : c;
+      } else if (filter !== 0) return undefined;
+      px[y * stride + i] = v & 0xff;
+    }
+  }
+  const rgb = new Uint8Array(width * height * 3);
+  for (let i = 0; i < width * height; i++) {
+    const grey = channels <= 2;
+    rgb[i * 3] = px[i * channels]!;
+    rgb[i * 3 + 1] = px[i * channels + (grey ? 0 : 1)]!;
+    rgb[i * 3 + 2] = px[i * channels + (grey ? 0 : 2)]!;
+  }
+  return { width, height, rgb };
 }
 
 /** Deterministic bytes from a seed string (SHA-256 in counter mode). */

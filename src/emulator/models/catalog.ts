@@ -170,22 +170,55 @@ export function findModel(id: string): EmulatedModel | undefined {
 export type ServedModel = Pick<EmulatedModel, "id" | "name" | "router" | "proOnly" | "deprecated">;
 
 /**
- * Image and speech models (published types `image`, `tts`): priced per image and per million input characters,
- * paced per type (spec part 8). They draw a small real PNG and speak a short real WAV (../routes/images.ts,
- * ../routes/audio.ts). `tts-kokoro` is the published default of POST /audio/speech.
+ * Media models by published type: `image` (priced per image), `tts` (per million input characters), `video` (per
+ * second of the resolution asked), `music` (asynchronous audio: per second, or per thousand characters for the voice
+ * model), `asr` (per second of audio), `inpaint` (image edits, per edit), `upscale` (per factor). They draw real
+ * PNGs, speak real WAVs, film real MP4s (../media/), paced per type (spec part 8). `tts-kokoro` is the published
+ * default of POST /audio/speech, `nvidia/parakeet-tdt-0.6b-v3` that of POST /audio/transcriptions.
  */
 export interface MediaModel extends ServedModel {
-  type: "image" | "tts";
-  /** image: USD per image; tts: USD per million input characters */
+  type: "image" | "tts" | "video" | "music" | "asr" | "inpaint" | "upscale";
+  /** image: USD per image; tts: per million input characters; inpaint: per edit; asr: per second; else see below */
   priceUsd: number;
-  /** image: the traits of GET /models (`default` for the one `/images/generations` falls back to) */
+  /** the traits of GET /models (`default` for the one a route falls back to) */
   traits?: string[];
-  /** tts: the model's voices (model_spec.voices), the first is its default */
+  /** tts, music: the model's voices (model_spec.voices), the first is its default */
   voices?: string[];
   /** tts: formats it can answer (model_spec.supported_formats); the first is the default */
   formats?: ("wav" | "pcm")[];
   /** tts: voice cloning through POST /audio/voices, with the sample containers it accepts */
   cloning?: { acceptedFormats: string[] };
+  /** video: what a queue may ask, and the USD per second at each resolution */
+  video?: {
+    modelType: "text-to-video" | "image-to-video";
+    durations: string[];
+    resolutions: string[];
+    aspectRatios: string[];
+    perSecondUsd: Record<string, number>;
+    /** privately hosted: the queue answers a `download_url`, retrieve only a status */
+    privateDownload?: boolean;
+  };
+  /** music (asynchronous audio): its options and pricing (one of per second, per thousand characters) */
+  music?: {
+    minDuration?: number;
+    maxDuration?: number;
+    defaultDuration?: number;
+    supportsLyrics: boolean;
+    forceInstrumental: boolean;
+    loop: boolean;
+    /** speaks the prompt (voice models) instead of playing it */
+    speaks?: boolean;
+    perSecondUsd?: number;
+    perThousandCharactersUsd?: number;
+    promptCharacterLimit: number;
+    minPromptLength: number;
+  };
+  /** asr: the timestamp granularities it returns */
+  timestamps?: ("word" | "segment" | "char")[];
+  /** inpaint: most images a multi-edit takes */
+  maxInputImages?: number;
+  /** upscale: USD per factor */
+  upscaleUsd?: { "2x": number; "4x": number };
 }
 
 export const MEDIA_MODELS: MediaModel[] = [
@@ -219,9 +252,67 @@ export const MEDIA_MODELS: MediaModel[] = [
     formats: ["wav", "pcm"],
     cloning: { acceptedFormats: ["mp3", "wav", "flac", "m4a"] },
   },
+  {
+    id: "emu-video",
+    name: "Emulator Video",
+    type: "video",
+    router: "emu-router-video",
+    priceUsd: 0.05,
+    traits: ["default"],
+    video: {
+      modelType: "text-to-video",
+      durations: ["2s", "4s", "5s", "6s", "8s", "10s"],
+      resolutions: ["480p", "720p"],
+      aspectRatios: ["16:9", "9:16", "1:1"],
+      perSecondUsd: { "480p": 0.05, "720p": 0.07 },
+    },
+  },
+  {
+    id: "emu-video-i2v",
+    name: "Emulator Image-to-Video",
+    type: "video",
+    router: "emu-router-video",
+    priceUsd: 0.08,
+    video: { modelType: "image-to-video", durations: ["4s", "5s"], resolutions: ["720p"], aspectRatios: [], perSecondUsd: { "720p": 0.08 } },
+  },
+  {
+    id: "emu-video-private",
+    name: "Emulator Video (privately hosted)",
+    type: "video",
+    router: "emu-router-video",
+    priceUsd: 0.06,
+    video: { modelType: "text-to-video", durations: ["2s", "4s", "5s"], resolutions: ["720p"], aspectRatios: ["16:9", "1:1"], perSecondUsd: { "720p": 0.06 }, privateDownload: true },
+  },
+  {
+    id: "emu-music",
+    name: "Emulator Music",
+    type: "music",
+    router: "emu-router-audio",
+    priceUsd: 0.01,
+    traits: ["default"],
+    music: { minDuration: 3, maxDuration: 60, defaultDuration: 10, supportsLyrics: false, forceInstrumental: true, loop: true, perSecondUsd: 0.01, promptCharacterLimit: 2000, minPromptLength: 10 },
+  },
+  {
+    id: "emu-narrator",
+    name: "Emulator Narrator",
+    type: "music",
+    router: "emu-router-audio",
+    priceUsd: 0.3,
+    voices: ["Aria", "Roger", "Sarah"],
+    music: { supportsLyrics: false, forceInstrumental: false, loop: false, speaks: true, perThousandCharactersUsd: 0.3, promptCharacterLimit: 5000, minPromptLength: 1 },
+  },
+  { id: "nvidia/parakeet-tdt-0.6b-v3", name: "Parakeet (emulated)", type: "asr", router: "emu-router-audio", priceUsd: 0.0001, traits: ["default"], timestamps: ["segment", "word", "char"] },
+  { id: "openai/whisper-large-v3", name: "Whisper Large v3 (emulated)", type: "asr", router: "emu-router-audio", priceUsd: 0.0002, timestamps: ["segment", "word"] },
+  { id: "emu-image-edit", name: "Emulator Image Edit", type: "inpaint", router: "emu-router-image", priceUsd: 0.04, traits: ["default"], maxInputImages: 3 },
+  { id: "emu-upscale", name: "Emulator Upscale", type: "upscale", router: "emu-router-image", priceUsd: 0.02, upscaleUsd: { "2x": 0.02, "4x": 0.08 } },
 ];
 
-/** The image or speech model `id` of `type`. */
+/** The media model of a type marked `default` (the one a route falls back to). */
+export function defaultMediaModel(type: MediaModel["type"]): MediaModel {
+  return MEDIA_MODELS.find((m) => m.type === type && m.traits?.includes("default")) ?? MEDIA_MODELS.find((m) => m.type === type)!;
+}
+
+/** The media model `id` of `type`. */
 export function findMediaModel(id: string, type: MediaModel["type"]): MediaModel | undefined {
   return MEDIA_MODELS.find((m) => m.id === id && m.type === type);
 }

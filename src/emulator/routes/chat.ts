@@ -7,7 +7,8 @@
  * Streams are charged before the first byte (the whole completion is known up front); a stream that fails
  * in-band (`[[emu:error=...]]`) is then refunded (live) or was never charged (seed). The first
  * `chat.overloadedStreams` streams fail with `model_overloaded` before any content, uncharged. Stream cuts
- * (`faults.streamCutAfter`) are done by the server.
+ * (`faults.streamCutAfter`) are done by the server. A `character_slug` prepends its character's system prompt (404
+ * for one that names no character).
  */
 import { randomBytes, randomUUID } from "node:crypto";
 import { z } from "zod";
@@ -18,6 +19,7 @@ import { costUsd, planCompletion, usageOf, WEB_SEARCH_FEE_USD } from "../models/
 import { overloadedStream, renderCompletion, streamCompletion } from "../models/render.js";
 import { PromptCache } from "../models/prompt-cache.js";
 import { chatRequestSchema, effectiveParameters, InvalidRequest, parseModelSuffix } from "../models/request.js";
+import { characterBySlug } from "./characters.js";
 import { EmulatorHttpError, type Caller, type EmulatorContext, type EmulatorRequest, type EmulatorResponse, type Route } from "../types.js";
 
 /** What the chat route remembers per emulator instance. */
@@ -99,9 +101,16 @@ export async function handleChatCompletion(req: EmulatorRequest, ctx: EmulatorCo
     }
     const bodyParameters = (parsed.data as Record<string, unknown>)[names.parameters] as Record<string, unknown> | null | undefined;
     const params = effectiveParameters(bodyParameters, overrides, names, model.capabilities.supportsE2EE);
+    // a character's system prompt goes first (an E2EE request skips it, as the live service does); an unknown one is 404
+    let messages = request.messages;
+    if (params.character_slug !== undefined) {
+      const persona = characterBySlug(params.character_slug);
+      if (!persona) throw new EmulatorHttpError(404, { error: "No character could be found from the provided character_slug" });
+      if (!params.enable_e2ee) messages = [{ role: "system", content: persona.systemPrompt }, ...messages] as typeof messages;
+    }
     const id = `chatcmpl-${randomUUID().replace(/-/g, "")}`;
     const plan = planCompletion({
-      request,
+      request: { ...request, messages },
       model,
       params,
       names,
