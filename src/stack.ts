@@ -57,6 +57,8 @@ export interface FetchStackOptions extends Omit<TransportOptions, "limitStore"> 
 export interface ServiceFetch extends TransportFetch {
   /** the wallet this stack signs and pays with, if any */
   readonly wallet?: X402Wallet;
+  /** the stack's own spend budget (`budget` option), if any */
+  readonly budget?: SpendBudget;
   /** the x402 payment controller (money state, caps) of a wallet stack; undefined without a wallet */
   paymentController(): Promise<X402PaymentController | undefined>;
 }
@@ -153,6 +155,7 @@ export function createServiceFetch(options: FetchStackOptions = {}): ServiceFetc
   Object.defineProperties(stack, {
     wallet: { value: wallet },
     paymentController: { value: () => controller ?? Promise.resolve(undefined) },
+    budget: { value: budget },
   });
   return stack;
 }

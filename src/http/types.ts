@@ -36,9 +36,20 @@ export interface ServiceRequestHints {
    * spend governance of this request, beside the stack's own: `SpendBudget`s to reserve its worst case on and
    * `SpendLog`s to record its charge and payments to; false: not metered at all (the stack's own reads)
    */
-  spend?: { budgets?: readonly object[]; logs?: readonly object[] } | false;
+  spend?: RequestSpend | false;
   /** receives the events of payments this request causes (a LangChain run's callbacks; a `PaymentEvent`) */
   onPaymentEvent?(event: { type: string }): void | Promise<void>;
+}
+
+/** A request's spend governance beside its stack's (see `ServiceRequestHints.spend`). */
+export interface RequestSpend {
+  budgets?: readonly object[];
+  logs?: readonly object[];
+  /**
+   * the request's price when the caller knows it and the route does not tell it (a job's quote, charged at its
+   * queue): reserved as its worst case and settled as its cost
+   */
+  estimateUsd?: number;
 }
 
 export interface ServiceRequestInit extends RequestInit {

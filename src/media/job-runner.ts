@@ -19,6 +19,7 @@ import type { ServiceApi } from "../api/request.js";
 import { JobCancelledError, JobFailedError, JobOutcomeUnknownError, QuoteRefusedError, type JobKind, type JobRefund } from "./errors.js";
 import { completeJob, jobBody, queueJob, quoteJob, rememberQueueId, retrieveJob, type AudioJobParameters, type QueuedJob, type VideoJobParameters } from "./jobs.js";
 import { findQueuedJob, findRefund } from "./job-recovery.js";
+import { runSpend } from "../spend/call-options.js";
 
 /**
  * The shortest wait between two polls of a kind's retrieve route, from its published rate limit: audio's
@@ -92,7 +93,11 @@ async function checkQuote(client: ServiceApi, kind: JobKind, model: string, quot
   const refuse = (rule: "maxQuoteUsd" | "maxPerTopUp" | "maxPerPeriod", limitUsd: number, why: string) =>
     new QuoteRefusedError(`the ${kind} job costs $${quoteUsd} (quote), ${why}: nothing was queued`, { rule, kind, model, quoteUsd, limitUsd });
   if (options.maxQuoteUsd !== undefined && quoteUsd > options.maxQuoteUsd) throw refuse("maxQuoteUsd", options.maxQuoteUsd, `over the limit of $${options.maxQuoteUsd} per job`);
-  // A SpendBudget's reservation of `quoteUsd` plugs in here (reserved before the queue, released on a refund).
+  // The spend budgets in play (the stack's, the run's) must fit the quote before any top-up for it: each holds
+  // the quote for real as the queue request leaves (the spend layer), this only keeps money from moving first.
+  for (const budget of new Set([client.fetch.budget, ...(runSpend()?.budgets ?? [])])) {
+    if (budget) await budget.check(quoteUsd, `the ${kind} job (${model})`);
+  }
   const controller = await client.fetch.paymentController();
   if (!controller || !client.wallet) return;
   const balance = await controller.currentBalanceUsd();
@@ -161,7 +166,7 @@ export async function runJob(client: ServiceApi, kind: JobKind, parameters: Vide
   const sentAtService = serviceClock.now(client.fetch.url("/"));
   for (let limited = 0; !queued; limited++) {
     try {
-      queued = await guard(() => queueJob(client, kind, parameters, { signal }));
+      queued = await guard(() => queueJob(client, kind, parameters, { signal, quoteUsd }));
     } catch (err) {
       if (err instanceof RateLimitError && limited < 3) {
         const wait = err.resetAt ? Math.max(0, err.resetAt.getTime() - Date.now()) : 2_000 * (limited + 1);

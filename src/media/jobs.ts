@@ -21,6 +21,11 @@ export interface CallOptions {
   signal?: AbortSignal;
 }
 
+export interface QueueOptions extends CallOptions {
+  /** the job's quote: what a spend budget holds for it and settles it to (the service charges it at the queue) */
+  quoteUsd?: number;
+}
+
 // --- parameters ----------------------------------------------------------------------------------------
 
 /** Durations the published `QueueVideoRequest` allows (a model takes a subset; `1 gen` for models priced per generation). */
@@ -238,14 +243,15 @@ export async function quoteJob(client: ServiceApi, kind: JobKind, parameters: Vi
  * POST /{kind}/queue: enqueues the job (charged once the provider accepts it). Sent once, never retried: an answer
  * that did not arrive may still have queued it (see `runJob` for finding it again).
  */
-export async function queueJob(client: ServiceApi, kind: JobKind, parameters: VideoJobParameters | AudioJobParameters, options: CallOptions = {}): Promise<QueuedJob> {
+export async function queueJob(client: ServiceApi, kind: JobKind, parameters: VideoJobParameters | AudioJobParameters, options: QueueOptions = {}): Promise<QueuedJob> {
   const body = jobBody(kind, parameters);
   const { prefix, modelType } = PATHS[kind];
   const res = await client.request(`${prefix}/queue`, {
     method: "POST",
     body,
     signal: options.signal,
-    service: { model: String(body.model), modelType, retry: false },
+    // its quote is what a spend budget holds for it, and what it is charged once the provider accepts it
+    service: { model: String(body.model), modelType, retry: false, ...(options.quoteUsd !== undefined ? { spend: { estimateUsd: options.quoteUsd } } : {}) },
   });
   const data = parseWith(queueResponse, res.data, `${prefix}/queue`, res.headers);
   rememberQueueId(client.fetch.identity, data.queue_id);

@@ -136,24 +136,37 @@ export class SpendBudget {
   }
 
   /**
+   * Whether `estimateUsd` would fit now (the store's figures, read afresh), holding nothing: the same
+   * `BudgetExceededError` as `reserve` when it would not. For a step that must not start unless the request that
+   * follows can be paid for (a job's top-up before its queue).
+   */
+  async check(estimateUsd: number, what = "the request"): Promise<void> {
+    await this.refresh();
+    if (Number.isFinite(estimateUsd) && estimateUsd >= 0 && this.#figures.spentNano + this.#figures.reservedNano + Math.ceil(estimateUsd * NANO) <= this.#limitNano) return;
+    throw this.#refusal(this.#figures, estimateUsd, what);
+  }
+
+  /**
    * Holds `estimateUsd` for one request, or refuses it (`BudgetExceededError`, nothing held). `what` names the
    * request in the error. An estimate of Infinity (a request that could not be priced) is refused.
    */
+  #refusal(figures: BudgetFigures, estimateUsd: number, what: string): BudgetExceededError {
+    const spentUsd = fromNano(figures.spentNano);
+    const reservedUsd = fromNano(figures.reservedNano);
+    const why = Number.isFinite(estimateUsd)
+      ? `its worst case $${round(estimateUsd)} does not fit: $${round(spentUsd)} spent and $${round(reservedUsd)} reserved of $${this.maxUsd}`
+      : "it cannot be priced (its model is not in /models, or its route has no known price; set unpricedUsd to allow it)";
+    return new BudgetExceededError(`budget ${this.name} refused ${what}: ${why}; nothing was sent`, {
+      budget: this.name,
+      spentUsd,
+      reservedUsd,
+      limitUsd: this.maxUsd,
+      estimateUsd,
+    });
+  }
+
   async reserve(estimateUsd: number, what = "the request"): Promise<BudgetReservation> {
-    const refuse = (figures: BudgetFigures) => {
-      const spentUsd = fromNano(figures.spentNano);
-      const reservedUsd = fromNano(figures.reservedNano);
-      const why = Number.isFinite(estimateUsd)
-        ? `its worst case $${round(estimateUsd)} does not fit: $${round(spentUsd)} spent and $${round(reservedUsd)} reserved of $${this.maxUsd}`
-        : "it cannot be priced (its model is not in /models, or its route has no known price; set unpricedUsd to allow it)";
-      return new BudgetExceededError(`budget ${this.name} refused ${what}: ${why}; nothing was sent`, {
-        budget: this.name,
-        spentUsd,
-        reservedUsd,
-        limitUsd: this.maxUsd,
-        estimateUsd,
-      });
-    };
+    const refuse = (figures: BudgetFigures) => this.#refusal(figures, estimateUsd, what);
     if (!(estimateUsd >= 0) || !Number.isFinite(estimateUsd)) throw refuse(this.#figures);
     const amountNano = Math.max(0, Math.ceil(estimateUsd * NANO));
     const reservation = globalThis.crypto.randomUUID();

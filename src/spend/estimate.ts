@@ -13,7 +13,7 @@ import { methodTier } from "../crypto-rpc/methods.js";
 import type { SpendFees } from "./budget.js";
 
 /** The kind of metered request a path is, and what pricing it needs. */
-export type MeteredKind = "chat" | "embeddings" | "image" | "speech" | "augment-search" | "augment-scrape" | "crypto-rpc" | "unpriced";
+export type MeteredKind = "chat" | "embeddings" | "image" | "speech" | "augment-search" | "augment-scrape" | "crypto-rpc" | "job" | "unpriced";
 
 /** A model's `/models` record, as far as prices and limits go (the published `ModelResponse`). */
 export interface PricedModel {
@@ -38,7 +38,8 @@ export interface RequestShape {
 }
 
 /** Routes that never charge: not metered (no reservation, no record). */
-const FREE = /\/(models(\/[^/]*)?|api_keys\/.*|x402\/.*|crypto\/rpc\/networks|characters.*|billing\/.*|image\/styles)$/;
+const FREE =
+  /\/(models(\/[^/]*)?|api_keys\/.*|x402\/.*|crypto\/rpc\/networks|characters.*|billing\/.*|image\/styles|audio\/voices|(video|audio)\/(quote|retrieve|complete)|video\/download\/[^/]+)$/;
 
 /**
  * The metered kind of a request (undefined: a free route, or not the service's). `path` is the URL's pathname;
@@ -54,6 +55,8 @@ export function requestShape(path: string, body: unknown, bodyChars: number): Re
   if (path.endsWith("/audio/speech")) return { kind: "speech", model, modelType: "tts", body: b, bodyChars };
   if (path.endsWith("/augment/search")) return { kind: "augment-search", body: b, bodyChars };
   if (path.endsWith("/augment/scrape")) return { kind: "augment-scrape", body: b, bodyChars };
+  // a video or audio job is charged its quote at the queue: the caller (the job runner) names it
+  if (/\/(video|audio)\/queue$/.test(path)) return { kind: "job", model, body: b, bodyChars };
   if (/\/crypto\/rpc\/[^/]+$/.test(path)) return { kind: "crypto-rpc", body: Array.isArray(body) ? { batch: body } : b, bodyChars };
   return { kind: "unpriced", model, body: b, bodyChars };
 }

@@ -13,7 +13,7 @@
  * run's callbacks through the run's `x402_payment` custom events.
  * With nothing on, a request passes through with no await and no allocation.
  */
-import type { FetchLayer, FetchLike, ServiceRequestInit } from "../http/types.js";
+import type { FetchLayer, FetchLike, RequestSpend, ServiceRequestInit } from "../http/types.js";
 import type { BudgetReservation, SpendBudget } from "./budget.js";
 import { DEFAULT_FEES } from "./budget.js";
 import { runSpend } from "./call-options.js";
@@ -59,12 +59,9 @@ export function spendLayer(options: SpendLayerOptions): FetchLayer {
   };
 }
 
-function merge(
-  a: { budgets?: readonly object[]; logs?: readonly object[] } | undefined,
-  b: { budgets?: readonly object[]; logs?: readonly object[] } | undefined,
-): { budgets?: readonly object[]; logs?: readonly object[] } | undefined {
+function merge(a: RequestSpend | undefined, b: RequestSpend | undefined): RequestSpend | undefined {
   if (!a || !b) return a ?? b;
-  return { budgets: [...(a.budgets ?? []), ...(b.budgets ?? [])], logs: [...(a.logs ?? []), ...(b.logs ?? [])] };
+  return { budgets: [...(a.budgets ?? []), ...(b.budgets ?? [])], logs: [...(a.logs ?? []), ...(b.logs ?? [])], estimateUsd: a.estimateUsd ?? b.estimateUsd };
 }
 
 function unique<T>(own: T | undefined, more: readonly object[] | undefined): T[] {
@@ -78,7 +75,7 @@ async function metered(
   o: SpendLayerOptions,
   input: Parameters<FetchLike>[0],
   init: ServiceRequestInit | undefined,
-  spend: { budgets?: readonly object[]; logs?: readonly object[] } | undefined,
+  spend: RequestSpend | undefined,
 ): Promise<Response> {
   const budgets = unique<SpendBudget>(o.budget, spend?.budgets);
   const logs = unique<SpendLog>(o.log, spend?.logs);
@@ -102,6 +99,8 @@ async function metered(
   try {
     for (const b of budgets) {
       let estimate = worstCaseUsd(shape, record, b.fees, o.brand);
+      // the caller's own price (a job's quote) where the route has none
+      if (!Number.isFinite(estimate) && spend?.estimateUsd !== undefined) estimate = spend.estimateUsd;
       if (!Number.isFinite(estimate) && b.unpricedUsd !== undefined) estimate = b.unpricedUsd;
       holds.push(await b.reserve(estimate, `${init?.method ?? "GET"} ${url.pathname}`));
     }
@@ -123,7 +122,7 @@ async function metered(
     await Promise.all(holds.map((h) => h.release().catch(() => undefined)));
     return res;
   }
-  return meterResponse(res, shape.kind, o.headers, (reading, complete) => settle(shape, record, reading, complete, holds, logs, budgets, url.pathname));
+  return meterResponse(res, shape.kind, o.headers, (reading, complete) => settle(shape, record, reading, complete, holds, logs, budgets, url.pathname, spend?.estimateUsd));
 }
 
 /** A served request's cost: reported, priced, a fee estimate, or unknown (the reservation stands). */
@@ -136,6 +135,7 @@ function settle(
   logs: SpendLog[],
   budgets: SpendBudget[],
   path: string,
+  knownPriceUsd: number | undefined,
 ): void {
   let cost: number | undefined;
   let source: ChargeRecord["source"];
@@ -143,6 +143,9 @@ function settle(
     cost = reading.costUsd + (reading.costDiem ?? 0);
     source = "reported";
   } else if (complete && (cost = pricedUsd(shape, record, { promptTokens: reading.tokens?.input })) !== undefined) {
+    source = "priced";
+  } else if (knownPriceUsd !== undefined && (shape.kind === "job" || shape.kind === "unpriced")) {
+    cost = knownPriceUsd; // the caller's price (a job's quote): what the service charges when it accepts the request
     source = "priced";
   } else if (shape.kind === "augment-search" || shape.kind === "augment-scrape") {
     const fees = budgets[0]?.fees ?? DEFAULT_FEES;
