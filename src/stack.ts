@@ -15,6 +15,7 @@ import type { PaymentPolicy, PaymentPolicyOptions } from "./x402/policy.js";
 import type { PaymentEvent } from "./x402/events.js";
 import type { X402PaymentController, X402PaymentOptions } from "./x402/layer.js";
 import type { PaymentStore } from "./store/types.js";
+import type { ServiceFetch } from "./api/service-fetch.js";
 import { brandNames } from "./http/config.js";
 import { SpendBudget } from "./spend/budget.js";
 import { SpendLog } from "./spend/log.js";
@@ -54,14 +55,7 @@ export interface FetchStackOptions extends Omit<TransportOptions, "limitStore"> 
   spendLog?: SpendLog;
 }
 
-export interface ServiceFetch extends TransportFetch {
-  /** the wallet this stack signs and pays with, if any */
-  readonly wallet?: X402Wallet;
-  /** the stack's own spend budget (`budget` option), if any */
-  readonly budget?: SpendBudget;
-  /** the x402 payment controller (money state, caps) of a wallet stack; undefined without a wallet */
-  paymentController(): Promise<X402PaymentController | undefined>;
-}
+export type { ServiceFetch } from "./api/service-fetch.js";
 
 /** The stack options a face (ChatService, ServiceEmbeddings) takes among its own fields, under the same names. */
 const FACE_STACK_OPTIONS = [

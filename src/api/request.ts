@@ -9,7 +9,7 @@ import { ResponseFormatError, ValidationError } from "../http/errors.js";
 import { responseHeaders, type ServiceRequestHints, type ServiceRequestInit } from "../http/fetch-stack.js";
 import type { ServiceResponseHeaders } from "../http/headers.js";
 import { readResponseBytes, readResponseText } from "../http/body.js";
-import type { ServiceFetch } from "../stack.js";
+import type { ServiceFetch } from "./service-fetch.js";
 import type { X402Wallet } from "../x402/wallets.js";
 
 export interface RequestOptions {

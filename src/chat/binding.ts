@@ -12,13 +12,21 @@ import { mergeConfigs, RunnableBinding, type Runnable } from "@langchain/core/ru
 import type { InteropZodType } from "@langchain/core/utils/types";
 import type { SerializableSchema } from "@langchain/core/utils/standard_schema";
 import { ValidationError } from "../http/errors.js";
-import type { ChatService } from "./chat-model.js";
 import type { ServiceModelProfile } from "./profile.js";
 import { structuredOutput } from "./structured-output.js";
 import type { ChatServiceCallOptions } from "./types.js";
 
+/** What the binding needs of the model it binds (`ChatService` is one): typed here, so the model file alone imports the other. */
+export interface BindableChatModel extends Runnable<BaseLanguageModelInput, AIMessageChunk, ChatServiceCallOptions> {
+  readonly profile: ServiceModelProfile;
+  loadProfile(options?: { signal?: AbortSignal }): Promise<ServiceModelProfile>;
+  bindTools(tools: BindToolsInput[], kwargs?: Partial<ChatServiceCallOptions>): { readonly config: Partial<ChatServiceCallOptions> };
+  /** without a `version`: the content-block stream (`ChatService#streamEvents`) */
+  streamEvents(input: BaseLanguageModelInput, options?: any): any;
+}
+
 export class ChatServiceBinding extends RunnableBinding<BaseLanguageModelInput, AIMessageChunk, ChatServiceCallOptions> {
-  declare bound: ChatService;
+  declare bound: BindableChatModel;
 
   /** The model's profile (`ChatService#profile`). */
   get profile(): ServiceModelProfile {

@@ -26,17 +26,8 @@ export {
 } from "./rpc.js";
 export { checkMethod, isFilterOrSubscription, type MethodPolicy, type MethodDecision } from "./methods.js";
 export { capOutput, withDecimals, DEFAULT_MAX_OUTPUT_CHARS } from "./format.js";
-export {
-  CryptoNetworksTool,
-  CryptoRpcTool,
-  NativeBalanceTool,
-  Erc20BalanceTool,
-  TransactionStatusTool,
-  LatestBlockTool,
-  ContractReadTool,
-  ToolInputError,
-  DEFAULT_MAX_LOG_BLOCK_RANGE,
-  type CryptoToolOptions,
-} from "./tools.js";
+export { CryptoNetworksTool, CryptoRpcTool } from "./tools.js";
+export { NativeBalanceTool, Erc20BalanceTool, TransactionStatusTool, LatestBlockTool, ContractReadTool } from "./read-tools.js";
+export { ToolInputError, DEFAULT_MAX_LOG_BLOCK_RANGE, type CryptoToolOptions } from "./tool-base.js";
 export { CryptoRpcToolkit, type CryptoRpcToolkitOptions } from "./toolkit.js";
 export { createEthersProvider, createSolanaConnection, type EthersProviderOptions, type SolanaConnectionOptions } from "./adapters.js";

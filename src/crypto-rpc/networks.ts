@@ -5,7 +5,10 @@
  * slug here (family, mainnet/testnet) only groups and labels it.
  */
 import { UnsupportedNetworkError, abortErrorOf } from "../http/errors.js";
-import type { ServiceClient } from "../client.js";
+/** What the cache needs of a client (`ServiceClient` has it): the network list, read through its stack. */
+export interface NetworkLister {
+  listCryptoNetworks(options?: { signal?: AbortSignal }): Promise<string[]>;
+}
 
 export type NetworkFamily = "evm" | "solana" | "starknet";
 
@@ -59,13 +62,13 @@ export const DEFAULT_NETWORKS_TTL_MS = 5 * 60_000;
 export const MISS_REFRESH_MS = 30_000;
 
 export class NetworkCache {
-  readonly #client: Pick<ServiceClient, "listCryptoNetworks">;
+  readonly #client: NetworkLister;
   readonly #ttlMs: number;
   readonly #now: () => number;
   #value?: { networks: string[]; set: Set<string>; fetchedAt: number };
   #inflight?: Flight;
 
-  constructor(client: Pick<ServiceClient, "listCryptoNetworks">, options: NetworkCacheOptions = {}) {
+  constructor(client: NetworkLister, options: NetworkCacheOptions = {}) {
     this.#client = client;
     this.#ttlMs = options.ttlMs ?? DEFAULT_NETWORKS_TTL_MS;
     this.#now = options.now ?? Date.now;
@@ -180,7 +183,7 @@ export function unsupportedNetwork(slug: string, validNetworks: readonly string[
 /** One cache per client, shared by its tools, adapters and `cryptoRpc` calls. */
 const caches = new WeakMap<object, NetworkCache>();
 
-export function networkCacheFor(client: ServiceClient, options: NetworkCacheOptions = {}): NetworkCache {
+export function networkCacheFor(client: NetworkLister, options: NetworkCacheOptions = {}): NetworkCache {
   let cache = caches.get(client);
   if (!cache) caches.set(client, (cache = new NetworkCache(client, options)));
   return cache;

@@ -5,7 +5,11 @@
  */
 import { z } from "zod";
 import { BadRequestError, ResponseFormatError, ValidationError } from "../http/errors.js";
-import type { ServiceClient } from "../client.js";
+import type { ServiceApi } from "../api/request.js";
+import type { NetworkLister } from "./networks.js";
+
+/** What a crypto RPC call needs of a client (`ServiceClient` has it): the stack's requests and the network list. */
+type RpcClient = ServiceApi & NetworkLister;
 import type { ServiceResponseHeaders } from "../http/headers.js";
 import { networkCacheFor, unsupportedNetwork, type NetworkCache } from "./networks.js";
 
@@ -152,11 +156,11 @@ function stripStack(error: JsonRpcErrorObject): JsonRpcErrorObject {
 }
 
 /** Sends one JSON-RPC request. */
-export function cryptoRpc<T = unknown>(client: ServiceClient, network: string, request: JsonRpcRequest, options?: CryptoRpcOptions): Promise<CryptoRpcSingleResult<T>>;
+export function cryptoRpc<T = unknown>(client: RpcClient, network: string, request: JsonRpcRequest, options?: CryptoRpcOptions): Promise<CryptoRpcSingleResult<T>>;
 /** Sends a batch (1–100 requests); responses come back in request order. */
-export function cryptoRpc(client: ServiceClient, network: string, batch: JsonRpcRequest[], options?: CryptoRpcOptions): Promise<CryptoRpcBatchResult>;
+export function cryptoRpc(client: RpcClient, network: string, batch: JsonRpcRequest[], options?: CryptoRpcOptions): Promise<CryptoRpcBatchResult>;
 export async function cryptoRpc(
-  client: ServiceClient,
+  client: RpcClient,
   network: string,
   requestOrBatch: JsonRpcRequest | JsonRpcRequest[],
   options: CryptoRpcOptions = {},

@@ -4,16 +4,9 @@
  */
 import { BaseToolkit, type StructuredToolInterface } from "@langchain/core/tools";
 import { NetworkCache, networkCacheFor } from "./networks.js";
-import {
-  ContractReadTool,
-  CryptoNetworksTool,
-  CryptoRpcTool,
-  Erc20BalanceTool,
-  LatestBlockTool,
-  NativeBalanceTool,
-  TransactionStatusTool,
-  type CryptoToolOptions,
-} from "./tools.js";
+import { CryptoNetworksTool, CryptoRpcTool } from "./tools.js";
+import { ContractReadTool, Erc20BalanceTool, LatestBlockTool, NativeBalanceTool, TransactionStatusTool } from "./read-tools.js";
+import type { CryptoToolOptions } from "./tool-base.js";
 
 export type CryptoRpcToolkitOptions = CryptoToolOptions;
 

@@ -1,3 +1,4 @@
+/** `ServiceEmbeddings`: the LangChain embeddings over the one fetch stack. */
 export {
   ServiceEmbeddings,
   DEFAULT_EMBEDDING_MODEL,

@@ -3,7 +3,6 @@
  * is charged), added latency, streams cut after k chunks, and answers lost whole after the route ran (charged). Faults can be swapped at run time
  * (`emulator.setFaults`). With a `seed` the sequence of faults is reproducible.
  */
-import type { FaultOptions } from "./types.js";
 
 /** Paths never faulted by default: network discovery is what clients call to find their way back. */
 const DEFAULT_EXEMPT = ["/crypto/rpc/networks"];
@@ -113,4 +112,31 @@ export class FaultInjector {
     const [min, max] = l;
     return Math.max(0, min + this.random() * (max - min));
   }
+}
+
+export interface FaultOptions {
+  /** share of requests answered 500/503 instead of served (0..1); applies to paths matching `paths` */
+  errorRate?: number;
+  /** statuses to pick from (default [500, 503]) */
+  statuses?: number[];
+  /** added latency per request in ms (a number or [min, max]) */
+  latencyMs?: number | [number, number];
+  /** cut every stream after k chunks (the connection is destroyed, no [DONE]) */
+  streamCutAfter?: number;
+  /** path prefixes the faults apply to (default: all but /crypto/rpc/networks) */
+  paths?: string[];
+  /** deterministic randomness for faults */
+  seed?: number;
+  /**
+   * An overloaded model: inference requests answered `429` "The model is currently overloaded…" with `Retry-After`
+   * (after the rate limits counted them), as the live service does. `first`: the first N such requests; `rate`: a
+   * share of them; `retryAfterSeconds` (default 30, the service's default).
+   */
+  overload?: { first?: number; rate?: number; retryAfterSeconds?: number };
+  /**
+   * Answers lost whole: the route runs (a queue is charged, a job created), then the connection is destroyed before
+   * the first byte of its answer, as when a network drops a reply. `first`: the first N such answers; `rate`: a share.
+   * Use with `paths` (e.g. `["/video/queue"]`).
+   */
+  loseAnswers?: { first?: number; rate?: number };
 }

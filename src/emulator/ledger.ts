@@ -7,7 +7,6 @@
  */
 import { AsyncLocalStorage } from "node:async_hooks";
 import { randomUUID } from "node:crypto";
-import type { Account, ApiKeyOption, LedgerEntry } from "./types.js";
 
 /**
  * The request ids a route charges under, collected while its handler runs: the server answers with the first as
@@ -197,4 +196,49 @@ export class Ledger {
     }
     return { toppedUp: round6(toppedUp), charged: round6(charged), topUps, charges, refunded: round6(refunded), refunds };
   }
+}
+
+export interface LedgerEntry {
+  id: string;
+  type: "TOP_UP" | "CHARGE" | "REFUND";
+  /** USD amount (positive for TOP_UP, negative for CHARGE) */
+  amount: number;
+  /** staking-token portion charged (CHARGE only) */
+  diem?: number;
+  balanceAfter: number;
+  createdAt: string;
+  requestId?: string;
+  modelId?: string;
+  /** what was charged for: "chat", "crypto-rpc", ... */
+  kind?: string;
+  /** TOP_UP: settlement reference (tx hash / signature) and network */
+  transaction?: string;
+  network?: string;
+  /** TOP_UP: atomic units paid on chain */
+  paidAtomic?: string;
+}
+
+export interface Account {
+  /** API key (for kind apiKey) or wallet address (lowercased for EVM) */
+  id: string;
+  kind: "apiKey" | "wallet";
+  /** an API key that may read `/billing/*` (ADMIN); false for an INFERENCE key */
+  admin?: boolean;
+  usd: number;
+  diem: number;
+  /** Pro accounts may use Pro-only models */
+  pro: boolean;
+  /** tier overrides, e.g. partner limits */
+  partner: boolean;
+  entries: LedgerEntry[];
+}
+
+export interface ApiKeyOption {
+  key: string;
+  usd?: number;
+  diem?: number;
+  pro?: boolean;
+  partner?: boolean;
+  /** an INFERENCE key (`false`) is refused by the `/billing/*` routes, which take ADMIN keys (default true) */
+  admin?: boolean;
 }

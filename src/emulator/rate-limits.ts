@@ -14,7 +14,6 @@
  * Written by hand: the counters are a few maps, and the service's semantics (a window from the caller's first
  * request, on whole seconds; reset times in Unix seconds) are what the tests check, not a library's.
  */
-import type { RateLimitOptions } from "./types.js";
 
 export type Tier = "XS" | "S" | "M" | "L";
 /** the other model types of spec part 8, paced by requests per minute only */
@@ -350,4 +349,40 @@ function openWindow(windows: Map<string, Window>, key: string, now: number, wind
 
 function positive(value: number | undefined, fallback: number): number {
   return typeof value === "number" && Number.isFinite(value) && value > 0 ? value : fallback;
+}
+
+export interface RateLimitOptions {
+  /** window length in ms (default 60000: the tier table is per minute) */
+  windowMs?: number;
+  /** abuse block: more than `abuseMaxFailures` failures in `abuseWindowMs` block for `abuseBlockMs` */
+  abuseMaxFailures?: number;
+  /** the unsupported-feature budget: capability-gate 400s per `abuseWindowMs` before the block (default 200) */
+  unsupportedFeatureMaxFailures?: number;
+  abuseWindowMs?: number;
+  abuseBlockMs?: number;
+  /** override a tier's limits, e.g. { XS: { requests: 10, tokens: 1000 } } */
+  tiers?: Partial<Record<"XS" | "S" | "M" | "L", { requests?: number; tokens?: number }>>;
+  /** override the requests per window of the other model types (spec part 8), e.g. { image: { requests: 2 } } */
+  types?: Partial<Record<"image" | "audio" | "embedding" | "video", { requests?: number }>>;
+  /**
+   * The crypto RPC proxy's own cap per key: `requests` per `windowMs` (default 100, the paid tier's published
+   * per-minute cap, over `windowMs` above, else 60 s). Its 429 carries `X-RateLimit-Limit`, `-Remaining`, `-Reset`.
+   */
+  cryptoRpc?: {
+    requests?: number;
+    windowMs?: number;
+    /**
+     * One request at a time per caller: a second waits up to this many ms for the first to finish, then gets
+     * `429 "Another request for this user is in flight"` (live default 500; seed default and `false`: no such rule)
+     */
+    inFlightWaitMs?: number | false;
+  };
+  /** false: no rate limiting at all */
+  enabled?: boolean;
+  /** units of `x-ratelimit-reset-requests` / `-tokens`: Unix ms (`"ms"`, live default) or the seed's (`"s"`) */
+  resetUnit?: "ms" | "s";
+  /** what counts toward the abuse block: non-429 4xx (`"4xx"`, live default) or every non-success (`"all"`, seed) */
+  abuseCounts?: "4xx" | "all";
+  /** send the error budget (`x-ratelimit-remaining`, `x-ratelimit-resets`) on credentialed answers (live default) */
+  errorBudgetHeaders?: boolean;
 }

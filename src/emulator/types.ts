@@ -5,6 +5,14 @@
  * ledger; nothing clever.
  */
 import type { BrandNames } from "../config.js";
+// owned by the modules that keep them (which import nothing from here): re-exported for every route's imports
+import type { Account } from "./ledger.js";
+export type { Account, ApiKeyOption, LedgerEntry } from "./ledger.js";
+export type { RateLimitOptions } from "./rate-limits.js";
+export type { FaultOptions } from "./faults.js";
+import type { ApiKeyOption } from "./ledger.js";
+import type { RateLimitOptions } from "./rate-limits.js";
+import type { FaultOptions } from "./faults.js";
 
 export interface EmulatorRequest {
   method: string;
@@ -51,113 +59,10 @@ export type Caller =
   | { kind: "wallet"; account: Account; address: string; chain: "evm" | "solana" }
   | { kind: "anonymous" };
 
-export interface LedgerEntry {
-  id: string;
-  type: "TOP_UP" | "CHARGE" | "REFUND";
-  /** USD amount (positive for TOP_UP, negative for CHARGE) */
-  amount: number;
-  /** staking-token portion charged (CHARGE only) */
-  diem?: number;
-  balanceAfter: number;
-  createdAt: string;
-  requestId?: string;
-  modelId?: string;
-  /** what was charged for: "chat", "crypto-rpc", ... */
-  kind?: string;
-  /** TOP_UP: settlement reference (tx hash / signature) and network */
-  transaction?: string;
-  network?: string;
-  /** TOP_UP: atomic units paid on chain */
-  paidAtomic?: string;
-}
 
-export interface Account {
-  /** API key (for kind apiKey) or wallet address (lowercased for EVM) */
-  id: string;
-  kind: "apiKey" | "wallet";
-  /** an API key that may read `/billing/*` (ADMIN); false for an INFERENCE key */
-  admin?: boolean;
-  usd: number;
-  diem: number;
-  /** Pro accounts may use Pro-only models */
-  pro: boolean;
-  /** tier overrides, e.g. partner limits */
-  partner: boolean;
-  entries: LedgerEntry[];
-}
 
-export interface FaultOptions {
-  /** share of requests answered 500/503 instead of served (0..1); applies to paths matching `paths` */
-  errorRate?: number;
-  /** statuses to pick from (default [500, 503]) */
-  statuses?: number[];
-  /** added latency per request in ms (a number or [min, max]) */
-  latencyMs?: number | [number, number];
-  /** cut every stream after k chunks (the connection is destroyed, no [DONE]) */
-  streamCutAfter?: number;
-  /** path prefixes the faults apply to (default: all but /crypto/rpc/networks) */
-  paths?: string[];
-  /** deterministic randomness for faults */
-  seed?: number;
-  /**
-   * An overloaded model: inference requests answered `429` "The model is currently overloaded…" with `Retry-After`
-   * (after the rate limits counted them), as the live service does. `first`: the first N such requests; `rate`: a
-   * share of them; `retryAfterSeconds` (default 30, the service's default).
-   */
-  overload?: { first?: number; rate?: number; retryAfterSeconds?: number };
-  /**
-   * Answers lost whole: the route runs (a queue is charged, a job created), then the connection is destroyed before
-   * the first byte of its answer, as when a network drops a reply. `first`: the first N such answers; `rate`: a share.
-   * Use with `paths` (e.g. `["/video/queue"]`).
-   */
-  loseAnswers?: { first?: number; rate?: number };
-}
 
-export interface RateLimitOptions {
-  /** window length in ms (default 60000: the tier table is per minute) */
-  windowMs?: number;
-  /** abuse block: more than `abuseMaxFailures` failures in `abuseWindowMs` block for `abuseBlockMs` */
-  abuseMaxFailures?: number;
-  /** the unsupported-feature budget: capability-gate 400s per `abuseWindowMs` before the block (default 200) */
-  unsupportedFeatureMaxFailures?: number;
-  abuseWindowMs?: number;
-  abuseBlockMs?: number;
-  /** override a tier's limits, e.g. { XS: { requests: 10, tokens: 1000 } } */
-  tiers?: Partial<Record<"XS" | "S" | "M" | "L", { requests?: number; tokens?: number }>>;
-  /** override the requests per window of the other model types (spec part 8), e.g. { image: { requests: 2 } } */
-  types?: Partial<Record<"image" | "audio" | "embedding" | "video", { requests?: number }>>;
-  /**
-   * The crypto RPC proxy's own cap per key: `requests` per `windowMs` (default 100, the paid tier's published
-   * per-minute cap, over `windowMs` above, else 60 s). Its 429 carries `X-RateLimit-Limit`, `-Remaining`, `-Reset`.
-   */
-  cryptoRpc?: {
-    requests?: number;
-    windowMs?: number;
-    /**
-     * One request at a time per caller: a second waits up to this many ms for the first to finish, then gets
-     * `429 "Another request for this user is in flight"` (live default 500; seed default and `false`: no such rule)
-     */
-    inFlightWaitMs?: number | false;
-  };
-  /** false: no rate limiting at all */
-  enabled?: boolean;
-  /** units of `x-ratelimit-reset-requests` / `-tokens`: Unix ms (`"ms"`, live default) or the seed's (`"s"`) */
-  resetUnit?: "ms" | "s";
-  /** what counts toward the abuse block: non-429 4xx (`"4xx"`, live default) or every non-success (`"all"`, seed) */
-  abuseCounts?: "4xx" | "all";
-  /** send the error budget (`x-ratelimit-remaining`, `x-ratelimit-resets`) on credentialed answers (live default) */
-  errorBudgetHeaders?: boolean;
-}
 
-export interface ApiKeyOption {
-  key: string;
-  usd?: number;
-  diem?: number;
-  pro?: boolean;
-  partner?: boolean;
-  /** an INFERENCE key (`false`) is refused by the `/billing/*` routes, which take ADMIN keys (default true) */
-  admin?: boolean;
-}
 
 /** Long-running jobs (video, asynchronous audio): how long they run, and which fail (then refunded). */
 export interface JobEmulatorOptions {

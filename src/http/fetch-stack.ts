@@ -13,6 +13,7 @@
  * queue (a wallet's 5, crypto RPC's one at a time) sits outside pacing, so that a send is counted in its rate
  * window when it really leaves, not while it still waits for a place.
  */
+import { errorFromResponse } from "./status-errors.js";
 import { brandNames, normalizeBaseUrl, readEnv, ENV_API_KEY, DEFAULT_BRAND } from "./config.js";
 import {
   ConfigurationError,
@@ -20,7 +21,6 @@ import {
   ServiceError,
   TimeoutError,
   abortErrorOf,
-  errorFromResponse,
 } from "./errors.js";
 import { parseServiceHeaders, type ServiceResponseHeaders } from "./headers.js";
 import { AbuseGuard, abuseGuardLayer, type AbuseGuardOptions } from "./abuse-guard.js";

@@ -6,51 +6,10 @@
  */
 import { BaseCallbackHandler } from "@langchain/core/callbacks/base";
 import { PAYMENT_EVENT_NAME } from "../x402/event-name.js";
-import type { MeteredKind } from "./estimate.js";
+import type { ChargeRecord, PaymentRecord, SpendRecord } from "./receipts.js";
 import { reconcileLog, type LedgerReader, type Reconciliation } from "./reconcile.js";
 
-/** A top-up the run paid: what was signed and what the service said of it. */
-export interface PaymentRecord {
-  type: "payment";
-  /** ISO time the record was made (the top-up settled) */
-  at: string;
-  /** USD signed (what left the wallet) */
-  amountUsd: number;
-  /** USD the service says it credited */
-  creditedUsd?: number;
-  payTo?: string;
-  network?: string;
-  asset?: string;
-  /** the signed authorization's nonce (EVM) */
-  nonce?: string;
-  /** the settlement transaction, from `PAYMENT-RESPONSE` */
-  transaction?: string;
-  /** the paying wallet */
-  wallet?: string;
-}
-
-/** One request the service charged for, as the run saw it. */
-export interface ChargeRecord {
-  type: "charge";
-  at: string;
-  /** the service's request id (a completion's `id`, else `X-Request-ID`, else CF-RAY) */
-  requestId?: string;
-  /** the route, e.g. `/api/v1/chat/completions` */
-  path: string;
-  kind: MeteredKind;
-  model?: string;
-  /** USD charged: what the answer reported (`reported`), priced from `/models` (`priced`), the budget's fee estimate (`estimated`), or not known (`unknown`: a cut-off answer) */
-  costUsd?: number;
-  /** the staking-token part of a reported cost */
-  costDiem?: number;
-  source: "reported" | "priced" | "estimated" | "unknown";
-  tokens?: { input?: number; output?: number; cached?: number; reasoning?: number };
-  rpcCredits?: number;
-  /** the budgets it was charged to, by name */
-  budgets?: string[];
-}
-
-export type SpendRecord = PaymentRecord | ChargeRecord;
+export type { ChargeRecord, PaymentRecord, SpendRecord } from "./receipts.js";
 
 interface PaymentEventLike {
   type: string;

@@ -4,7 +4,7 @@
  * `requestId`), `REFUND` rows that give a failed job's charges back, and a `TOP_UP` row per payment. Charges are
  * summed per request on both sides and compared; top-ups are paired by amount.
  */
-import type { ChargeRecord, PaymentRecord, SpendRecord } from "./log.js";
+import type { ChargeRecord, PaymentRecord, SpendRecord } from "./receipts.js";
 
 /** What `reconcile` needs of a client: the wallet's ledger, a page at a time (`ServiceClient` has it). */
 export interface LedgerReader {

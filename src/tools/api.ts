@@ -5,7 +5,11 @@
  * (They take the client as their first argument; `ServiceClient` methods can wrap them one-to-one.)
  */
 import { z } from "zod";
-import type { ServiceClient } from "../client.js";
+import type { ServiceApi } from "../api/request.js";
+import type { ServiceModel } from "../models/records.js";
+
+/** What these operations need of a client (`ServiceClient` has it): the stack's requests, and the model lists. */
+type ToolClient = ServiceApi & { listModels(options?: { type?: string; signal?: AbortSignal }): Promise<ServiceModel[]> };
 import { parseWith } from "../api/request.js";
 import { ResponseFormatError, ValidationError } from "../http/errors.js";
 import { responseHeaders, type ServiceRequestInit } from "../http/fetch-stack.js";
@@ -69,7 +73,7 @@ export interface WebSearchResult {
   headers: ServiceResponseHeaders;
 }
 
-export async function webSearch(client: ServiceClient, parameters: WebSearchParameters, options: CallOptions = {}): Promise<WebSearchResult> {
+export async function webSearch(client: ToolClient, parameters: WebSearchParameters, options: CallOptions = {}): Promise<WebSearchResult> {
   const p = args(searchArgs, parameters, "web search");
   const body = { query: p.query, ...(p.limit !== undefined ? { limit: p.limit } : {}), ...(p.provider ? { search_provider: p.provider } : {}) };
   const res = await client.request("/augment/search", { method: "POST", body, signal: options.signal });
@@ -91,7 +95,7 @@ export interface WebScrapeResult {
 }
 
 /** Scrapes one public http(s) page; loopback, private and non-http(s) URLs are refused (UnsafeUrlError) before any request. */
-export async function webScrape(client: ServiceClient, url: string, options: CallOptions = {}): Promise<WebScrapeResult> {
+export async function webScrape(client: ToolClient, url: string, options: CallOptions = {}): Promise<WebScrapeResult> {
   const safe = assertPublicHttpUrl(url);
   const res = await client.request("/augment/scrape", { method: "POST", body: { url: safe.href }, signal: options.signal });
   const data = parseWith(scrapeResponse, res.data, "/augment/scrape", res.headers);
@@ -152,7 +156,7 @@ function decodeImage(b64: string, headers: ServiceResponseHeaders): GeneratedIma
 }
 
 /** POST /image/generate: the service's own image endpoint (base64 images in JSON). */
-export async function generateImage(client: ServiceClient, parameters: GenerateImageParameters, options: CallOptions = {}): Promise<GenerateImageResult> {
+export async function generateImage(client: ToolClient, parameters: GenerateImageParameters, options: CallOptions = {}): Promise<GenerateImageResult> {
   const p = args(imageArgs, parameters, "image request");
   const body: Record<string, unknown> = { model: p.model, prompt: p.prompt, format: p.format ?? "png" };
   if (p.negativePrompt) body.negative_prompt = p.negativePrompt;
@@ -193,7 +197,7 @@ const simpleResponse = z
 
 /** POST /images/generations: the OpenAI-compatible endpoint (one image, `b64_json`). */
 export async function simpleGenerateImage(
-  client: ServiceClient,
+  client: ToolClient,
   parameters: SimpleGenerateImageParameters,
   options: CallOptions = {},
 ): Promise<{ created: number; images: GeneratedImage[]; headers: ServiceResponseHeaders }> {
@@ -262,7 +266,7 @@ const FORMAT_OF: Record<string, SpeechFormat> = {
 };
 
 /** POST /audio/speech: the audio bytes, their format (from the content type, else the bytes) and duration. */
-export async function createSpeech(client: ServiceClient, parameters: CreateSpeechParameters, options: CallOptions = {}): Promise<SpeechResult> {
+export async function createSpeech(client: ToolClient, parameters: CreateSpeechParameters, options: CallOptions = {}): Promise<SpeechResult> {
   const p = args(speechArgs, parameters, "speech request");
   const body: Record<string, unknown> = { input: p.input };
   if (p.model) body.model = p.model;
@@ -291,7 +295,7 @@ export async function createSpeech(client: ServiceClient, parameters: CreateSpee
 }
 
 /** A TTS model's voices, from GET /models?type=tts (`model_spec.voices`); undefined when the model is not listed. */
-export async function listVoices(client: ServiceClient, model: string, options: CallOptions = {}): Promise<string[] | undefined> {
+export async function listVoices(client: ToolClient, model: string, options: CallOptions = {}): Promise<string[] | undefined> {
   check(typeof model === "string" && model.length > 0, "model must be a non-empty string");
   const models = await client.listModels({ type: "tts", signal: options.signal });
   const found = models.find((m) => m.id === model);
@@ -302,7 +306,7 @@ export async function listVoices(client: ServiceClient, model: string, options: 
 
 /** POST /audio/voices: clones a voice from a sample (WAV, MP3, FLAC, M4A as the model accepts); returns the `vv_…` handle. */
 export async function createClonedVoice(
-  client: ServiceClient,
+  client: ToolClient,
   sample: Uint8Array,
   options: CallOptions & { model?: "tts-chatterbox-hd" | "tts-minimax-speech-02-hd"; filename?: string } = {},
 ): Promise<{ id: string; model: string; headers: ServiceResponseHeaders }> {

@@ -1,6 +1,5 @@
 import { describe, expect, it } from "vitest";
 import {
-  ABUSE_BLOCK_MESSAGE,
   AbuseBlockError,
   AuthenticationError,
   BadRequestError,
@@ -10,8 +9,8 @@ import {
   RateLimitError,
   ServerError,
   UnexpectedStatusError,
-  errorFromResponse,
 } from "../../src/http/errors.js";
+import { ABUSE_BLOCK_MESSAGE, errorFromResponse } from "../../src/http/status-errors.js";
 import { parseServiceHeaders } from "../../src/http/headers.js";
 
 const headers = parseServiceHeaders(new Headers({ "cf-ray": "ray-1", "x-ratelimit-reset-requests": "1700000060" }));

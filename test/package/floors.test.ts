@@ -32,7 +32,70 @@ function arrowsOut(floor: string, allowed: string[]): string[] {
   );
 }
 
+/** The import graph of src/: file -> the files it imports (static, dynamic and type-only). */
+function importGraph(): Map<string, string[]> {
+  const graph = new Map<string, string[]>();
+  for (const file of sources(SRC)) graph.set(relative(SRC, file), importsOf(file).map((t) => t.replace(/\.js$/, ".ts")));
+  return graph;
+}
+
+/** Every import circle of a graph (strongly connected groups of two or more files, or a file importing itself). */
+function circlesIn(graph: Map<string, string[]>): string[][] {
+  // Tarjan's strongly connected components
+  let next = 0;
+  const index = new Map<string, number>();
+  const low = new Map<string, number>();
+  const stack: string[] = [];
+  const onStack = new Set<string>();
+  const found: string[][] = [];
+  const visit = (v: string) => {
+    index.set(v, next);
+    low.set(v, next++);
+    stack.push(v);
+    onStack.add(v);
+    for (const w of graph.get(v) ?? []) {
+      if (!graph.has(w)) continue;
+      if (!index.has(w)) {
+        visit(w);
+        low.set(v, Math.min(low.get(v)!, low.get(w)!));
+      } else if (onStack.has(w)) low.set(v, Math.min(low.get(v)!, index.get(w)!));
+    }
+    if (low.get(v) === index.get(v)) {
+      const group: string[] = [];
+      let w: string;
+      do {
+        w = stack.pop()!;
+        onStack.delete(w);
+        group.push(w);
+      } while (w !== v);
+      if (group.length > 1 || graph.get(v)!.includes(v)) found.push(group.sort());
+    }
+  };
+  for (const v of graph.keys()) if (!index.has(v)) visit(v);
+  return found;
+}
+
 describe("the floors of src/", () => {
+  it("src/ has no import circle (static, dynamic and type-only arrows alike)", () => {
+    expect(circlesIn(importGraph())).toEqual([]);
+  });
+
+  it("the circle finder finds circles: the real graph with one arrow back added, and a scratch graph", () => {
+    const graph = importGraph();
+    expect(graph.get("http/headers.ts")).toContain("http/config.ts"); // headers reads the brand's names
+    graph.get("http/config.ts")!.push("http/headers.ts"); // what config -> errors -> headers -> config once was
+    expect(circlesIn(graph)).toEqual([["http/config.ts", "http/headers.ts"]]);
+    const scratch = new Map([["a", ["b"]], ["b", ["c"]], ["c", ["a"]], ["d", ["a", "d"]]]);
+    expect(circlesIn(scratch)).toEqual([["a", "b", "c"], ["d"]]);
+  });
+
+  it("no source file is over 700 lines (a person reads one in a sitting)", () => {
+    const long = sources(SRC)
+      .map((file) => [relative(SRC, file), readFileSync(file, "utf8").split("\n").length] as const)
+      .filter(([, lines]) => lines > 700);
+    expect(long).toEqual([]);
+  });
+
   it("src/http/ imports only src/http/ (layers, stores and wallets are handed in from src/stack.ts)", () => {
     expect(arrowsOut("http", ["http/"])).toEqual([]);
   });
