@@ -113,6 +113,9 @@ function validateProfileOverrides(profile: unknown): Partial<ServiceModelProfile
 // the request fields are members of the model (declared once, in ChatRequestFields)
 export interface ChatService extends ChatRequestFields {}
 
+/** Whether the environment alone (tracing variables, configure hooks) gives a run callbacks, and when that was read. */
+const environmentCallbacks = { at: 0, on: false };
+
 export class ChatService extends BaseChatModel<ChatServiceCallOptions, AIMessageChunk> {
   static override lc_name() {
     return "ChatService";
@@ -439,8 +442,25 @@ export class ChatService extends BaseChatModel<ChatServiceCallOptions, AIMessage
     }
   }
 
-  /** Whether any callback handler or tracer would see this run (the same test the base class makes). */
-  async #hasCallbacks(config: RunnableConfig): Promise<boolean> {
+  /**
+   * Whether any callback handler or tracer would see this run (the same test the base class makes). With no
+   * handler given anywhere the answer depends only on the environment (tracing variables, configure hooks): read
+   * at most once a second, not on every call.
+   */
+  #hasCallbacks(config: RunnableConfig): boolean | Promise<boolean> {
+    if (config.callbacks === undefined && this.callbacks === undefined && !this.verbose) {
+      const now = Date.now();
+      if (now - environmentCallbacks.at < 1_000) return environmentCallbacks.on;
+      return this.#configuredCallbacks(config).then((on) => {
+        environmentCallbacks.at = now;
+        environmentCallbacks.on = on;
+        return on;
+      });
+    }
+    return this.#configuredCallbacks(config);
+  }
+
+  async #configuredCallbacks(config: RunnableConfig): Promise<boolean> {
     const manager = await CallbackManager.configure(
       config.callbacks,
       this.callbacks,
@@ -461,7 +481,9 @@ export class ChatService extends BaseChatModel<ChatServiceCallOptions, AIMessage
   override async invoke(input: BaseLanguageModelInput, options?: Partial<ChatServiceCallOptions>): Promise<AIMessageChunk> {
     if (this.cache) return super.invoke(input, options);
     const [config, callOptions] = this._separateRunnableConfigFromCallOptionsCompat(options);
-    if ((callOptions.outputVersion ?? this.outputVersion) === "v1" || (await this.#hasCallbacks(config))) {
+    // a known answer is used at once: awaiting a plain boolean would cost a turn of the microtask queue
+    const callbacks = this.#hasCallbacks(config);
+    if ((callOptions.outputVersion ?? this.outputVersion) === "v1" || (typeof callbacks === "boolean" ? callbacks : await callbacks)) {
       return super.invoke(input, options);
     }
     const messages = ChatService._convertInputToPromptValue(input).toChatMessages();
@@ -487,7 +509,8 @@ export class ChatService extends BaseChatModel<ChatServiceCallOptions, AIMessage
       yield* this.#withCitationAnnotations(super._streamIterator(input, options), (callOptions.n ?? this.n ?? 1) === 1);
       return;
     }
-    if (this.disableStreaming || (await this.#hasCallbacks(config))) {
+    const callbacks = this.#hasCallbacks(config);
+    if (this.disableStreaming || (typeof callbacks === "boolean" ? callbacks : await callbacks)) {
       yield* super._streamIterator(input, options);
       return;
     }

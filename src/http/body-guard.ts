@@ -9,8 +9,8 @@
  * - `maxResponseBytes`: the largest non-stream body read (streams are capped per event by the SSE parser,
  *   `maxEventBytes`).
  *
- * The body is handed on through a pull stream that reads only when its consumer reads (a slow consumer is
- * never "idle"), with one lazily re-armed timer instead of a timer per chunk.
+ * A body is read only when its consumer reads (a slow consumer is never "idle"), with one lazily re-armed timer
+ * instead of a timer per chunk.
  */
 import { ConfigurationError, ResponseTooLargeError, TimeoutError, ValidationError, abortErrorOf } from "./errors.js";
 import type { FetchLike } from "./types.js";
@@ -121,17 +121,143 @@ export interface BodyGuardOptions {
 
 const NULL_BODY_STATUSES = new Set([204, 205, 304]);
 
-/** The response with its body bounded by idle time, the deadline and (unless a stream) size. */
+/**
+ * The response with its body bounded by idle time, the deadline and (unless a stream) size. A stream's body is
+ * handed on through a guarded pull stream. A non-stream body (JSON, media) is guarded where it is read: its
+ * `text()`, `json()`, `arrayBuffer()` and `blob()` read it in one guarded loop, and its `body` is the guarded
+ * stream, made only if asked for. Building a stream and a `Response` per request cost about a tenth of a whole
+ * loopback chat call; most answers are read whole, once.
+ */
 export function guardBody(response: Response, g: BodyGuardOptions): Response {
   const inner = response.body;
   if (!inner || response.status < 200 || NULL_BODY_STATUSES.has(response.status)) return response;
-  const isStream = (response.headers.get("content-type") ?? "").includes("text/event-stream");
-  const maxBytes = isStream ? Infinity : g.maxBytes;
-  const tooLarge = () =>
-    new ResponseTooLargeError(
-      `response body larger than maxResponseBytes (${maxBytes} bytes); raise maxResponseBytes if answers this large are expected`,
-      { status: response.status, option: "maxResponseBytes", limit: maxBytes },
-    );
+  if ((response.headers.get("content-type") ?? "").includes("text/event-stream")) return guardedStreamResponse(response, inner, g, Infinity);
+  return guardedAtRead(response, inner, g);
+}
+
+function tooLargeError(status: number, maxBytes: number): ResponseTooLargeError {
+  return new ResponseTooLargeError(
+    `response body larger than maxResponseBytes (${maxBytes} bytes); raise maxResponseBytes if answers this large are expected`,
+    { status, option: "maxResponseBytes", limit: maxBytes },
+  );
+}
+
+/** A non-stream response whose reading methods (and `body`, when asked for) keep the guard's bounds. */
+const nativeBody = Object.getOwnPropertyDescriptor(Response.prototype, "body")!.get!;
+const nativeClone = Response.prototype.clone;
+
+function guardedAtRead(response: Response, source: ReadableStream<Uint8Array>, g: BodyGuardOptions): Response {
+  let inner = source;
+  let stream: Response | undefined;
+  const streamed = () => (stream ??= guardedStreamResponse(response, inner, g, g.maxBytes));
+  let read: Promise<Uint8Array> | undefined;
+  const bytes = async (): Promise<Uint8Array> => {
+    if (read) throw new TypeError("Body is unusable: Body has already been read");
+    // `body` was asked for (to cancel it, or to hand it on): what is left is read through that guarded stream
+    if (stream) return new Uint8Array(await stream.arrayBuffer());
+    return (read = readGuarded(response, inner, g));
+  };
+  const decoder = () => new TextDecoder();
+  Object.defineProperties(response, {
+    body: { get: () => streamed().body, configurable: true },
+    bodyUsed: { get: () => (stream ? stream.bodyUsed : read !== undefined), configurable: true },
+    text: { value: async () => decoder().decode(await bytes()), configurable: true },
+    json: { value: async () => JSON.parse(decoder().decode(await bytes())) as unknown, configurable: true },
+    arrayBuffer: {
+      value: async () => {
+        const b = await bytes();
+        return b.byteOffset === 0 && b.byteLength === b.buffer.byteLength ? b.buffer : b.slice().buffer;
+      },
+      configurable: true,
+    },
+    // a clone tees the body: both halves stay guarded
+    clone: {
+      value: () => {
+        if (stream) return stream.clone();
+        if (read) throw new TypeError("Response.clone: Body has already been consumed.");
+        const copy = nativeClone.call(response);
+        inner = nativeBody.call(response) as ReadableStream<Uint8Array>;
+        return guardedAtRead(copy, nativeBody.call(copy) as ReadableStream<Uint8Array>, g);
+      },
+      configurable: true,
+    },
+    blob: { value: async () => new Blob([(await bytes()) as Uint8Array<ArrayBuffer>], { type: response.headers.get("content-type") ?? "" }), configurable: true },
+  });
+  return response;
+}
+
+/** Reads a whole body within the guard's bounds, in one loop: no stream or Response made for it. */
+async function readGuarded(response: Response, inner: ReadableStream<Uint8Array>, g: BodyGuardOptions): Promise<Uint8Array> {
+  const maxBytes = g.maxBytes;
+  const declared = Number(response.headers.get("content-length") ?? NaN);
+  let failWith!: (err: unknown) => void;
+  const failed = new Promise<never>((_, reject) => (failWith = reject));
+  failed.catch(() => undefined);
+  let finished = false;
+  let reader: ReadableStreamDefaultReader<Uint8Array> | undefined;
+  const fail = (err: unknown) => {
+    if (finished) return;
+    finished = true;
+    failWith(err);
+    g.abort(err);
+    (reader ? reader.cancel(err) : inner.cancel(err)).catch(() => undefined);
+  };
+  if (declared > maxBytes) {
+    fail(tooLargeError(response.status, maxBytes));
+    return failed;
+  }
+  let waitingSince = 0;
+  let idleTimer: ReturnType<typeof setTimeout> | undefined;
+  const checkIdle = () => {
+    idleTimer = undefined;
+    if (finished || waitingSince === 0) return;
+    const left = waitingSince + g.idleMs - Date.now();
+    if (left <= 0) fail(new TimeoutError(`no data for ${g.idleMs} ms while reading the response body (idleTimeout)`));
+    else idleTimer = unref(setTimeout(checkIdle, left));
+  };
+  const deadlineTimer = g.deadline ? unref(setTimeout(() => fail(totalTimeoutError(g.deadline!.ms)), Math.max(0, g.deadline.at - Date.now()))) : undefined;
+  const chunks: Uint8Array[] = [];
+  let received = 0;
+  try {
+    reader = inner.getReader();
+    for (;;) {
+      waitingSince = Date.now();
+      idleTimer ??= unref(setTimeout(checkIdle, g.idleMs));
+      let chunk: ReadableStreamReadResult<Uint8Array>;
+      try {
+        chunk = await Promise.race([reader.read(), failed]);
+      } catch (err) {
+        if (finished) throw err; // the guard's own failure (idle, deadline, size)
+        throw g.signal?.aborted ? abortErrorOf(g.signal.reason) : err;
+      } finally {
+        waitingSince = 0;
+      }
+      if (chunk.done) break;
+      received += chunk.value.byteLength;
+      if (received > maxBytes) {
+        fail(tooLargeError(response.status, maxBytes));
+        return await failed;
+      }
+      chunks.push(chunk.value);
+    }
+  } finally {
+    finished = true;
+    if (idleTimer !== undefined) clearTimeout(idleTimer);
+    if (deadlineTimer !== undefined) clearTimeout(deadlineTimer);
+  }
+  if (chunks.length === 1) return chunks[0]!;
+  const out = new Uint8Array(received);
+  let at = 0;
+  for (const c of chunks) {
+    out.set(c, at);
+    at += c.byteLength;
+  }
+  return out;
+}
+
+/** The response with its body handed on through a guarded pull stream (streams; a non-stream body asked for as a stream). */
+function guardedStreamResponse(response: Response, inner: ReadableStream<Uint8Array>, g: BodyGuardOptions, maxBytes: number): Response {
+  const tooLarge = () => tooLargeError(response.status, maxBytes);
   let reader: ReadableStreamDefaultReader<Uint8Array> | undefined;
   let out!: ReadableStreamDefaultController<Uint8Array>;
   let received = 0;
