@@ -249,8 +249,19 @@ export class ChatService extends BaseChatModel<ChatServiceCallOptions, AIMessage
    * over it field by field. `{}` (plus the option) before that, and for a model the service does not list.
    */
   override get profile(): ServiceModelProfile {
+    return { ...this.#currentProfile() }; // a copy: the caller may change it
+  }
+
+  /** The profile as last built, and the record it was built from (a fresh read builds it again). */
+  #profileOf: { record?: unknown; profile?: Readonly<ServiceModelProfile> } = {};
+
+  /** The profile, built once per record read (every call checks it), without a copy. */
+  #currentProfile(): Readonly<ServiceModelProfile> {
     const record = this.#records.get(this.#baseModelId);
-    return { ...(record ? profileFromRecord(record) : {}), ...this.#profileOverrides };
+    if (this.#profileOf.record !== record || !this.#profileOf.profile) {
+      this.#profileOf = { record, profile: Object.freeze({ ...(record ? profileFromRecord(record) : {}), ...this.#profileOverrides }) };
+    }
+    return this.#profileOf.profile!;
   }
 
   /**
@@ -363,7 +374,7 @@ export class ChatService extends BaseChatModel<ChatServiceCallOptions, AIMessage
     options.signal?.throwIfAborted();
     // a model with neither response schemas nor tools gets a JSON-schema request as the schema in its prompt
     const body = schemaInPrompt(wireBody, this.#records.get(this.#baseModelId));
-    checkCapabilities(body, this.profile, this.#baseModelId);
+    checkCapabilities(body, this.#currentProfile(), this.#baseModelId);
     this.#records.refreshInBackground();
     return withCharacterCheck(this.#fetch, body, this.#names.parameters, this.brand, () => this.#fetch(this.#url, {
       method: "POST",

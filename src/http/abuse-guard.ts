@@ -126,6 +126,13 @@ export class AbuseGuard {
     return Math.max(1, freeing + this.options.windowMs - now + 1);
   }
 
+  /** Takes a place at once when one more send is safe now (no promise, no wait); false: `acquire` must wait. */
+  tryAcquire(): boolean {
+    if (this.waitNeeded(Date.now()) !== 0) return false;
+    this.#inFlight++;
+    return true;
+  }
+
   /** Waits until one more send is safe; `maxWaitMs` overrides the guard's own for this send. */
   async acquire(signal?: AbortSignal | null, maxWaitMs = this.options.maxWaitMs): Promise<void> {
     const started = Date.now();
@@ -199,7 +206,7 @@ export function abuseGuardLayer(guard: AbuseGuard, maxWaitMs?: number, onSettled
   return (next) => async (input, init) => {
     const id = shared ? randomId() : "";
     const fleet = shared && (await guard.acquireShared(shared.store, shared.label, shared.key, id, init?.signal, maxWaitMs)) ? shared : undefined;
-    if (!fleet) await guard.acquire(init?.signal, maxWaitMs);
+    if (!fleet && !guard.tryAcquire()) await guard.acquire(init?.signal, maxWaitMs);
     let failed = true;
     try {
       const response = await next(input, init);

@@ -175,6 +175,13 @@ export class RateLimiter {
     return wait;
   }
 
+  /** Takes a send's place at once when the window has room now (no promise, no wait); false: `acquire` must wait. */
+  tryAcquire(tokens: number): boolean {
+    if (this.#waitFor(tokens, Date.now()) !== 0) return false;
+    this.#take(tokens);
+    return true;
+  }
+
   async acquire(tokens: number, signal?: AbortSignal | null): Promise<void> {
     const started = Date.now();
     for (;;) {
@@ -192,6 +199,10 @@ export class RateLimiter {
         throw signal?.aborted ? abortErrorOf(signal.reason) : err;
       }
     }
+    this.#take(tokens);
+  }
+
+  #take(tokens: number) {
     if (!this.#requests && !this.#unmetered) this.#probing = true;
     this.#reserve(Date.now());
     this.#inFlight++;
@@ -454,7 +465,7 @@ export function pacingLayer(scope: string, options: Partial<PacingOptions> = {},
     const fleet = shared && bucket !== "crypto-rpc" && (await acquireShared(shared, key, id, tokens, o, init?.signal)) ? shared : undefined;
     // The store knows no type limits: while one paces (no headers), each process keeps to it on its own.
     const local = !fleet || limiter.typePaced;
-    if (local) await limiter.acquire(tokens, init?.signal);
+    if (local && !limiter.tryAcquire(tokens)) await limiter.acquire(tokens, init?.signal);
     let response: Response | undefined;
     try {
       response = await next(input, init);
