@@ -130,6 +130,7 @@ export function createServiceFetch(options: FetchStackOptions = {}): ServiceFetc
   const brand = options.brand ?? DEFAULT_BRAND;
   const names = brandNames(brand);
   let self: ServiceFetch | undefined;
+  const recordsByType = new Map<string, ReturnType<typeof modelRecordsFor>>();
   const stack = createTransport({
     ...transport,
     auth: options.auth ?? (wallet && x402 ? lazyWalletAuth(wallet, x402) : undefined),
@@ -141,7 +142,11 @@ export function createServiceFetch(options: FetchStackOptions = {}): ServiceFetc
       brand,
       headers: names,
       // the process's one /models cache (the chat model's profiles read the same records)
-      lookup: async (type, model) => (await modelRecordsFor(self!, type).load()).get(model),
+      lookup: async (type, model) => {
+        let records = recordsByType.get(type);
+        if (!records) recordsByType.set(type, (records = modelRecordsFor(self!, type)));
+        return (await records.load()).get(model);
+      },
     }),
     limitStore: sharedLimitStore(store),
   }) as ServiceFetch;

@@ -67,7 +67,9 @@ export function meterResponse(res: Response, kind: MeteredKind, headers: MeterHe
   const type = res.headers.get("content-type") ?? "";
   const sse = type.includes("text/event-stream");
   const json = !sse && type.includes("json") && (kind === "chat" || kind === "embeddings");
-  if (!res.body || !(sse || json)) {
+  // `body` is not touched to know whether there is one: on a guarded answer, asking for it builds a stream
+  const bodyless = res.status === 204 || res.status === 205 || res.status === 304 || res.headers.get("content-length") === "0";
+  if (bodyless || !(sse || json)) {
     reading.requestId = headerId;
     onEnd(reading, true);
     return res;
@@ -79,6 +81,52 @@ export function meterResponse(res: Response, kind: MeteredKind, headers: MeterHe
     reading.requestId ??= headerId;
     onEnd(reading, complete);
   };
+  // A JSON answer is metered where it is read whole (`text()`, `json()`): no second stream per request. Read as a
+  // stream instead (`body`), it goes through the pull stream below.
+  // the answer's own `body` (before a JSON answer's is replaced by the metered stream), only when one is needed
+  const bodyOf = (Object.getOwnPropertyDescriptor(res, "body") ?? Object.getOwnPropertyDescriptor(Response.prototype, "body")!).get!;
+  const source = () => bodyOf.call(res) as ReadableStream<Uint8Array> | null;
+  let streamedResponse: Response | undefined;
+  const streamed = (): Response => (streamedResponse ??= meteredStream(res, source, sse, reading, end));
+  if (json) return meteredAtRead(res, reading, end, streamed);
+  return streamed();
+}
+
+/** A JSON answer whose whole-body reads are observed (its `body`, if asked for, is the metered stream). */
+function meteredAtRead(res: Response, reading: MeterReading, end: (complete: boolean) => void, streamed: () => Response): Response {
+  const text = res.text.bind(res);
+  const json = res.json.bind(res);
+  let viaStream: Response | undefined;
+  const observe = <T>(read: Promise<T>, value: (v: T) => unknown): Promise<T> =>
+    read.then(
+      (v) => {
+        try {
+          readCompletion(reading, value(v));
+        } catch {
+          /* not what it claims: the caller's parser says so; the meter has no cost */
+        }
+        end(true);
+        return v;
+      },
+      (err: unknown) => {
+        end(false);
+        throw err;
+      },
+    );
+  Object.defineProperties(res, {
+    text: { value: () => (viaStream ? viaStream.text() : observe(text(), (t) => JSON.parse(t))), configurable: true },
+    json: { value: () => (viaStream ? viaStream.json() : observe(json(), (v) => v)), configurable: true },
+    arrayBuffer: {
+      value: async () => (viaStream ? viaStream.arrayBuffer() : new TextEncoder().encode(await observe(text(), (t) => JSON.parse(t))).buffer),
+      configurable: true,
+    },
+    body: { get: () => (viaStream ??= streamed()).body, configurable: true },
+  });
+  return res;
+}
+
+/** The answer handed on through a pull stream that observes its bytes (streams; a JSON body read as a stream). */
+function meteredStream(res: Response, source: () => ReadableStream<Uint8Array> | null, sse: boolean, reading: MeterReading, end: (complete: boolean) => void): Response {
   const decoder = new TextDecoder();
   const parts: string[] = [];
   let carry = "";
@@ -97,7 +145,12 @@ export function meterResponse(res: Response, kind: MeteredKind, headers: MeterHe
       }
     }
   };
-  const reader = res.body.getReader();
+  const inner = source();
+  if (!inner) {
+    end(true);
+    return res;
+  }
+  const reader = inner.getReader();
   const body = new ReadableStream<Uint8Array>({
     async pull(controller) {
       let chunk: ReadableStreamReadResult<Uint8Array>;
