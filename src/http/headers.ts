@@ -40,7 +40,7 @@ export function resetRequestsAtMs(reset: number, now = Date.now()): number {
 }
 
 /** The live error budget of an answer (`x-ratelimit-remaining` beside `x-ratelimit-resets`); undefined without it. */
-export function errorBudgetOf(headers: Headers, now = Date.now()): { remaining: number; resetsAtMs: number } | undefined {
+export function errorBudgetOf(headers: Pick<Headers, "get">, now = Date.now()): { remaining: number; resetsAtMs: number } | undefined {
   const resets = toNumber(headers.get("x-ratelimit-resets"));
   const remaining = resets === undefined ? undefined : toNumber(headers.get("x-ratelimit-remaining"));
   return resets === undefined || remaining === undefined ? undefined : { remaining, resetsAtMs: resetRequestsAtMs(resets, now) };
@@ -112,13 +112,18 @@ export function parseServiceHeaders(
   now: number = Date.now(),
 ): ServiceResponseHeaders {
   const p = brandNames(brand).headerPrefix;
-  const get = (name: string) => headers.get(name) ?? undefined;
-  const num = (name: string) => toNumber(headers.get(name));
-  const bool = (name: string) => toBoolean(headers.get(name));
+  // one pass over the answer's headers (a dozen or so), then ~50 lookups in a Map: a Headers lookup normalizes
+  // its name every time
+  const present = new Map<string, string>();
+  headers.forEach((value, name) => present.set(name, value));
+  const lookup = { get: (name: string): string | null => present.get(name) ?? null };
+  const get = (name: string) => present.get(name);
+  const num = (name: string) => toNumber(present.get(name));
+  const bool = (name: string) => toBoolean(present.get(name));
 
   const resetTokens = num("x-ratelimit-reset-tokens");
   const resetRequests = num("x-ratelimit-reset-requests");
-  const retryAfter = retryAfterMs(headers.get("retry-after"), now);
+  const retryAfter = retryAfterMs(lookup.get("retry-after"), now);
   const out: ServiceResponseHeaders = {
     contentType: get("content-type"),
     contentEncoding: get("content-encoding"),
@@ -142,7 +147,7 @@ export function parseServiceHeaders(
       remainingTokens: num("x-ratelimit-remaining-tokens"),
       resetTokens,
       resetTokensAtMs: resetTokens === undefined ? undefined : resetRequestsAtMs(resetTokens, now),
-      errorBudget: errorBudgetOf(headers, now),
+      errorBudget: errorBudgetOf(lookup, now),
       type: get("x-ratelimit-type"),
       limit: num("x-ratelimit-limit"),
       remaining: num("x-ratelimit-remaining"),
@@ -180,8 +185,8 @@ export function parseServiceHeaders(
       requestId: get("x-request-id"),
       idempotentReplayed: bool("idempotent-replayed"),
     }),
-    paymentRequired: decodeBase64Json<X402PaymentRequired>(headers.get("payment-required")),
-    paymentResponse: decodeBase64Json(headers.get("payment-response") ?? headers.get("x-payment-response")),
+    paymentRequired: decodeBase64Json<X402PaymentRequired>(lookup.get("payment-required")),
+    paymentResponse: decodeBase64Json(lookup.get("payment-response") ?? lookup.get("x-payment-response")),
   };
   for (const key of Object.keys(out) as (keyof ServiceResponseHeaders)[]) {
     if (out[key] === undefined) delete out[key];
