@@ -91,21 +91,32 @@ function unref(timer: ReturnType<typeof setTimeout>): ReturnType<typeof setTimeo
  * waits, payment) at the deadline and hands the deadline on to the transport, which bounds the body with it.
  */
 export function deadlineLayer(next: FetchLike, stackTotalTimeout: number | undefined): FetchLike {
-  return async (input, init) => {
+  // no deadline (the default): the request passes straight on, no promise of ours
+  return (input, init) => {
     const hints = init?.service as ({ totalTimeout?: number } & object) | undefined;
     if (hints) validateBodyHints(hints);
     const total = hints?.totalTimeout ?? stackTotalTimeout;
     if (total === undefined) return next(input, init);
-    const controller = new AbortController();
-    const timer = setTimeout(() => controller.abort(totalTimeoutError(total)), total);
-    const signal = init?.signal ? AbortSignal.any([init.signal, controller.signal]) : controller.signal;
-    const deadline: Deadline = { at: Date.now() + total, ms: total };
-    try {
-      return await next(input, { ...init, signal, service: { ...hints, [DEADLINE]: deadline } as typeof hints });
-    } finally {
-      clearTimeout(timer);
-    }
+    return withDeadline(next, input, init, hints, total);
   };
+}
+
+async function withDeadline(
+  next: FetchLike,
+  input: Parameters<FetchLike>[0],
+  init: Parameters<FetchLike>[1],
+  hints: ({ totalTimeout?: number } & object) | undefined,
+  total: number,
+): Promise<Response> {
+  const controller = new AbortController();
+  const timer = setTimeout(() => controller.abort(totalTimeoutError(total)), total);
+  const signal = init?.signal ? AbortSignal.any([init.signal, controller.signal]) : controller.signal;
+  const deadline: Deadline = { at: Date.now() + total, ms: total };
+  try {
+    return await next(input, { ...init, signal, service: { ...hints, [DEADLINE]: deadline } as typeof hints });
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 export interface BodyGuardOptions {

@@ -23,7 +23,7 @@ import { sleep } from "./retry.js";
 import { SharedRegistry } from "./bounded.js";
 import { randomId, viaStore, type LimitStore } from "./shared-limits.js";
 import { sameOrigin } from "./redirects.js";
-import type { FetchLayer } from "./types.js";
+import type { FetchLayer, FetchLike } from "./types.js";
 
 export interface ConcurrencyOptions {
   /** requests in flight per wallet (default 5, the live service's cap) */
@@ -213,11 +213,15 @@ export function concurrencyLayer(
   // this layer's own strong hold on its gates (weakly shared with the other stacks of the caller)
   const walletGate = wallet ? gateOf("wallet", o.perWallet) : undefined;
   let rpcGate: Gate | undefined;
-  return (next) => async (input, init) => {
+  return (next) => (input, init) => {
     const url = typeof input === "string" ? input : input instanceof URL ? input.href : input.url;
     const rpc = isCryptoRpcCall(url);
-    // an API key's request that is not crypto RPC (the common case) waits for nothing
+    // an API key's request that is not crypto RPC (the common case) waits for nothing: not even a promise of ours
     if ((!walletGate && !rpc) || init?.service?.auth === false || !sameOrigin(url, origin)) return next(input, init);
+    return held(next, url, rpc, input, init);
+  };
+
+  async function held(next: Parameters<FetchLayer>[0], url: string, rpc: boolean, input: Parameters<FetchLike>[0], init: Parameters<FetchLike>[1]): Promise<Response> {
     const places: Place[] = [];
     const signal = init?.signal;
     try {
@@ -246,5 +250,5 @@ export function concurrencyLayer(
       throw err;
     }
     return freeWhenDone(response, places);
-  };
+  }
 }
