@@ -70,7 +70,8 @@ export interface ModelPricing {
   cacheWrite?: ModelPrice;
 }
 
-function priceOf(value: unknown): ModelPrice | undefined {
+/** One published price (`{ usd, diem }`); undefined when it is not one. */
+export function priceOf(value: unknown): ModelPrice | undefined {
   if (!value || typeof value !== "object") return undefined;
   const { usd, diem } = value as { usd?: unknown; diem?: unknown };
   if (typeof usd !== "number" || !Number.isFinite(usd)) return undefined;

@@ -28,8 +28,7 @@ export function spendOf(
   for (const b of [options?.budget, options?.configurable?.budget]) {
     if (b instanceof SpendBudget && !budgets?.includes(b)) (budgets ??= []).push(b);
   }
-  let logs: SpendLog[] | undefined;
-  for (const h of runManager?.handlers ?? []) if (h instanceof SpendLog && !logs?.includes(h)) (logs ??= []).push(h);
+  const logs = logsAmong(runManager?.handlers);
   return budgets || logs ? { budgets, logs } : undefined;
 }
 
@@ -43,8 +42,13 @@ export function runSpend(): { budgets?: SpendBudget[]; logs?: SpendLog[] } | und
   if (!config) return undefined;
   const budget = config.configurable?.budget;
   const callbacks = config.callbacks;
-  const handlers = (Array.isArray(callbacks) ? callbacks : (callbacks as HandlersLike | undefined)?.handlers) ?? [];
-  let logs: SpendLog[] | undefined;
-  for (const h of handlers) if (h instanceof SpendLog && !logs?.includes(h)) (logs ??= []).push(h);
+  const logs = logsAmong(Array.isArray(callbacks) ? callbacks : (callbacks as HandlersLike | undefined)?.handlers);
   return budget instanceof SpendBudget || logs ? { budgets: budget instanceof SpendBudget ? [budget] : undefined, logs } : undefined;
+}
+
+/** The SpendLogs among callback handlers, each once; undefined when there are none (no allocation then). */
+function logsAmong(handlers: readonly unknown[] | undefined): SpendLog[] | undefined {
+  let logs: SpendLog[] | undefined;
+  for (const h of handlers ?? []) if (h instanceof SpendLog && !logs?.includes(h)) (logs ??= []).push(h);
+  return logs;
 }

@@ -11,20 +11,10 @@
  */
 import { methodTier } from "../crypto-rpc/methods.js";
 import type { SpendFees } from "./budget.js";
+import { priceOf, type ServiceModel } from "../models/records.js";
 
 /** The kind of metered request a path is, and what pricing it needs. */
 export type MeteredKind = "chat" | "embeddings" | "image" | "speech" | "augment-search" | "augment-scrape" | "crypto-rpc" | "job" | "unpriced";
-
-/** A model's `/models` record, as far as prices and limits go (the published `ModelResponse`). */
-export interface PricedModel {
-  id: string;
-  type?: string;
-  model_spec?: {
-    availableContextTokens?: number;
-    maxCompletionTokens?: number;
-    pricing?: Record<string, unknown>;
-  };
-}
 
 export interface RequestShape {
   kind: MeteredKind;
@@ -61,11 +51,10 @@ export function requestShape(path: string, body: unknown, bodyChars: number): Re
   return { kind: "unpriced", model, body: b, bodyChars };
 }
 
-/** A published price's USD (`{ usd, diem }`, or a bare number); undefined when the record has none. */
-function priceUsd(record: PricedModel | undefined, name: string): number | undefined {
-  const p = record?.model_spec?.pricing?.[name];
-  const usd = typeof p === "number" ? p : (p as { usd?: unknown } | undefined)?.usd;
-  return typeof usd === "number" && Number.isFinite(usd) && usd >= 0 ? usd : undefined;
+/** A published price's USD (`model_spec.pricing[name]`, `{ usd, diem }`); undefined when the record has none. */
+function priceUsd(record: ServiceModel | undefined, name: string): number | undefined {
+  const usd = priceOf(record?.model_spec?.pricing?.[name])?.usd;
+  return usd !== undefined && usd >= 0 ? usd : undefined;
 }
 
 const num = (v: unknown): number | undefined => (typeof v === "number" && Number.isFinite(v) && v >= 0 ? v : undefined);
@@ -87,7 +76,7 @@ const MAX_BASE_CREDITS = 30;
  * The worst-case USD of a request, or Infinity when it cannot be priced (its model has no published price, or the
  * route is not one this module knows).
  */
-export function worstCaseUsd(shape: RequestShape, record: PricedModel | undefined, fees: SpendFees, brand: string): number {
+export function worstCaseUsd(shape: RequestShape, record: ServiceModel | undefined, fees: SpendFees, brand: string): number {
   const b = shape.body ?? {};
   switch (shape.kind) {
     case "chat": {
@@ -150,7 +139,7 @@ export interface AnswerFigures {
  * prompt tokens, images per generation, speech per million characters. Undefined when it cannot be told (the
  * reservation then stands as the cost).
  */
-export function pricedUsd(shape: RequestShape, record: PricedModel | undefined, answer: AnswerFigures | undefined): number | undefined {
+export function pricedUsd(shape: RequestShape, record: ServiceModel | undefined, answer: AnswerFigures | undefined): number | undefined {
   const b = shape.body ?? {};
   switch (shape.kind) {
     case "embeddings": {

@@ -17,7 +17,8 @@ import type { FetchLayer, FetchLike, RequestSpend, ServiceRequestInit } from "..
 import type { BudgetReservation, SpendBudget } from "./budget.js";
 import { DEFAULT_FEES } from "./budget.js";
 import { runSpend } from "./call-options.js";
-import { pricedUsd, requestShape, worstCaseUsd, type PricedModel, type RequestShape } from "./estimate.js";
+import { pricedUsd, requestShape, worstCaseUsd, type RequestShape } from "./estimate.js";
+import type { ServiceModel } from "../models/records.js";
 import type { ChargeRecord, SpendLog } from "./log.js";
 import { meterResponse, type MeterHeaders, type MeterReading } from "./meter.js";
 
@@ -30,7 +31,7 @@ export interface SpendLayerOptions {
   brand: string;
   headers: MeterHeaders;
   /** a model's `/models` record (type: the list it is in), or undefined */
-  lookup(type: string, model: string): Promise<PricedModel | undefined>;
+  lookup(type: string, model: string): Promise<ServiceModel | undefined>;
 }
 
 /** Errors that mean the request was never charged: an answer came back (its status says no), or it never left. */
@@ -128,7 +129,7 @@ async function metered(
 /** A served request's cost: reported, priced, a fee estimate, or unknown (the reservation stands). */
 function settle(
   shape: RequestShape,
-  record: PricedModel | undefined,
+  record: ServiceModel | undefined,
   reading: MeterReading,
   complete: boolean,
   holds: BudgetReservation[],

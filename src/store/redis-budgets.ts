@@ -9,6 +9,7 @@
  */
 import type { Cluster, Redis } from "ioredis";
 import type { BudgetFigures, BudgetReserveRequest } from "./types.js";
+import { scriptedWith } from "./redis-limits.js";
 
 type Client = Redis | Cluster;
 
@@ -46,16 +47,7 @@ const COMMANDS = {
   lcsBudgetReserve: { lua: RESERVE, numberOfKeys: 1 },
   lcsBudgetSettle: { lua: SETTLE, numberOfKeys: 1 },
 } as const;
-type Scripted = { [K in keyof typeof COMMANDS]: (...args: (string | number)[]) => Promise<unknown> };
-
-const defined = new WeakSet<object>();
-function scripted(client: Client): Scripted {
-  if (!defined.has(client)) {
-    for (const [name, def] of Object.entries(COMMANDS)) client.defineCommand(name, def);
-    defined.add(client);
-  }
-  return client as unknown as Scripted;
-}
+const scripted = (client: Client) => scriptedWith(client, COMMANDS);
 
 const budgetKey = (prefix: string, key: string) => `${prefix}budget:${key}`;
 /** nano-dollars travel as integer strings: never in exponent form */

@@ -201,17 +201,23 @@ const COMMANDS = {
   lcsAcquireGuard: { lua: ACQUIRE_GUARD, numberOfKeys: 2 },
   lcsReleaseGuard: { lua: RELEASE_GUARD, numberOfKeys: 2 },
 } as const;
-type Scripted = { [K in keyof typeof COMMANDS]: (...args: (string | number)[]) => Promise<unknown> };
+/** Lua scripts by command name, as ioredis `defineCommand` takes them. */
+export type ScriptSet = Record<string, { lua: string; numberOfKeys: number }>;
+export type Scripted<C extends ScriptSet> = { [K in keyof C]: (...args: (string | number)[]) => Promise<unknown> };
 
-const defined = new WeakSet<object>();
-/** The scripts as ioredis commands (EVALSHA, EVAL when the server does not know them yet), defined once per client. */
-function scripted(client: Client): Scripted {
-  if (!defined.has(client)) {
-    for (const [name, def] of Object.entries(COMMANDS)) client.defineCommand(name, def);
-    defined.add(client);
+const defined = new WeakMap<object, WeakSet<ScriptSet>>();
+/** A set of scripts as ioredis commands (EVALSHA, EVAL when the server does not know them yet), defined once per client. */
+export function scriptedWith<C extends ScriptSet>(client: Client, commands: C): Scripted<C> {
+  let sets = defined.get(client);
+  if (!sets) defined.set(client, (sets = new WeakSet()));
+  if (!sets.has(commands)) {
+    for (const [name, def] of Object.entries(commands)) client.defineCommand(name, def);
+    sets.add(commands);
   }
-  return client as unknown as Scripted;
+  return client as unknown as Scripted<C>;
 }
+
+const scripted = (client: Client) => scriptedWith(client, COMMANDS);
 
 const paceKeys = (prefix: string, key: string) => [`${prefix}pace:${key}`, `${prefix}paceflight:${key}`] as const;
 const guardKeys = (prefix: string, key: string) => [`${prefix}fail:${key}`, `${prefix}flight:${key}`] as const;
