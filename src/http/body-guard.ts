@@ -132,6 +132,35 @@ export interface BodyGuardOptions {
 
 const NULL_BODY_STATUSES = new Set([204, 205, 304]);
 
+/** What a guarded read pulls a body from: a body stream's reader, or the Node base's own chunks (node-fetch.ts). */
+export interface ChunkSource {
+  read(): Promise<ReadableStreamReadResult<Uint8Array>>;
+  cancel(reason?: unknown): Promise<void>;
+}
+
+/**
+ * A response that can hand its body over as chunks, with no web stream made for it (the Node base's): the guard
+ * reads through this when present. It takes the body, once; undefined: no body.
+ */
+export const BODY_CHUNKS = Symbol("serviceBodyChunks");
+type Chunked = Response & { [BODY_CHUNKS]?: () => ChunkSource | undefined };
+
+const nativeBody = Object.getOwnPropertyDescriptor(Response.prototype, "body")!.get!;
+
+/** Opens a response's own body (past any getter the guard put on it), once, when a read first needs it. */
+function opener(response: Response): () => ChunkSource {
+  let source: ChunkSource | undefined;
+  return () => {
+    if (source) return source;
+    const chunks = (response as Chunked)[BODY_CHUNKS];
+    if (chunks) return (source = chunks.call(response) ?? EMPTY);
+    const body = nativeBody.call(response) as ReadableStream<Uint8Array> | null;
+    return (source = body ? body.getReader() : EMPTY);
+  };
+}
+
+const EMPTY: ChunkSource = { read: () => Promise.resolve({ done: true, value: undefined }), cancel: () => Promise.resolve() };
+
 /**
  * The response with its body bounded by idle time, the deadline and (unless a stream) size. A stream's body is
  * handed on through a guarded pull stream. A non-stream body (JSON, media) is guarded where it is read: its
@@ -140,10 +169,11 @@ const NULL_BODY_STATUSES = new Set([204, 205, 304]);
  * loopback chat call; most answers are read whole, once.
  */
 export function guardBody(response: Response, g: BodyGuardOptions): Response {
-  const inner = response.body;
-  if (!inner || response.status < 200 || NULL_BODY_STATUSES.has(response.status)) return response;
-  if ((response.headers.get("content-type") ?? "").includes("text/event-stream")) return guardedStreamResponse(response, inner, g, Infinity);
-  return guardedAtRead(response, inner, g);
+  if (response.status < 200 || NULL_BODY_STATUSES.has(response.status)) return response;
+  // the Node base's answer says it has a body without making a stream for it
+  if (!(response as Chunked)[BODY_CHUNKS] && !response.body) return response;
+  if ((response.headers.get("content-type") ?? "").includes("text/event-stream")) return guardedStreamResponse(response, opener(response), g, Infinity);
+  return guardedAtRead(response, opener(response), g);
 }
 
 function tooLargeError(status: number, maxBytes: number): ResponseTooLargeError {
@@ -154,21 +184,20 @@ function tooLargeError(status: number, maxBytes: number): ResponseTooLargeError 
 }
 
 /** A non-stream response whose reading methods (and `body`, when asked for) keep the guard's bounds. */
-const nativeBody = Object.getOwnPropertyDescriptor(Response.prototype, "body")!.get!;
-const nativeClone = Response.prototype.clone;
-
-function guardedAtRead(response: Response, source: ReadableStream<Uint8Array>, g: BodyGuardOptions): Response {
-  let inner = source;
+function guardedAtRead(response: Response, source: () => ChunkSource, g: BodyGuardOptions): Response {
+  let open = source;
   let stream: Response | undefined;
-  const streamed = () => (stream ??= guardedStreamResponse(response, inner, g, g.maxBytes));
+  const streamed = () => (stream ??= guardedStreamResponse(response, open, g, g.maxBytes));
   let read: Promise<Uint8Array> | undefined;
   const bytes = async (): Promise<Uint8Array> => {
     if (read) throw new TypeError("Body is unusable: Body has already been read");
     // `body` was asked for (to cancel it, or to hand it on): what is left is read through that guarded stream
     if (stream) return new Uint8Array(await stream.arrayBuffer());
-    return (read = readGuarded(response, inner, g));
+    return (read = readGuarded(response, open, g));
   };
   const decoder = () => new TextDecoder();
+  // the response's own clone (the Node base's tees its body), before this guard's replaces it
+  const ownClone = response.clone;
   Object.defineProperties(response, {
     body: { get: () => streamed().body, configurable: true },
     bodyUsed: { get: () => (stream ? stream.bodyUsed : read !== undefined), configurable: true },
@@ -186,9 +215,9 @@ function guardedAtRead(response: Response, source: ReadableStream<Uint8Array>, g
       value: () => {
         if (stream) return stream.clone();
         if (read) throw new TypeError("Response.clone: Body has already been consumed.");
-        const copy = nativeClone.call(response);
-        inner = nativeBody.call(response) as ReadableStream<Uint8Array>;
-        return guardedAtRead(copy, nativeBody.call(copy) as ReadableStream<Uint8Array>, g);
+        const copy = ownClone.call(response);
+        open = opener(response);
+        return guardedAtRead(copy, opener(copy), g);
       },
       configurable: true,
     },
@@ -198,20 +227,20 @@ function guardedAtRead(response: Response, source: ReadableStream<Uint8Array>, g
 }
 
 /** Reads a whole body within the guard's bounds, in one loop: no stream or Response made for it. */
-async function readGuarded(response: Response, inner: ReadableStream<Uint8Array>, g: BodyGuardOptions): Promise<Uint8Array> {
+async function readGuarded(response: Response, open: () => ChunkSource, g: BodyGuardOptions): Promise<Uint8Array> {
   const maxBytes = g.maxBytes;
   const declared = Number(response.headers.get("content-length") ?? NaN);
   let failWith!: (err: unknown) => void;
   const failed = new Promise<never>((_, reject) => (failWith = reject));
   failed.catch(() => undefined);
   let finished = false;
-  let reader: ReadableStreamDefaultReader<Uint8Array> | undefined;
+  const reader = open();
   const fail = (err: unknown) => {
     if (finished) return;
     finished = true;
     failWith(err);
     g.abort(err);
-    (reader ? reader.cancel(err) : inner.cancel(err)).catch(() => undefined);
+    reader.cancel(err).catch(() => undefined);
   };
   if (declared > maxBytes) {
     fail(tooLargeError(response.status, maxBytes));
@@ -230,7 +259,6 @@ async function readGuarded(response: Response, inner: ReadableStream<Uint8Array>
   const chunks: Uint8Array[] = [];
   let received = 0;
   try {
-    reader = inner.getReader();
     for (;;) {
       waitingSince = Date.now();
       idleTimer ??= unref(setTimeout(checkIdle, g.idleMs));
@@ -267,9 +295,9 @@ async function readGuarded(response: Response, inner: ReadableStream<Uint8Array>
 }
 
 /** The response with its body handed on through a guarded pull stream (streams; a non-stream body asked for as a stream). */
-function guardedStreamResponse(response: Response, inner: ReadableStream<Uint8Array>, g: BodyGuardOptions, maxBytes: number): Response {
+function guardedStreamResponse(response: Response, open: () => ChunkSource, g: BodyGuardOptions, maxBytes: number): Response {
   const tooLarge = () => tooLargeError(response.status, maxBytes);
-  let reader: ReadableStreamDefaultReader<Uint8Array> | undefined;
+  let reader: ChunkSource | undefined;
   let out!: ReadableStreamDefaultController<Uint8Array>;
   let received = 0;
   /** when the pending read started; 0: no read pending */
@@ -288,7 +316,7 @@ function guardedStreamResponse(response: Response, inner: ReadableStream<Uint8Ar
     finish();
     out.error(err);
     g.abort(err);
-    (reader ? reader.cancel(err) : inner.cancel(err)).catch(() => undefined);
+    (reader ?? open()).cancel(err).catch(() => undefined);
   };
   // One timer, re-armed only when it fires: no timer work per chunk.
   const checkIdle = () => {
@@ -311,7 +339,7 @@ function guardedStreamResponse(response: Response, inner: ReadableStream<Uint8Ar
         }
       },
       async pull(controller) {
-        reader ??= inner.getReader();
+        reader ??= open();
         waitingSince = Date.now();
         idleTimer ??= unref(setTimeout(checkIdle, g.idleMs));
         let read: ReadableStreamReadResult<Uint8Array>;
@@ -337,7 +365,7 @@ function guardedStreamResponse(response: Response, inner: ReadableStream<Uint8Ar
       },
       cancel(reason) {
         finish();
-        return reader ? reader.cancel(reason) : inner.cancel(reason);
+        return (reader ?? open()).cancel(reason);
       },
     },
     { highWaterMark: 0 },

@@ -36,6 +36,7 @@ import { DEFAULT_MAX_EVENT_BYTES, DEFAULT_MAX_RESPONSE_BYTES, deadlineLayer, dea
 import { SharedRegistry } from "./bounded.js";
 import type { LimitStore } from "./shared-limits.js";
 import { validateHints, validateStackOptions } from "./options.js";
+import { defaultFetch } from "./node-fetch.js";
 
 export type { FetchLayer, FetchLike, ServiceRequestHints, ServiceRequestInit } from "./types.js";
 
@@ -76,7 +77,7 @@ export interface TransportOptions {
   maxResponseBytes?: number;
   /** largest single stream event, in characters of its text; past it a ResponseTooLargeError (default 32 MiB) */
   maxEventBytes?: number;
-  /** the underlying fetch (default `globalThis.fetch`) */
+  /** the underlying fetch (default: `globalThis.fetch`, sent over `node:http(s)` on Node where it can be: node-fetch.ts) */
   fetch?: FetchLike;
   /** retry policy; `false` or `{ maxRetries: 0 }` turns retries off */
   retry?: Partial<RetryOptions> | false;
@@ -344,7 +345,7 @@ export function createTransport(options: TransportOptions = {}): TransportFetch 
   const brand = options.brand ?? DEFAULT_BRAND;
   brandNames(brand); // validates
   validateStackOptions(options); // timeout, retry, pacing, topUp, defaultHeaders, fetch: named in the error
-  const base: FetchLike = options.fetch ?? ((input, init) => globalThis.fetch(input, init));
+  const base: FetchLike = options.fetch ?? defaultFetch;
   const apiKey = options.auth ? undefined : (options.apiKey ?? readEnv(ENV_API_KEY));
   const auth: AuthProvider | undefined = options.auth ?? (apiKey ? new ApiKeyAuth(apiKey) : undefined);
   const paymentLayer = options.paymentLayer;

@@ -1,0 +1,229 @@
+/**
+ * The stack's default base on Node (src/http/node-fetch.ts): a credentialed request sent over node:http answers
+ * as fetch would, over a real loopback server, and what it does not send itself goes to fetch untouched.
+ */
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { AddressInfo, Socket } from "node:net";
+import { brotliCompressSync, deflateSync, gzipSync } from "node:zlib";
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
+import { defaultFetch } from "../../src/http/node-fetch.js";
+import { createTransport } from "../../src/http/fetch-stack.js";
+
+type Handler = (req: IncomingMessage, res: ServerResponse, body: string) => void;
+let handler: Handler;
+let server: Server;
+let base: string;
+const connections = new Set<Socket>();
+let connectionCount = 0;
+
+beforeAll(async () => {
+  server = createServer((req, res) => {
+    const parts: Buffer[] = [];
+    req.on("data", (c: Buffer) => parts.push(c));
+    req.on("end", () => handler(req, res, Buffer.concat(parts).toString()));
+  });
+  server.on("connection", (s: Socket) => {
+    connectionCount++;
+    connections.add(s);
+    s.on("close", () => connections.delete(s));
+  });
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+});
+afterAll(async () => {
+  server.closeAllConnections();
+  await new Promise<void>((r) => server.close(() => r()));
+});
+afterEach(() => vi.unstubAllGlobals());
+
+const manual = (init: RequestInit = {}): RequestInit => ({ method: "POST", body: "{}", ...init, redirect: "manual" });
+
+const json = JSON.stringify({ ok: true, text: "h\u00e9llo \u{1F600}" });
+const cases: Record<string, Handler> = {
+  json: (_q, res) => res.writeHead(200, { "content-type": "application/json" }).end(json),
+  gzip: (_q, res) => res.writeHead(200, { "content-type": "application/json", "content-encoding": "gzip" }).end(gzipSync(json)),
+  br: (_q, res) => res.writeHead(200, { "content-type": "application/json", "content-encoding": "br" }).end(brotliCompressSync(json)),
+  deflate: (_q, res) => res.writeHead(200, { "content-type": "application/json", "content-encoding": "deflate" }).end(deflateSync(json)),
+  "no content": (_q, res) => res.writeHead(204).end(),
+  "error with body": (_q, res) => res.writeHead(404, "Nope", { "content-type": "application/json" }).end('{"error":"missing"}'),
+  "two cookies": (_q, res) => res.writeHead(200, [["set-cookie", "a=1"], ["set-cookie", "b=2"], ["x-two", "1"], ["x-two", "2"]]).end("ok"),
+  "empty 200": (_q, res) => res.writeHead(200, { "content-length": "0" }).end(),
+  "bom": (_q, res) => res.writeHead(200, { "content-type": "text/plain" }).end("\ufeffhello"),
+  chunked: (_q, res) => {
+    res.writeHead(200, { "content-type": "text/plain" });
+    res.write("one ");
+    setTimeout(() => res.end("two"), 5);
+  },
+};
+
+describe("defaultFetch over node:http", () => {
+  for (const [name, h] of Object.entries(cases)) {
+    it(`answers as fetch does: ${name}`, async () => {
+      handler = h;
+      const ours = await defaultFetch(`${base}/x`, manual());
+      const theirs = await fetch(`${base}/x`, manual());
+      expect(ours).toBeInstanceOf(Response);
+      expect([ours.status, ours.statusText, ours.ok, ours.url]).toEqual([theirs.status, theirs.statusText, theirs.ok, theirs.url]);
+      expect(ours.headers.getSetCookie()).toEqual(theirs.headers.getSetCookie());
+      for (const k of ["content-type", "content-encoding", "x-two"]) expect(ours.headers.get(k)).toBe(theirs.headers.get(k));
+      expect(ours.body === null).toBe(theirs.body === null);
+      expect(await ours.text()).toBe(await theirs.text());
+      expect(ours.bodyUsed).toBe(true);
+      await expect(ours.text()).rejects.toThrow(TypeError);
+    });
+  }
+
+  it("sends what fetch sends: its default headers, the body's type and length", async () => {
+    let seen: IncomingMessage | undefined;
+    let got = "";
+    handler = (req, res, body) => ((seen = req), (got = body), res.end("ok"));
+    await (await defaultFetch(`${base}/x`, manual({ body: "h\u00e9", headers: { "X-Mine": "1" } }))).text();
+    expect(got).toBe("h\u00e9");
+    expect(seen!.headers).toMatchObject({
+      accept: "*/*",
+      "accept-encoding": "gzip, deflate, br",
+      "user-agent": "node",
+      "content-type": "text/plain;charset=UTF-8",
+      "content-length": "3",
+      "x-mine": "1",
+    });
+    await (await defaultFetch(`${base}/x`, manual({ body: new Uint8Array([1, 2, 3]), headers: new Headers({ "content-type": "application/octet-stream" }) }))).text();
+    expect(seen!.headers["content-type"]).toBe("application/octet-stream");
+    expect(seen!.headers["content-length"]).toBe("3");
+  });
+
+  it("reads a body every way a Response can be read, and clones it into two readable halves", async () => {
+    handler = cases.json!;
+    expect(await (await defaultFetch(`${base}/x`, manual())).json()).toEqual(JSON.parse(json));
+    expect(new TextDecoder().decode(await (await defaultFetch(`${base}/x`, manual())).arrayBuffer())).toBe(json);
+    expect(await (await (await defaultFetch(`${base}/x`, manual())).blob()).text()).toBe(json);
+    const streamed = await defaultFetch(`${base}/x`, manual());
+    expect(await new Response(streamed.body).text()).toBe(json);
+    const original = await defaultFetch(`${base}/x`, manual());
+    const copy = original.clone();
+    expect(await copy.text()).toBe(json);
+    expect(await original.text()).toBe(json);
+  });
+
+  it("hands over the body alone: its bytes are a copy of the answer's, not a view of the socket's buffer", async () => {
+    handler = cases.json!; // head and body arrive in one packet: the body sits inside a larger buffer
+    const size = Buffer.byteLength(json);
+    expect((await (await defaultFetch(`${base}/x`, manual())).arrayBuffer()).byteLength).toBe(size);
+    const stack = createTransport({ apiKey: "k", baseUrl: `${base}/api/v1` });
+    expect((await (await stack(`${base}/api/v1/x`, { method: "POST", body: "{}" })).arrayBuffer()).byteLength).toBe(size);
+    const reader = (await defaultFetch(`${base}/x`, manual())).body!.getReader();
+    const { value } = await reader.read();
+    const copy = value!.slice();
+    copy[0] = 0;
+    expect(value![0]).toBe("{".charCodeAt(0));
+    await reader.cancel();
+  });
+
+  it("keeps the connection alive between requests", async () => {
+    handler = cases.json!;
+    await (await defaultFetch(`${base}/x`, manual())).text();
+    const before = connectionCount;
+    for (let i = 0; i < 5; i++) await (await defaultFetch(`${base}/x`, manual())).text();
+    expect(connectionCount).toBe(before);
+  });
+
+  it("sends once more on another socket when the server drops a kept-alive one as it is picked", async () => {
+    handler = cases.json!;
+    await (await defaultFetch(`${base}/x`, manual())).text();
+    let dropped = 0;
+    handler = (req, res) => {
+      if (dropped === 0) {
+        dropped++;
+        req.socket.destroy(); // the kept-alive socket, closed under the request
+        return;
+      }
+      cases.json!(req, res, "");
+    };
+    expect(await (await defaultFetch(`${base}/x`, manual())).json()).toEqual(JSON.parse(json));
+    expect(dropped).toBe(1);
+  });
+
+  it("fails as fetch fails: a refused connection, an abort before the answer, a connection broken mid-body", async () => {
+    const closed = createServer();
+    await new Promise<void>((r) => closed.listen(0, "127.0.0.1", r));
+    const port = (closed.address() as AddressInfo).port;
+    await new Promise<void>((r) => closed.close(() => r()));
+    const refused = await defaultFetch(`http://127.0.0.1:${port}/x`, manual()).catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(TypeError);
+    expect((refused as TypeError).message).toBe("fetch failed");
+    expect(((refused as TypeError).cause as { code?: string }).code).toBe("ECONNREFUSED");
+
+    handler = () => undefined; // never answers
+    const controller = new AbortController();
+    const reason = new Error("caller gave up");
+    setTimeout(() => controller.abort(reason), 20);
+    await expect(defaultFetch(`${base}/x`, manual({ signal: controller.signal }))).rejects.toBe(reason);
+
+    handler = (req, res) => {
+      res.writeHead(200, { "content-type": "application/json", "content-length": "1000" });
+      res.write('{"partial":');
+      setTimeout(() => req.socket.destroy(), 10);
+    };
+    const broken = await defaultFetch(`${base}/x`, manual());
+    await expect(broken.text()).rejects.toThrow("fetch failed");
+
+    const midway = new AbortController();
+    handler = (_q, res) => {
+      res.writeHead(200, { "content-type": "text/plain" });
+      res.write("some");
+    };
+    const partial = await defaultFetch(`${base}/x`, manual({ signal: midway.signal }));
+    const reading = partial.text();
+    midway.abort(new Error("stop"));
+    await expect(reading).rejects.toBeDefined();
+  });
+
+  it("leaves to fetch what it does not send itself: followed redirects, FormData, a replaced global fetch", async () => {
+    handler = (req, res) => (req.url === "/from" ? res.writeHead(302, { location: "/to" }).end() : res.end(`at ${req.url}`));
+    const followed = await defaultFetch(`${base}/from`, { method: "GET" });
+    expect(await followed.text()).toBe("at /to");
+    expect(followed.redirected).toBe(true);
+    const manualHop = await defaultFetch(`${base}/from`, { method: "GET", redirect: "manual" });
+    expect([manualHop.status, manualHop.headers.get("location")]).toEqual([302, "/to"]);
+
+    let contentType = "";
+    handler = (req, res) => ((contentType = req.headers["content-type"] ?? ""), res.end("ok"));
+    const form = new FormData();
+    form.set("a", "1");
+    await (await defaultFetch(`${base}/x`, manual({ body: form }))).text();
+    expect(contentType).toMatch(/^multipart\/form-data; boundary=/);
+
+    const realFetch = globalThis.fetch;
+    const spy = vi.fn((input: string | URL | Request, init?: RequestInit) => realFetch(input, init));
+    vi.stubGlobal("fetch", spy);
+    await (await defaultFetch(`${base}/x`, manual())).text();
+    expect(spy).toHaveBeenCalledTimes(1);
+  });
+});
+
+describe("the default stack on the Node base", () => {
+  it("guards the body it reads: size cap and idle timeout, typed", async () => {
+    const stack = createTransport({ apiKey: "k", baseUrl: `${base}/api/v1`, maxResponseBytes: 64, idleTimeout: 100, retry: false });
+    handler = (_q, res) => res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ big: "x".repeat(200) }));
+    await expect((await stack(`${base}/api/v1/big`, { method: "POST", body: "{}" })).text()).rejects.toMatchObject({ name: "ResponseTooLargeError" });
+    handler = (_q, res) => {
+      res.writeHead(200, { "content-type": "application/json" });
+      res.write("{");
+    };
+    await expect((await stack(`${base}/api/v1/slow`, { method: "POST", body: "{}" })).json()).rejects.toMatchObject({ name: "TimeoutError" });
+  });
+
+  it("sends the credential and reads a stream through the guard", async () => {
+    let auth = "";
+    handler = (req, res) => {
+      auth = req.headers.authorization ?? "";
+      res.writeHead(200, { "content-type": "text/event-stream" });
+      res.write("data: 1\n\n");
+      setTimeout(() => res.end("data: [DONE]\n\n"), 5);
+    };
+    const stack = createTransport({ apiKey: "secret-key", baseUrl: `${base}/api/v1` });
+    const response = await stack(`${base}/api/v1/chat/completions`, { method: "POST", body: "{}" });
+    expect(await response.text()).toBe("data: 1\n\ndata: [DONE]\n\n");
+    expect(auth).toBe("Bearer secret-key");
+  });
+});
