@@ -84,12 +84,21 @@ export function meterResponse(res: Response, kind: MeteredKind, headers: MeterHe
   // A JSON answer is metered where it is read whole (`text()`, `json()`): no second stream per request. Read as a
   // stream instead (`body`), it goes through the pull stream below.
   // the answer's own `body` (before a JSON answer's is replaced by the metered stream), only when one is needed
-  const bodyOf = (Object.getOwnPropertyDescriptor(res, "body") ?? Object.getOwnPropertyDescriptor(Response.prototype, "body")!).get!;
+  const bodyOf = bodyGetterOf(res);
   const source = () => bodyOf.call(res) as ReadableStream<Uint8Array> | null;
   let streamedResponse: Response | undefined;
   const streamed = (): Response => (streamedResponse ??= meteredStream(res, source, sse, reading, end));
   if (json) return meteredAtRead(res, reading, end, streamed);
   return streamed();
+}
+
+/** The `body` getter the answer has now (its own, its class's: the Node base's answer is a Response subclass). */
+function bodyGetterOf(res: Response): () => unknown {
+  for (let o: object | null = res; o; o = Object.getPrototypeOf(o) as object | null) {
+    const getter = Object.getOwnPropertyDescriptor(o, "body")?.get;
+    if (getter) return getter;
+  }
+  return () => null;
 }
 
 /** A JSON answer whose whole-body reads are observed (its `body`, if asked for, is the metered stream). */
