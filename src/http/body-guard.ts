@@ -284,8 +284,13 @@ async function readGuarded(response: Response, open: () => ChunkSource, g: BodyG
     if (idleTimer !== undefined) clearTimeout(idleTimer);
     if (deadlineTimer !== undefined) clearTimeout(deadlineTimer);
   }
+  return joinChunks(chunks, received);
+}
+
+/** The chunks of a body as one array (the one chunk itself when there is one). */
+export function joinChunks(chunks: Uint8Array[], size: number): Uint8Array {
   if (chunks.length === 1) return chunks[0]!;
-  const out = new Uint8Array(received);
+  const out = new Uint8Array(size);
   let at = 0;
   for (const c of chunks) {
     out.set(c, at);

@@ -22,7 +22,7 @@ import { Agent as HttpAgent, request as httpRequest, type IncomingMessage, type 
 import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
 import { pipeline, type Readable } from "node:stream";
 import { constants as zlibConstants, createBrotliDecompress, createGunzip, createInflate } from "node:zlib";
-import { BODY_CHUNKS, type ChunkSource } from "./body-guard.js";
+import { BODY_CHUNKS, joinChunks, type ChunkSource } from "./body-guard.js";
 import type { FetchLike, ServiceRequestInit } from "./types.js";
 
 // Free sockets are dropped after 4 s (undici's default), or a second before the server's own `Keep-Alive:
@@ -237,17 +237,6 @@ function rawHeaders(res: IncomingMessage): Headers {
   return headers;
 }
 
-function concat(chunks: Uint8Array[], size: number): Uint8Array {
-  if (chunks.length === 1) return chunks[0]!;
-  const out = new Uint8Array(size);
-  let at = 0;
-  for (const c of chunks) {
-    out.set(c, at);
-    at += c.byteLength;
-  }
-  return out;
-}
-
 function usedError(): TypeError {
   return new TypeError("Body is unusable: Body has already been read");
 }
@@ -322,7 +311,7 @@ class NodeResponse extends Response {
     let size = 0;
     for (;;) {
       const r = await source.read();
-      if (r.done) return concat(parts, size);
+      if (r.done) return joinChunks(parts, size);
       parts.push(r.value);
       size += r.value.byteLength;
     }
