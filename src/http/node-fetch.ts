@@ -48,8 +48,13 @@ function fetchIsNodes(): boolean {
 
 type Body = string | Uint8Array | undefined;
 
-function sendableBody(body: unknown): body is Body {
-  return body === undefined || body === null || typeof body === "string" || body instanceof Uint8Array;
+function sendableBody(body: unknown): boolean {
+  return body === undefined || body === null || typeof body === "string" || body instanceof Uint8Array || body instanceof ArrayBuffer;
+}
+
+/** A sendable body as node:http takes it (an ArrayBuffer, as a `Request` input's body is read, viewed as bytes). */
+function bodyOf(body: unknown): Body {
+  return body instanceof ArrayBuffer ? new Uint8Array(body) : ((body ?? undefined) as Body);
 }
 
 /** `fetch`, sent over `node:http(s)` where it can be (see the file's opening), else `globalThis.fetch`. */
@@ -62,7 +67,7 @@ export const defaultFetch: FetchLike = (input, init) => {
     sendableBody(init.body) &&
     fetchIsNodes()
   ) {
-    return nodeSend(input, init, (init.body ?? undefined) as Body);
+    return nodeSend(input, init, bodyOf(init.body));
   }
   return globalThis.fetch(input, init);
 };

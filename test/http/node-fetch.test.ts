@@ -202,6 +202,19 @@ describe("defaultFetch over node:http", () => {
 });
 
 describe("the default stack on the Node base", () => {
+  it("sends its own requests over node:http, a Request input's too, and a FormData upload through fetch", async () => {
+    // fetch marks what it sends with `sec-fetch-mode: cors`; node:http sends no such header
+    const modes: (string | undefined)[] = [];
+    handler = (req, res) => (modes.push(req.headers["sec-fetch-mode"] as string | undefined), res.end("{}"));
+    const stack = createTransport({ apiKey: "k", baseUrl: `${base}/api/v1` });
+    await (await stack(`${base}/api/v1/chat/completions`, { method: "POST", body: "{}" })).text();
+    await (await stack(new Request(`${base}/api/v1/chat/completions`, { method: "POST", body: "{}" }))).text();
+    const form = new FormData();
+    form.set("file", new Blob(["x"]), "a.txt");
+    await (await stack(`${base}/api/v1/audio/transcriptions`, { method: "POST", body: form })).text();
+    expect(modes).toEqual([undefined, undefined, "cors"]);
+  });
+
   it("guards the body it reads: size cap and idle timeout, typed", async () => {
     const stack = createTransport({ apiKey: "k", baseUrl: `${base}/api/v1`, maxResponseBytes: 64, idleTimeout: 100, retry: false });
     handler = (_q, res) => res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ big: "x".repeat(200) }));
