@@ -37,7 +37,10 @@ const onNode =
   typeof process.versions?.node === "string" &&
   process.versions.bun === undefined &&
   !("Deno" in globalThis) &&
-  !process.env.NODE_USE_ENV_PROXY;
+  !process.env.NODE_USE_ENV_PROXY &&
+  // Node's own fetch, not one a preloaded module put there before this module was loaded (its text loads Node's undici)
+  typeof fetchAtLoad === "function" &&
+  Function.prototype.toString.call(fetchAtLoad).includes("internal/deps/undici");
 
 /** The global fetch is still Node's own, on its default dispatcher: what it would do, this does. */
 function fetchIsNodes(): boolean {

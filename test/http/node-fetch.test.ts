@@ -201,6 +201,19 @@ describe("defaultFetch over node:http", () => {
   });
 });
 
+describe("a fetch someone else put in place", () => {
+  it("is used, not bypassed, even when it was there before this module loaded (a preloaded spy, a logging wrapper)", async () => {
+    const realFetch = globalThis.fetch;
+    const spy = vi.fn((input: string | URL | Request, init?: RequestInit) => realFetch(input, init));
+    vi.stubGlobal("fetch", spy);
+    vi.resetModules();
+    const fresh = await import("../../src/http/node-fetch.js");
+    handler = cases.json!;
+    expect(await (await fresh.defaultFetch(`${base}/x`, manual())).json()).toEqual(JSON.parse(json));
+    expect(spy).toHaveBeenCalledTimes(1);
+  });
+});
+
 describe("the default stack on the Node base", () => {
   it("sends its own requests over node:http, a Request input's too, and a FormData upload through fetch", async () => {
     // fetch marks what it sends with `sec-fetch-mode: cors`; node:http sends no such header
