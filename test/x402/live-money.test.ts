@@ -13,6 +13,8 @@ import { PaymentNotCurableError, PaymentsUnavailableError, TopUpRejectedError } 
 import type { FetchLike } from "../../src/http/fetch-stack.js";
 import { ServiceClient } from "../../src/client.js";
 import type { PaymentEvent } from "../../src/x402/index.js";
+import { createSiwxHeader } from "../../src/x402/siwx.js";
+import { EvmWallet } from "../../src/x402/wallets.js";
 import { chatBody, payer, startPaidEmulator, testPolicy, unpacedRoutes, usdcBalance } from "./helpers.js";
 
 let emu: Emulator;
@@ -20,8 +22,8 @@ let emu: Emulator;
 const x402Options: X402EmulatorOptions = {};
 
 beforeAll(async () => {
-  // payers 1..10 (0 deploys, the last is the treasury)
-  emu = await startPaidEmulator({ chain: { accounts: 12 }, x402: x402Options as Record<string, unknown> });
+  // payers 1..11 (0 deploys, the last is the treasury)
+  emu = await startPaidEmulator({ chain: { accounts: 13 }, x402: x402Options as Record<string, unknown> });
 });
 afterAll(async () => {
   await emu?.close();
@@ -62,6 +64,46 @@ function walletClient(index: number, topUp: Record<string, number> = {}, on: Emu
 }
 
 const topUps = (address: string) => emu.account(address)?.entries.filter((e) => e.type === "TOP_UP") ?? [];
+
+interface Offer {
+  amount: string;
+  network: string;
+}
+
+/** The `accepts` of an inference 402's PAYMENT-REQUIRED header, for a signed-in wallet with no credit. */
+async function challengeOffers(wallet: EvmWallet): Promise<Offer[]> {
+  const url = `${emu.url}/chat/completions`;
+  const res = await globalThis.fetch(url, { method: "POST", headers: { "content-type": "application/json", "SIGN-IN-WITH-X": await createSiwxHeader(wallet, url) }, body: chatBody() });
+  expect(res.status).toBe(402);
+  await res.body?.cancel();
+  return (JSON.parse(Buffer.from(res.headers.get("payment-required")!, "base64").toString()) as { accepts: Offer[] }).accepts;
+}
+
+describe("an inference 402's header is a hint, not the offer to sign", () => {
+  it("live: it prices the suggested $10 and names Solana bare, unlike the top-up route; the client pays the route's $5, once", async () => {
+    const { wallet, chat, signed } = walletClient(11);
+    const hinted = await challengeOffers(wallet);
+    const route = ((await (await globalThis.fetch(`${emu.url}/x402/top-up`, { method: "POST" })).json()) as { accepts: Offer[] }).accepts;
+    expect(hinted.map((o) => o.amount)).toEqual(route.map(() => "10000000"));
+    expect(route.map((o) => o.amount)).toEqual(route.map(() => "5000000"));
+    expect(hinted.map((o) => o.network)).toEqual(route.map((o) => (o.network.startsWith("solana:") ? "solana" : o.network)));
+    expect(route.every((o) => /^(eip155|solana):/.test(o.network))).toBe(true);
+
+    expect((await chat()).status).toBe(200);
+    expect(signed()).toBe(1);
+    expect(topUps(wallet.address).map((e) => e.amount)).toEqual([5]);
+  });
+
+  it("seed: the header repeats the top-up route's offer", async () => {
+    x402Options.challengeOffer = "seed";
+    try {
+      const hinted = await challengeOffers(EvmWallet.random()); // signed in, no credit
+      expect(hinted.map((o) => o.amount).every((a) => a === "5000000")).toBe(true);
+    } finally {
+      delete x402Options.challengeOffer;
+    }
+  });
+});
 
 describe("a 402 that a top-up cannot cure is not paid", () => {
   it("a wallet linked to an account with too little staking-token credit: five sequential requests, at most 1 payment", async () => {

@@ -89,6 +89,15 @@ export async function createX402Hooks(ctx: EmulatorContext): Promise<X402Hooks &
   for (const [address, diemUsd] of Object.entries(o.linkedWallets ?? {})) ctx.ledger.linkWallet(address, { diemUsd });
 
   const accepts = () => [...rails.values()].map((r) => r.requirement(usdToAtomic(minimumTopUpUsd, DECIMALS)));
+  /** what an inference 402's header offers: live, the suggested amount and a bare `solana` (not the offer to sign) */
+  const challengeAccepts = (offered: Record<string, unknown>[]) =>
+    behaviour.liveChallengeOffer
+      ? offered.map((a) => ({
+          ...a,
+          amount: String(usdToAtomic(suggestedTopUpUsd, DECIMALS)),
+          network: String(a.network).startsWith("solana:") ? "solana" : a.network,
+        }))
+      : offered;
 
   // the challenge names the public origin (option `publicOrigin`), the one sign-ins are checked against
   const siwxInfo = (_req: EmulatorRequest) => {
@@ -137,7 +146,7 @@ export async function createX402Hooks(ctx: EmulatorContext): Promise<X402Hooks &
     // with no rail, empty payee and token: never a made-up one
     const base = offered.find((a) => String(a.network).startsWith("eip155:")) ?? offered[0];
     const error = offered.length > 0 ? "Payment required" : NO_PAYMENT_RAIL_MESSAGE;
-    const paymentRequired = { x402Version: 2, error, resource: resourceOf(req), accepts: offered };
+    const paymentRequired = { x402Version: 2, error, resource: resourceOf(req), accepts: challengeAccepts(offered) };
     return {
       status: 402,
       headers: { "PAYMENT-REQUIRED": base64Json(paymentRequired) },

@@ -48,6 +48,12 @@ export interface X402EmulatorOptions {
    * `accepts`) and a bad sign-in 401 `{error: "Invalid Sign-in-with-x signature"}`; `"seed"` answers 401 to both
    */
   readRouteAuth?: "live" | "seed";
+  /**
+   * the `PAYMENT-REQUIRED` header of an inference 402 (a wallet short of credit): `"live"` prices its `accepts` at
+   * the suggested top-up ($10) and names Solana as bare `solana`, unlike `POST /x402/top-up` (the $5 minimum,
+   * CAIP-2 networks: the one to sign against); `"seed"` repeats the top-up's offer
+   */
+  challengeOffer?: "live" | "seed";
 
   // --- top-up answers on demand (both modes; each counts the signed payments it applies to) ---
   /** answer the first N signed payments `504 SETTLEMENT_TIMEOUT`; they settle anyway, later (`settlementTimeoutLands`, default true) or not */
@@ -99,6 +105,9 @@ export class X402Behaviour {
   }
   get liveReadAuth(): boolean {
     return (this.o.readRouteAuth ?? (this.live ? "live" : "seed")) === "live";
+  }
+  get liveChallengeOffer(): boolean {
+    return (this.o.challengeOffer ?? (this.live ? "live" : "seed")) === "live";
   }
   /** the route limits in force, or undefined for none */
   get routeLimits(): RouteLimitSettings | undefined {
