@@ -2,14 +2,15 @@
  * A run's receipts against the service's ledger. The ledger (`GET /x402/transactions/{wallet}`, newest first,
  * paged) has one or more `CHARGE` rows per request (the model, and add-ons such as web search, under one
  * `requestId`), `REFUND` rows that give a failed job's charges back, and a `TOP_UP` row per payment. Charges are
- * summed per request on both sides and compared; top-ups are paired by amount.
+ * summed per request on both sides and compared; top-ups are paired by amount. A charge never takes the balance
+ * below 0: one that met an empty balance collects what was left, less than the answer's cost, and is told apart.
  */
 import type { ChargeRecord, PaymentRecord, SpendRecord } from "./receipts.js";
 
 /** What `reconcile` needs of a client: the wallet's ledger, a page at a time (`ServiceClient` has it). */
 export interface LedgerReader {
   getX402Transactions(options: { limit?: number; offset?: number; signal?: AbortSignal }): Promise<{
-    transactions: { amount: number; type: string; createdAt: string; requestId?: string | null; modelId?: string | null }[];
+    transactions: { amount: number; type: string; createdAt: string; balanceAfter?: number; requestId?: string | null; modelId?: string | null }[];
     pagination: { hasMore: boolean };
   }>;
 }
@@ -30,6 +31,11 @@ export interface Reconciliation {
   missingFromLedger: ChargeRecord[];
   /** both have the request, with amounts more than a millionth of a dollar apart (`runUsd` undefined: the run never learned it) */
   amountMismatches: { requestId: string; ledgerUsd: number; runUsd?: number }[];
+  /**
+   * the balance ran out on these requests: the service collected what was left (`ledgerUsd`), less than the answer's
+   * cost (`runUsd`); the ledger is what was paid. Not a difference: `ok` stays true
+   */
+  collectedWhatWasLeft: { requestId: string; ledgerUsd: number; runUsd: number }[];
   /** top-ups in the ledger the run did not pay */
   unseenTopUps: { usd: number; createdAt: string }[];
   /** payments the run made that the ledger does not show */
@@ -60,7 +66,7 @@ export async function reconcileLog(
   const inRun = rows.filter((r) => Date.parse(r.createdAt) >= from);
 
   // the ledger's charges per request (refunds taken off)
-  const ledger = new Map<string, { nano: number; modelIds: Set<string>; createdAt: string }>();
+  const ledger = new Map<string, { nano: number; modelIds: Set<string>; createdAt: string; drained: boolean }>();
   let chargedNano = 0;
   let refundedNano = 0;
   let toppedUpNano = 0;
@@ -73,9 +79,10 @@ export async function reconcileLog(
     }
     if (r.type !== "CHARGE" && r.type !== "REFUND") continue;
     const id = r.requestId ?? `(no request id) ${r.createdAt}`;
-    const entry = ledger.get(id) ?? { nano: 0, modelIds: new Set<string>(), createdAt: r.createdAt };
+    const entry = ledger.get(id) ?? { nano: 0, modelIds: new Set<string>(), createdAt: r.createdAt, drained: false };
     // a CHARGE row is negative, a REFUND positive: what the request cost is minus their sum
     entry.nano -= nano(r.amount);
+    if (r.type === "CHARGE" && r.balanceAfter !== undefined && Math.abs(r.balanceAfter) <= TOLERANCE_USD) entry.drained = true;
     if (r.type === "CHARGE") chargedNano -= nano(r.amount);
     else refundedNano += nano(r.amount);
     if (r.modelId) entry.modelIds.add(r.modelId);
@@ -99,6 +106,7 @@ export async function reconcileLog(
 
   const unseenCharges: LedgerCharge[] = [];
   const amountMismatches: Reconciliation["amountMismatches"] = [];
+  const collectedWhatWasLeft: Reconciliation["collectedWhatWasLeft"] = [];
   for (const [requestId, l] of ledger) {
     const mine = run.get(requestId);
     if (!mine) {
@@ -108,7 +116,9 @@ export async function reconcileLog(
       else unseenCharges.push({ requestId, usd: l.nano / 1e9, modelIds: [...l.modelIds], createdAt: l.createdAt });
       continue;
     }
-    if (mine.nano === undefined || Math.abs(mine.nano - l.nano) > nano(TOLERANCE_USD)) {
+    if (mine.nano !== undefined && l.drained && l.nano < mine.nano) {
+      collectedWhatWasLeft.push({ requestId, ledgerUsd: l.nano / 1e9, runUsd: mine.nano / 1e9 });
+    } else if (mine.nano === undefined || Math.abs(mine.nano - l.nano) > nano(TOLERANCE_USD)) {
       amountMismatches.push({ requestId, ledgerUsd: l.nano / 1e9, runUsd: mine.nano === undefined ? undefined : mine.nano / 1e9 });
     }
   }
@@ -136,6 +146,7 @@ export async function reconcileLog(
     unseenCharges,
     missingFromLedger,
     amountMismatches,
+    collectedWhatWasLeft,
     unseenTopUps: unpaired,
     missingTopUps,
     ledger: { chargedUsd: chargedNano / 1e9, refundedUsd: refundedNano / 1e9, toppedUpUsd: toppedUpNano / 1e9, rows: inRun.length },
