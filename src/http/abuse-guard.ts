@@ -8,8 +8,10 @@
  * The live service tells its own count on every credentialed answer: an error budget (`x-ratelimit-remaining`
  * failures left until `x-ratelimit-resets`, for 50 non-429 4xx per 30 s). It only ever tightens the guard: while
  * it is in force, no more sends are in flight than failures it has left (other clients of the same key or IP may
- * be spending it too), on top of the guard's own rule, which it never loosens. A "too many in flight" 429 (a
- * wallet's 6th request, crypto RPC's second at once) never ran, and is not counted as a failure.
+ * be spending it too), on top of the guard's own threshold, which it never loosens. A "too many in flight" 429 (a
+ * wallet's 6th request, crypto RPC's second at once) never ran, and is not counted as a failure. A service that
+ * tells that budget counts only non-429 4xx toward it (5xx never count), so once one has, the guard counts those
+ * alone: an outage's 5xx (or a connection lost) no longer stop a caller the service would keep serving.
  *
  * The service counts per caller, so with a fleet store (`store: RedisStore`) the failures and the sends in flight
  * are counted in the store, for every process on the credential: one process's failures hold back the others
@@ -41,6 +43,8 @@ export class AbuseGuard {
   #inFlight = 0;
   /** the service's error budget as last told: failures left, until when (ms since epoch) */
   #budget?: { remaining: number; resetsAtMs: number };
+  /** the service told an error budget: it counts non-429 4xx only (the live rule), not every non-success answer */
+  #clientErrorsOnly = false;
 
   constructor(options: Partial<AbuseGuardOptions> = {}) {
     this.options = { ...DEFAULT_ABUSE_GUARD, ...options };
@@ -87,8 +91,20 @@ export class AbuseGuard {
    * failure, its `recordFailure` counts it once more: the told figure may not include it yet (the safe side).
    */
   observeBudget(budget: { remaining: number; resetsAtMs: number } | undefined, now = Date.now()): void {
-    if (!budget || !(budget.resetsAtMs > now)) return;
+    if (!budget) return;
+    this.#clientErrorsOnly = true;
+    if (!(budget.resetsAtMs > now)) return;
     this.#budget = { remaining: Math.max(0, budget.remaining), resetsAtMs: budget.resetsAtMs };
+  }
+
+  /**
+   * Whether an outcome counts toward the block (`response` undefined: the send threw, no answer). Every non-success
+   * answer but "too many in flight" does, and a send that got none, until the service has told an error budget;
+   * from then on only a non-429 4xx, as the service counts.
+   */
+  counts(response: Response | undefined): boolean {
+    if (!this.#clientErrorsOnly) return response === undefined || countsAsFailure(response);
+    return response !== undefined && response.status >= 400 && response.status < 500 && response.status !== 429;
   }
 
   /** ms until the service's budget allows one more send (sends in flight may each fail), or 0 */
@@ -210,10 +226,13 @@ export function abuseGuardLayer(guard: AbuseGuard, maxWaitMs?: number, onSettled
     let failed = true;
     try {
       const response = await next(input, init);
-      failed = countsAsFailure(response);
       const budget = errorBudgetOf(response.headers);
       if (budget) guard.observeBudget(budget);
+      failed = guard.counts(response);
       return response;
+    } catch (err) {
+      failed = guard.counts(undefined);
+      throw err;
     } finally {
       if (fleet) {
         if (failed) guard.recordFailure(); // known here too, for when the store fails
