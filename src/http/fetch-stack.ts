@@ -37,6 +37,7 @@ import { SharedRegistry } from "./bounded.js";
 import type { LimitStore } from "./shared-limits.js";
 import { validateHints, validateStackOptions } from "./options.js";
 import { DEFAULT_MAX_REQUEST_BYTES, checkRequestSize } from "./request-size.js";
+import { checkIdempotencyKey } from "./idempotency-key.js";
 import { defaultFetch } from "./node-fetch.js";
 
 export type { FetchLayer, FetchLike, ServiceRequestHints, ServiceRequestInit } from "./types.js";
@@ -326,6 +327,8 @@ function errorsLayer(next: FetchLike, brand: string, maxRequestBytes: number): F
     validateHints(init?.service); // a bad per-request timeout is refused before anything waits or sends
     // a JSON body the service would refuse with 413: refused here, before any wait, reservation or payment
     if (init?.body != null) checkRequestSize(init.body, init.headers, maxRequestBytes);
+    // an Idempotency-Key the crypto RPC proxy would silently ignore
+    checkIdempotencyKey(typeof input === "string" ? input : input.href, init?.headers);
     const response = await next(input, init);
     if (response.ok || init?.service?.throwOnError === false) return response;
     if (fromOpenAiSdk(init?.headers)) {

@@ -46,18 +46,18 @@ export function utf8Length(text: string): number {
   return bufferByteLength ? bufferByteLength(text, "utf8") : countUtf8(text);
 }
 
-/** The request's Content-Type, from any form of `HeadersInit`. */
-function contentType(headers: HeadersInit | undefined): string | undefined {
+/** A request header (`name` in lower case) from any form of `HeadersInit`, without building a `Headers`. */
+export function requestHeader(headers: HeadersInit | undefined, name: string): string | undefined {
   if (!headers) return undefined;
-  if (headers instanceof Headers) return headers.get("content-type") ?? undefined;
-  if (Array.isArray(headers)) return headers.find(([k]) => k?.toLowerCase() === "content-type")?.[1];
-  for (const k in headers) if (k.toLowerCase() === "content-type") return (headers as Record<string, string>)[k];
+  if (headers instanceof Headers) return headers.get(name) ?? undefined;
+  if (Array.isArray(headers)) return headers.find(([k]) => k?.toLowerCase() === name)?.[1];
+  for (const k in headers) if (k.toLowerCase() === name) return (headers as Record<string, string>)[k];
   return undefined;
 }
 
 /** A body labelled JSON (`application/json`, `…+json`), or unlabelled when `unlabelled` says so. */
 function isJson(headers: HeadersInit | undefined, unlabelled: boolean): boolean {
-  const type = contentType(headers);
+  const type = requestHeader(headers, "content-type");
   return type === undefined ? unlabelled : /[/+]json\b/i.test(type);
 }
 
