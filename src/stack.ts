@@ -59,7 +59,7 @@ export type { ServiceFetch } from "./api/service-fetch.js";
 
 /** The stack options a face (ChatService, ServiceEmbeddings) takes among its own fields, under the same names. */
 const FACE_STACK_OPTIONS = [
-  "apiKey", "baseUrl", "brand", "timeout", "idleTimeout", "totalTimeout", "maxResponseBytes", "maxEventBytes", "fetch", "retry",
+  "apiKey", "baseUrl", "brand", "timeout", "idleTimeout", "totalTimeout", "maxResponseBytes", "maxEventBytes", "maxRequestBytes", "fetch", "retry",
   "abuseGuard", "auth", "wallet", "payment", "onPayment", "solanaRpcUrl", "topUp", "store", "pacing", "concurrency", "defaultHeaders",
   "budget", "spendLog",
 ] as const satisfies readonly (keyof FetchStackOptions)[];

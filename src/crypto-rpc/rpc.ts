@@ -5,6 +5,7 @@
  */
 import { z } from "zod";
 import { BadRequestError, ResponseFormatError, ValidationError } from "../http/errors.js";
+import { IDEMPOTENCY_KEY_PATTERN, malformedIdempotencyKey } from "../http/idempotency-key.js";
 import type { ServiceApi } from "../api/request.js";
 import type { NetworkLister } from "./networks.js";
 
@@ -14,7 +15,6 @@ import type { ServiceResponseHeaders } from "../http/headers.js";
 import { networkCacheFor, unsupportedNetwork, type NetworkCache } from "./networks.js";
 
 export const MAX_BATCH_SIZE = 100;
-const IDEMPOTENCY_KEY_RE = /^[A-Za-z0-9_-]{1,255}$/;
 const SLUG_RE = /^[a-z0-9][a-z0-9-]{0,63}$/;
 
 export type JsonRpcId = string | number;
@@ -170,9 +170,8 @@ export async function cryptoRpc(
   let idempotencyKey: string | undefined;
   if (options.idempotencyKey === true) idempotencyKey = globalThis.crypto.randomUUID();
   else if (options.idempotencyKey !== undefined) {
-    if (typeof options.idempotencyKey !== "string" || !IDEMPOTENCY_KEY_RE.test(options.idempotencyKey)) {
-      throw new ValidationError("idempotencyKey must match [A-Za-z0-9_-]{1,255}");
-    }
+    // the live proxy would ignore a malformed key silently (the stack refuses one set by hand, too)
+    if (typeof options.idempotencyKey !== "string" || !IDEMPOTENCY_KEY_PATTERN.test(options.idempotencyKey)) throw malformedIdempotencyKey();
     idempotencyKey = options.idempotencyKey;
   }
   const isBatch = Array.isArray(requestOrBatch);

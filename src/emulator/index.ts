@@ -33,7 +33,7 @@ export {
 } from "./rate-limits.js";
 export { FaultInjector, seededRandom } from "./faults.js";
 export { DEFAULT_NETWORKS, cryptoNetworks } from "./routes/networks.js";
-export { API_PREFIX, EMULATOR_VERSION, MAX_BODY_BYTES } from "./server.js";
+export { API_PREFIX, EMULATOR_VERSION, MAX_BODY_BYTES, SEED_MAX_BODY_BYTES } from "./server.js";
 export { publicAccountId } from "./auth.js";
 
 export interface Emulator {
@@ -85,6 +85,10 @@ function validateOptions(options: EmulatorOptions): void {
   const flights = options.walletConcurrency;
   if (flights !== undefined && flights !== false && !(Number.isInteger(flights) && flights > 0)) {
     throw new ConfigurationError(`emulator walletConcurrency must be a positive integer or false (got ${String(flights)})`);
+  }
+  const bodyLimit = options.maxBodyBytes;
+  if (bodyLimit !== undefined && !(Number.isSafeInteger(bodyLimit) && bodyLimit > 0)) {
+    throw new ConfigurationError(`emulator maxBodyBytes must be a positive whole number of bytes (got ${String(bodyLimit)})`);
   }
   const port = options.port ?? 0;
   if (!Number.isInteger(port) || port < 0 || port > 65_535) {

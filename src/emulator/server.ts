@@ -31,8 +31,21 @@ import {
 } from "./types.js";
 
 export const API_PREFIX = "/api/v1";
-/** request bodies above this answer 413 */
-export const MAX_BODY_BYTES = 10 * 1024 * 1024;
+/**
+ * Request bodies above this answer 413 in live mode (the default): the service's guides say "over 35 MB of JSON"
+ * without saying which megabyte, so this takes 35 MiB (35 * 1024 * 1024), which is also what a body-size setting of
+ * "35mb" means to the usual Node body parsers. The client's `maxRequestBytes` defaults to the same number.
+ */
+export const MAX_BODY_BYTES = 35 * 1024 * 1024;
+/** seed mode's limit: the contract names none, and the emulator refused above 10 MiB before the guides said 35 MB */
+export const SEED_MAX_BODY_BYTES = 10 * 1024 * 1024;
+/** the live service's words for a JSON body over its limit (its errors guide) */
+const LIVE_TOO_LARGE_MESSAGE = "Request body exceeds the maximum allowed size.";
+
+/** The largest request body the emulator reads: the `maxBodyBytes` option, else the mode's. */
+export function maxBodyBytes(options: EmulatorContext["options"]): number {
+  return options.maxBodyBytes ?? (isLiveMode(options) ? MAX_BODY_BYTES : SEED_MAX_BODY_BYTES);
+}
 /** payment headers are accepted on the top-up route only (elsewhere 400 PAYMENT_HEADER_NOT_ACCEPTED) */
 const PAYMENT_HEADERS = ["payment-signature", "x-payment", "x-402-payment"];
 const TOP_UP_PATH = "/x402/top-up";
@@ -452,11 +465,14 @@ export function createListener(getState: () => Promise<PipelineState>) {
       const url = publicUrl(req.url ?? "/", ctx.publicOrigin);
       const inApi = url.pathname === API_PREFIX || url.pathname.startsWith(`${API_PREFIX}/`);
       let body: Buffer;
+      const limit = maxBodyBytes(ctx.options);
       try {
-        body = await readBody(req, MAX_BODY_BYTES);
+        body = await readBody(req, limit);
       } catch (err) {
         if (!(err instanceof PayloadTooLarge)) throw err;
-        const response = errorResponse(413, `Request body exceeds ${MAX_BODY_BYTES} bytes`, { code: "PAYLOAD_TOO_LARGE" });
+        // before auth and the error budget: the live 413 does not count as a failure
+        const message = isLiveMode(ctx.options) ? LIVE_TOO_LARGE_MESSAGE : `Request body exceeds ${limit} bytes`;
+        const response = errorResponse(413, message, { code: "PAYLOAD_TOO_LARGE" });
         status = 413;
         res.setHeader("connection", "close");
         await writeOutcome(ctx, req, res, { response, headers: {} });

@@ -104,6 +104,8 @@ export interface JobEmulatorOptions {
  * | `/x402/balance`, `/x402/transactions` without sign-in | 402 (empty `accepts`); a bad one: generic 401 | 401 |
  * | capability gates (tools, response formats, images, audio, video, logprobs) | 400 with `issues[]` before inference | images and `json_schema` only, refused by the engine |
  * | unsupported-feature budget | > 200 capability 400s in 30 s block (`UNSUPPORTED_FEATURE_REQUESTS`); they are not failures | none: they count as failures |
+ * | request body limit (`maxBodyBytes`) | 35 MiB, 413 "Request body exceeds the maximum allowed size." | 10 MiB |
+ * | a malformed crypto RPC `Idempotency-Key` (`cryptoRpc.malformedIdempotencyKey`) | ignored: served and billed as without one | 400 |
  * | `anon_user_id`, `reasoning.enabled` | accepted (1–128 printable ASCII without `||`; `enabled: false` turns thinking off) | `anon_user_id` is an unknown member (400) |
  */
 export type EmulatorMode = "live" | "seed";
@@ -150,11 +152,21 @@ export interface CryptoRpcEmulatorOptions {
    * (`zks_*`, `debug_*`, `trace_*`, any Solana-shaped name, ...).
    */
   methodAllowlist?: "explicit" | "namespaces";
+  /**
+   * A key outside `[A-Za-z0-9_-]{1,255}`: `"ignore"` (live default), served and billed as a request without one;
+   * `"refuse"` (seed default), a 400, as the published parameter's `pattern` says.
+   */
+  malformedIdempotencyKey?: "ignore" | "refuse";
 }
 
 export interface EmulatorOptions {
   /** which deployment to behave as: `"live"` (default) or `"seed"` (see `EmulatorMode`) */
   mode?: EmulatorMode;
+  /**
+   * Request bodies above this many bytes answer `413 {error, code: "PAYLOAD_TOO_LARGE"}` before auth (live default
+   * 35 MiB, the guides' "over 35 MB of JSON"; seed 10 MiB)
+   */
+  maxBodyBytes?: number;
   /** port (default 0: ephemeral); host is always 127.0.0.1 */
   port?: number;
   /** API keys with starting balances; strings get the default balance (USD 100, DIEM 10) */

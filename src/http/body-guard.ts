@@ -31,6 +31,8 @@ export interface BodyLimits {
   maxResponseBytes: number;
   /** largest single stream event, in characters of its decoded text */
   maxEventBytes: number;
+  /** largest JSON request body sent, in bytes of UTF-8 (`Infinity`: not checked) */
+  maxRequestBytes: number;
 }
 
 type ErrorClass = typeof ConfigurationError | typeof ValidationError;
@@ -51,11 +53,19 @@ function checkBytes(value: unknown, name: string, Err: ErrorClass): void {
 }
 
 /** The stack options this module reads; a bad one is a ConfigurationError naming it. */
-export function validateBodyOptions(options: { idleTimeout?: unknown; totalTimeout?: unknown; maxResponseBytes?: unknown; maxEventBytes?: unknown }): void {
+export function validateBodyOptions(options: {
+  idleTimeout?: unknown;
+  totalTimeout?: unknown;
+  maxResponseBytes?: unknown;
+  maxEventBytes?: unknown;
+  maxRequestBytes?: unknown;
+}): void {
   checkTimer(options.idleTimeout, "idleTimeout", ConfigurationError);
   checkTimer(options.totalTimeout, "totalTimeout", ConfigurationError);
   checkBytes(options.maxResponseBytes, "maxResponseBytes", ConfigurationError);
   checkBytes(options.maxEventBytes, "maxEventBytes", ConfigurationError);
+  // Infinity: a deployment without a limit (the check is then skipped)
+  if (options.maxRequestBytes !== Infinity) checkBytes(options.maxRequestBytes, "maxRequestBytes", ConfigurationError);
 }
 
 /** Per-request hints this module reads: a ValidationError, like the other hints. */

@@ -230,6 +230,28 @@ export class ResponseTooLargeError extends ServiceError {
   }
 }
 /**
+ * A JSON request body over the service's limit (over 35 MB: its `413 PAYLOAD_TOO_LARGE`, which no retry cures): the
+ * service's 413 (`status` 413), or the client's refusal before sending a JSON body over `maxRequestBytes` (no
+ * `status`; `bytes` and `limit` say by how much; nothing was sent and nothing paid). Send large images, audio or
+ * files by URL, or split the request.
+ */
+export class PayloadTooLargeError extends ServiceError {
+  override name = "PayloadTooLargeError";
+  /** the body's UTF-8 size, when the client measured it before sending */
+  readonly bytes?: number;
+  /** the `maxRequestBytes` the client held the body to */
+  readonly limit?: number;
+  constructor(message: string, init: ServiceErrorInit & { bytes?: number; limit?: number } = {}) {
+    super(message, init);
+    this.bytes = init.bytes;
+    this.limit = init.limit;
+  }
+
+  override toJSON(): Record<string, unknown> {
+    return { ...super.toJSON(), bytes: this.bytes, limit: this.limit };
+  }
+}
+/**
  * A redirect this client will not follow: a request carrying credentials (API key, wallet sign-in, payment)
  * sent to another origin, too many hops, or `redirect: "error"`. Nothing was sent to the redirect's target.
  */

@@ -36,6 +36,8 @@ import { DEFAULT_MAX_EVENT_BYTES, DEFAULT_MAX_RESPONSE_BYTES, deadlineLayer, dea
 import { SharedRegistry } from "./bounded.js";
 import type { LimitStore } from "./shared-limits.js";
 import { validateHints, validateStackOptions } from "./options.js";
+import { DEFAULT_MAX_REQUEST_BYTES, checkRequestSize } from "./request-size.js";
+import { checkIdempotencyKey } from "./idempotency-key.js";
 import { defaultFetch } from "./node-fetch.js";
 
 export type { FetchLayer, FetchLike, ServiceRequestHints, ServiceRequestInit } from "./types.js";
@@ -77,6 +79,11 @@ export interface TransportOptions {
   maxResponseBytes?: number;
   /** largest single stream event, in characters of its text; past it a ResponseTooLargeError (default 32 MiB) */
   maxEventBytes?: number;
+  /**
+   * largest JSON request body, in bytes of UTF-8: a larger one is refused before sending with a
+   * PayloadTooLargeError, as the service would answer 413 (default 35 MiB, the service's "35 MB"; `Infinity`: no check)
+   */
+  maxRequestBytes?: number;
   /** the underlying fetch (default: `globalThis.fetch`, sent over `node:http(s)` on Node where it can be: node-fetch.ts) */
   fetch?: FetchLike;
   /** retry policy; `false` or `{ maxRetries: 0 }` turns retries off */
@@ -118,7 +125,7 @@ export interface TransportFetch extends FetchLike {
   readonly hasCredentials: boolean;
   /** resolves a path relative to the base URL */
   url(path: string): string;
-  /** the effective body limits (`idleTimeout`, `totalTimeout`, `maxResponseBytes`, `maxEventBytes`) */
+  /** the effective body limits (`idleTimeout`, `totalTimeout`, `maxResponseBytes`, `maxEventBytes`, `maxRequestBytes`) */
   readonly limits: Readonly<BodyLimits>;
 }
 
@@ -314,10 +321,14 @@ function fromOpenAiSdk(headers: HeadersInit | undefined): boolean {
   return false;
 }
 
-function errorsLayer(next: FetchLike, brand: string): FetchLike {
+function errorsLayer(next: FetchLike, brand: string, maxRequestBytes: number): FetchLike {
   return async (input, init) => {
     if (typeof input !== "string" && !(input instanceof URL)) [input, init] = await fromRequest(input, init);
     validateHints(init?.service); // a bad per-request timeout is refused before anything waits or sends
+    // a JSON body the service would refuse with 413: refused here, before any wait, reservation or payment
+    if (init?.body != null) checkRequestSize(init.body, init.headers, maxRequestBytes);
+    // an Idempotency-Key the crypto RPC proxy would silently ignore
+    checkIdempotencyKey(typeof input === "string" ? input : input.href, init?.headers);
     const response = await next(input, init);
     if (response.ok || init?.service?.throwOnError === false) return response;
     if (fromOpenAiSdk(init?.headers)) {
@@ -358,6 +369,7 @@ export function createTransport(options: TransportOptions = {}): TransportFetch 
     totalTimeout: options.totalTimeout,
     maxResponseBytes: options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES,
     maxEventBytes: options.maxEventBytes ?? DEFAULT_MAX_EVENT_BYTES,
+    maxRequestBytes: options.maxRequestBytes ?? DEFAULT_MAX_REQUEST_BYTES,
   };
 
   let guard: AbuseGuard | undefined;
@@ -398,7 +410,7 @@ export function createTransport(options: TransportOptions = {}): TransportFetch 
   if (paymentLayer) f = paymentLayer(f);
   if (options.spendLayer) f = options.spendLayer(f);
   f = deadlineLayer(f, limits.totalTimeout);
-  f = errorsLayer(f, brand);
+  f = errorsLayer(f, brand, limits.maxRequestBytes);
 
   const stack = f as TransportFetch;
   Object.defineProperties(stack, {

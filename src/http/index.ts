@@ -4,6 +4,7 @@ export * from "./status-errors.js";
 export * from "./headers.js";
 export * from "./fetch-stack.js";
 export { DEFAULT_MAX_EVENT_BYTES, DEFAULT_MAX_RESPONSE_BYTES, type BodyLimits } from "./body-guard.js";
+export { DEFAULT_MAX_REQUEST_BYTES } from "./request-size.js";
 export { AbuseGuard, abuseGuardLayer, type AbuseGuardOptions } from "./abuse-guard.js";
 export { retryLayer, backoffDelay, rateLimitWaitMs, sleep, RETRYABLE_STATUSES, type RetryOptions } from "./retry.js";
 // ServiceClient and the stack assembly live above the faces: src/client.ts, src/stack.ts

@@ -6,7 +6,7 @@ import { rateLimitResetAtMs } from "./headers.js";
 import type { ServiceResponseHeaders } from "./header-types.js";
 import {
   AbuseBlockError, AuthenticationError, BadRequestError, CharacterNotFoundError, ContentPolicyError, GatewayTimeoutError, InsufficientBalanceError,
-  ModelNotFoundError, NotFoundError, PaymentRequiredError, PermissionDeniedError, ProOnlyModelError, RateLimitError, ServerError, ServiceError,
+  ModelNotFoundError, NotFoundError, PayloadTooLargeError, PaymentRequiredError, PermissionDeniedError, ProOnlyModelError, RateLimitError, ServerError, ServiceError,
   UnexpectedStatusError,
   ModelOverloadedError,
 } from "./errors.js";
@@ -103,6 +103,9 @@ export function errorFromResponse(status: number, body: unknown, headers: Servic
       if (/\bcharacter(_slug)?\b/i.test(text ?? "")) return new CharacterNotFoundError(msg("Character not found"), base);
       if (/\bmodel\b/i.test(text ?? "")) return new ModelNotFoundError(msg("Model not found"), base);
       return new NotFoundError(msg("Not found"), base);
+    case 413:
+      // "Request body exceeds the maximum allowed size." (JSON over 35 MB) or a multipart file over 25 MB
+      return new PayloadTooLargeError(msg("Request body exceeds the maximum allowed size"), base);
     case 422: {
       const suggested = (body as { suggested_prompt?: unknown } | undefined)?.suggested_prompt;
       return new ContentPolicyError(msg("The prompt violates the content policy"), {

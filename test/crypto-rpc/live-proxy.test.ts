@@ -1,7 +1,7 @@
 /**
  * The crypto RPC proxy as the live service runs it, over real loopback HTTP: one request at a time per caller,
- * explicit method lists per family (the emulator's 400s and the tool's refusals before sending), and the live
- * network list. The upstream is a scripted JSON-RPC node that can hold an answer until the test lets it go.
+ * explicit method lists per family (the emulator's 400s and the tool's refusals before sending), the live
+ * network list, and a malformed Idempotency-Key refused by the client (the live proxy would ignore it silently). The upstream is a scripted JSON-RPC node that can hold an answer until the test lets it go.
  */
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -12,6 +12,7 @@ import { describeNetwork } from "../../src/crypto-rpc/networks.js";
 import { RPC_IN_FLIGHT_MESSAGE } from "../../src/emulator/routes/crypto-rpc.js";
 import { startEmulator, type Emulator, type EmulatorOptions } from "../../src/emulator/index.js";
 import { EvmWallet, createSiwxHeader } from "../../src/x402/index.js";
+import { ValidationError } from "../../src/http/errors.js";
 import { countingClient } from "./helpers.js";
 
 /** A JSON-RPC node that answers `"0x1"` to everything, counts what it holds at once, and can hold an answer. */
@@ -325,5 +326,35 @@ describe("networks (live)", () => {
     const listed = ((await (await fetch(`${emu.url}/crypto/rpc/networks`)).json()) as { networks: string[] }).networks;
     expect(listed).toEqual(["base-mainnet", "solana-devnet", "solana-mainnet"]);
     expect((await rpc(emu, "robinhood-mainnet", call("eth_chainId"))).status).toBe(400);
+  });
+});
+
+describe("Idempotency-Key (live: a malformed one is silently ignored, so the client refuses it)", () => {
+  it("a malformed key is refused before sending (ValidationError), however it was set: cryptoRpc, request, fetch", async () => {
+    const emu = await emulator();
+    const counting = countingClient(emu, "k1");
+    const { client } = counting;
+    const body = call("eth_blockNumber");
+    const charges = emu.ledger.totals(emu.account("k1")!).charges;
+    const before = counting.total();
+    const attempts: Promise<unknown>[] = [
+      client.cryptoRpc("base-mainnet", { method: "eth_blockNumber" }, { idempotencyKey: "no spaces!", networks: false }),
+      client.request("/crypto/rpc/base-mainnet", { method: "POST", body, headers: { "Idempotency-Key": "no spaces!" } }),
+      client.fetch(`${emu.url}/crypto/rpc/base-mainnet`, { method: "POST", headers: { "idempotency-key": "x".repeat(256) }, body: JSON.stringify(body) }),
+      client.fetch(new Request(`${emu.url}/crypto/rpc/base-mainnet`, { method: "POST", headers: { "Idempotency-Key": "" }, body: JSON.stringify(body) })),
+    ];
+    for (const attempt of attempts) {
+      const err = await attempt.then(() => undefined, (e: unknown) => e);
+      expect(err).toBeInstanceOf(ValidationError);
+      expect((err as Error).message).toMatch(/Idempotency-Key.*\[A-Za-z0-9_-\]\{1,255\}/);
+    }
+    expect(counting.total()).toBe(before);
+    expect(emu.ledger.totals(emu.account("k1")!).charges).toBe(charges);
+    // a well-formed key by hand goes, and is replayed the second time; another route's header is not the proxy's
+    const sent = () =>
+      client.fetch(`${emu.url}/crypto/rpc/base-mainnet`, { method: "POST", headers: { "idempotency-key": "by-hand-1" }, body: JSON.stringify(body) });
+    expect((await sent()).headers.get("idempotent-replayed")).toBeNull();
+    expect((await sent()).headers.get("idempotent-replayed")).toBe("true");
+    expect((await client.fetch(`${emu.url}/models`, { headers: { "idempotency-key": "not checked here" } })).status).toBe(200);
   });
 });

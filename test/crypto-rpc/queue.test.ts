@@ -1,8 +1,9 @@
 /**
  * The client side of the proxy's one-request-at-a-time rule: crypto RPC calls of one credential (API key or
  * wallet) are queued in the fetch stack, across client objects and faces, so none is sent to wait at the proxy and
- * be refused with `429 "Another request for this user is in flight"`. The upstream takes 700 ms per call: longer
- * than the emulator's (and the live proxy's) 0.5 s wait, so any call sent beside another would draw that 429.
+ * be refused with `429 "Another request for this user is in flight"`, and two calls under one Idempotency-Key are
+ * never at the proxy together (it would run and bill both). The upstream takes 700 ms per call: longer than the
+ * emulator's (and the live proxy's) 0.5 s wait, so any call sent beside another would draw that 429.
  */
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -14,23 +15,24 @@ import { startEmulator, type Emulator } from "../../src/emulator/index.js";
 import { EvmWallet } from "../../src/x402/wallets.js";
 
 const SLOW_MS = 700;
-let node: { url: string; active: number; maxActive: number; server: Server };
+let node: { url: string; active: number; maxActive: number; calls: number; delayMs: number; server: Server };
 let emu: Emulator;
 
 beforeAll(async () => {
-  const state = { active: 0, maxActive: 0 };
+  const state = { active: 0, maxActive: 0, calls: 0, delayMs: SLOW_MS };
   const server = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on("data", (c: Buffer) => chunks.push(c));
     req.on("end", () => {
       state.active++;
+      state.calls++;
       state.maxActive = Math.max(state.maxActive, state.active);
       const body = JSON.parse(Buffer.concat(chunks).toString("utf8")) as { id: number };
       setTimeout(() => {
         state.active--;
         res.writeHead(200, { "content-type": "application/json" });
         res.end(JSON.stringify({ jsonrpc: "2.0", id: body.id, result: "0x2105" }));
-      }, SLOW_MS);
+      }, state.delayMs);
     });
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
@@ -81,6 +83,40 @@ describe("crypto RPC, one call at a time per credential", () => {
     );
     for (const out of outputs) expect(String((out as { content: unknown }).content)).toContain("0x2105");
     expect(w.statuses).toEqual([200, 200, 200]);
+  });
+
+  it("two calls under one Idempotency-Key are never sent at once: the second is a late replay, billed once", async () => {
+    // the live proxy deduplicates only a replay that arrives after the original finished: a twin sent beside it
+    // would be run and billed again. 200 ms: short enough that the proxy's 0.5 s wait serves such a twin.
+    node.delayMs = 200;
+    try {
+      const w = wire();
+      const a = new ServiceClient({ apiKey: "k", baseUrl: emu.url, fetch: w.fetch });
+      const b = new ServiceClient({ apiKey: "k", baseUrl: emu.url, fetch: w.fetch });
+      const charges = () => emu.ledger.totals(emu.account("k")!).charges;
+      const [calls, charged] = [node.calls, charges()];
+      const key = { idempotencyKey: "same-key-queued" };
+      const both = await Promise.all([
+        a.cryptoRpc("base-mainnet", { method: "eth_chainId", id: 1 }, key),
+        b.cryptoRpc("base-mainnet", { method: "eth_chainId", id: 1 }, key),
+      ]);
+      expect(both.map((r) => r.idempotentReplayed).sort()).toEqual([false, true]);
+      expect(node.calls - calls).toBe(1);
+      expect(charges() - charged).toBe(1);
+
+      // the same two without the queue (concurrency: false) reach the proxy together: both run, both billed
+      const unqueued = new ServiceClient({ apiKey: "k", baseUrl: emu.url, fetch: w.fetch, concurrency: false });
+      const again = { idempotencyKey: "same-key-unqueued" };
+      const twins = await Promise.all([
+        unqueued.cryptoRpc("base-mainnet", { method: "eth_chainId", id: 1 }, again),
+        unqueued.cryptoRpc("base-mainnet", { method: "eth_chainId", id: 1 }, again),
+      ]);
+      expect(twins.map((r) => r.idempotentReplayed)).toEqual([false, false]);
+      expect(node.calls - calls).toBe(3);
+      expect(charges() - charged).toBe(3);
+    } finally {
+      node.delayMs = SLOW_MS;
+    }
   });
 
   it("another credential is not held up by the first one's queue", async () => {

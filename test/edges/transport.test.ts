@@ -273,6 +273,10 @@ describe("the new options are validated", () => {
     ["maxResponseBytes", "1mb"],
     ["maxEventBytes", -1],
     ["maxEventBytes", Infinity],
+    ["maxRequestBytes", 0],
+    ["maxRequestBytes", 2.5],
+    ["maxRequestBytes", "35mb"],
+    ["maxRequestBytes", Number.NaN],
   ])("%s = %s", (option, value) => {
     refused(stack({ [option]: value }), option);
     refused(() => new ChatService({ model: "m", baseUrl: fx.url, apiKey: "k", [option]: value }), option);
@@ -288,7 +292,10 @@ describe("the new options are validated", () => {
   });
 
   it("valid values are kept on the stack", () => {
-    const f = createServiceFetch({ baseUrl: fx.url, apiKey: "k", idleTimeout: 5_000, totalTimeout: 60_000, maxEventBytes: 1024, maxResponseBytes: 2048 });
-    expect(f.limits).toEqual({ idleTimeout: 5_000, totalTimeout: 60_000, maxEventBytes: 1024, maxResponseBytes: 2048 });
+    const f = createServiceFetch({ baseUrl: fx.url, apiKey: "k", idleTimeout: 5_000, totalTimeout: 60_000, maxEventBytes: 1024, maxResponseBytes: 2048, maxRequestBytes: 4096 });
+    expect(f.limits).toEqual({ idleTimeout: 5_000, totalTimeout: 60_000, maxEventBytes: 1024, maxResponseBytes: 2048, maxRequestBytes: 4096 });
+    // the service's 35 MB by default; Infinity turns the check off
+    expect(createServiceFetch({ baseUrl: fx.url, apiKey: "k" }).limits.maxRequestBytes).toBe(35 * 1024 * 1024);
+    expect(createServiceFetch({ baseUrl: fx.url, apiKey: "k", maxRequestBytes: Infinity }).limits.maxRequestBytes).toBe(Infinity);
   });
 });

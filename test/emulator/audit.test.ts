@@ -1,6 +1,7 @@
 /**
- * Defects found by the contract audit of the emulator (each test failed before its fix): a concurrent twin
- * under one Idempotency-Key, the insufficient-credit 402's top-up instructions without a Base rail, the
+ * Defects found by the contract audit of the emulator (each test failed before its fix): Idempotency-Key as the live
+ * proxy takes it (an early twin runs and is billed, a late replay is not billed but counts toward the cap, a
+ * malformed key is ignored), the insufficient-credit 402's top-up instructions without a Base rail, the
  * always-present headers on an unexpected 500, and HEAD on GET routes.
  */
 import { createServer, type Server } from "node:http";
@@ -43,32 +44,81 @@ async function slowNode(delayMs: number): Promise<{ url: string; calls: () => nu
 }
 
 describe("contract audit fixes", () => {
-  it("concurrent requests under one Idempotency-Key are forwarded and billed once, the twins replayed", async () => {
-    const node = await slowNode(150);
-    emu = await startEmulator({ apiKeys: ["k1"], upstreams: { "ethereum-mainnet": node.url } });
-    const send = () =>
-      postJson(`${emu!.url}/crypto/rpc/ethereum-mainnet`, { jsonrpc: "2.0", id: 1, method: "eth_blockNumber" }, {
-        ...bearer("k1"),
-        "idempotency-key": "same-key",
-      });
-    const answers = await Promise.all([send(), send(), send()]);
-    expect(answers.map((r) => r.status)).toEqual([200, 200, 200]);
+  const ETH = { jsonrpc: "2.0", id: 1, method: "eth_blockNumber" };
+  const send = (body: unknown, key: string) =>
+    postJson(`${emu!.url}/crypto/rpc/ethereum-mainnet`, body, { ...bearer("k1"), "idempotency-key": key });
+  const charges = () => emu!.ledger.totals(emu!.account("k1")!).charges;
+
+  it("an early twin under one Idempotency-Key (sent while the first is in flight) is forwarded and billed as its own request, in both modes", async () => {
+    for (const mode of ["live", "seed"] as const) {
+      const node = await slowNode(150);
+      emu = await startEmulator({ mode, apiKeys: ["k1"], upstreams: { "ethereum-mainnet": node.url } });
+      const first = send(ETH, "same-key");
+      await new Promise((r) => setTimeout(r, 30));
+      const twin = await send(ETH, "same-key");
+      const answers = [await first, twin];
+      expect(answers.map((r) => r.status), mode).toEqual([200, 200]);
+      expect(answers.map((r) => r.headers.get("idempotent-replayed")), mode).toEqual([null, null]);
+      expect(node.calls(), mode).toBe(2);
+      expect(charges(), mode).toBe(2);
+      expect(new Set(answers.map((r) => r.headers.get("x-request-id"))).size, mode).toBe(2);
+      // a twin with another body is not told apart either: it runs too
+      const other = send(ETH, "key-2");
+      await new Promise((r) => setTimeout(r, 30));
+      expect((await send({ ...ETH, id: 2, method: "eth_chainId" }, "key-2")).status, mode).toBe(200);
+      expect((await other).status, mode).toBe(200);
+      expect(charges(), mode).toBe(4);
+      await emu.close();
+      emu = undefined;
+      await new Promise<void>((r) => upstream!.close(() => r()));
+      upstream = undefined;
+    }
+  });
+
+  it("a late replay (after the original finished) is answered from the stored answer, not billed, but counted toward the per-minute cap", async () => {
+    const node = await slowNode(0);
+    emu = await startEmulator({ apiKeys: ["k1"], upstreams: { "ethereum-mainnet": node.url }, rateLimits: { cryptoRpc: { requests: 2 } } });
+    const first = await send(ETH, "late-key");
+    const replay = await send(ETH, "late-key");
+    expect([first.status, replay.status]).toEqual([200, 200]);
+    expect(replay.headers.get("idempotent-replayed")).toBe("true");
+    expect(replay.headers.get("x-request-id")).toBe(first.headers.get("x-request-id"));
+    expect(await replay.json()).toEqual(await first.json());
     expect(node.calls()).toBe(1);
-    expect(emu.ledger.totals(emu.account("k1")!).charges).toBe(1);
-    expect(answers.map((r) => r.headers.get("idempotent-replayed")).sort()).toEqual([null, "true", "true"]);
-    expect(new Set(answers.map((r) => r.headers.get("x-request-id"))).size).toBe(1);
-    // a different body under a key still in flight is refused, as it is once the key is kept
-    const first = postJson(`${emu.url}/crypto/rpc/ethereum-mainnet`, { jsonrpc: "2.0", id: 1, method: "eth_blockNumber" }, {
-      ...bearer("k1"),
-      "idempotency-key": "key-2",
-    });
-    await new Promise((r) => setTimeout(r, 50));
-    const other = await postJson(`${emu.url}/crypto/rpc/ethereum-mainnet`, { jsonrpc: "2.0", id: 2, method: "eth_chainId" }, {
-      ...bearer("k1"),
-      "idempotency-key": "key-2",
-    });
-    expect(other.status).toBe(400);
-    expect((await first).status).toBe(200);
+    expect(charges()).toBe(1);
+    // the cap of 2 a minute is spent: the replay was one of them
+    const third = await send({ ...ETH, id: 3 }, "another-key");
+    expect(third.status).toBe(429);
+    expect(node.calls()).toBe(1);
+    // another body under the kept key is still refused
+    expect((await send({ ...ETH, id: 2 }, "late-key")).status).toBe(400);
+  });
+
+  it("a malformed Idempotency-Key is ignored live: the request runs and is billed as one without a key (seed: 400)", async () => {
+    const node = await slowNode(0);
+    emu = await startEmulator({ apiKeys: ["k1"], upstreams: { "ethereum-mainnet": node.url } });
+    const res = await send(ETH, "not a key!");
+    expect(res.status).toBe(200);
+    expect(res.headers.get("idempotent-replayed")).toBeNull();
+    expect(node.calls()).toBe(1);
+    expect(charges()).toBe(1);
+    // not kept under it either: the same again is served and billed again
+    const again = await send(ETH, "not a key!");
+    expect(again.status).toBe(200);
+    expect(again.headers.get("idempotent-replayed")).toBeNull();
+    expect(charges()).toBe(2);
+    expect((await send(ETH, "x".repeat(256))).status).toBe(200);
+    await emu.close();
+
+    emu = await startEmulator({ mode: "seed", apiKeys: ["k1"], upstreams: { "ethereum-mainnet": node.url } });
+    const seed = await send(ETH, "not a key!");
+    expect(seed.status).toBe(400);
+    expect((await seed.json()).error).toMatch(/Idempotency-Key/);
+    expect(charges()).toBe(0);
+    await emu.close();
+    // the option wins over the mode
+    emu = await startEmulator({ apiKeys: ["k1"], upstreams: { "ethereum-mainnet": node.url }, cryptoRpc: { malformedIdempotencyKey: "refuse" } });
+    expect((await send(ETH, "not a key!")).status).toBe(400);
   });
 
   it("the insufficient-credit 402's top-up instructions name a rail the top-up route offers", async () => {

@@ -2,12 +2,12 @@
  * The emulator as the live service behaves today (its default, `mode: "live"`), where the service's current
  * guides differ from the seed contract: reset headers in Unix ms, the error budget (50 non-429 4xx per 30 s, told
  * by `x-ratelimit-remaining` / `-resets`), 404 for an unknown model, an API key's 402 without a code, at most 5
- * requests in flight per wallet, and the overloaded model's 429 with `Retry-After`. The seed's own answers are
- * checked in contract.test.ts and limits.test.ts (`mode: "seed"`).
+ * requests in flight per wallet, the overloaded model's 429 with `Retry-After`, and 413 above 35 MiB of JSON. The
+ * seed's own answers are checked in contract.test.ts and limits.test.ts (`mode: "seed"`).
  */
 import { afterEach, describe, expect, it } from "vitest";
 import { Wallet } from "ethers";
-import { startEmulator, type Emulator } from "../../src/emulator/index.js";
+import { MAX_BODY_BYTES, SEED_MAX_BODY_BYTES, startEmulator, type Emulator } from "../../src/emulator/index.js";
 import { EvmWallet } from "../../src/x402/wallets.js";
 import { createSiwxHeader } from "../../src/x402/siwx.js";
 import { main } from "../../src/emulator/cli.js";
@@ -136,6 +136,39 @@ describe("live mode (the default)", () => {
     expect((await res.json()).error).toBe("The model is currently overloaded. Please try again later.");
     const again = await fetch(`${emu.url}/probe/inference`, { ...probe(), headers: bearer("k") });
     expect(again.status).toBe(200);
+  });
+
+  it("413 above 35 MiB of JSON, in the live words, before the error budget (the seed keeps 10 MiB; maxBodyBytes wins)", async () => {
+    emu = await startEmulator({ apiKeys: ["k"], routes: [probeRoute] });
+    expect(MAX_BODY_BYTES).toBe(35 * 1024 * 1024);
+    const head = '{"model":"emu-xs","pad":"';
+    const pad = "x".repeat(MAX_BODY_BYTES - head.length - 2);
+    // exactly the limit is served
+    const at = await fetch(`${emu.url}/probe/inference`, { method: "POST", headers: bearer("k"), body: `${head}${pad}"}` });
+    expect(at.status).toBe(200);
+    // one byte more is not
+    const over = await fetch(`${emu.url}/probe/inference`, { method: "POST", headers: bearer("k"), body: `${head}${pad}x"}` });
+    expect(over.status).toBe(413);
+    expect(await over.json()).toEqual({ error: "Request body exceeds the maximum allowed size.", code: "PAYLOAD_TOO_LARGE" });
+    expect(emu.rateLimiter.recentFailures("key:k")).toBe(0);
+
+    const small = await startEmulator({ apiKeys: ["k"], routes: [probeRoute], maxBodyBytes: 1_000 });
+    try {
+      const res = await fetch(`${small.url}/probe/inference`, { method: "POST", headers: bearer("k"), body: JSON.stringify({ model: "emu-xs", pad: "x".repeat(1_000) }) });
+      expect(res.status).toBe(413);
+      await res.arrayBuffer();
+    } finally {
+      await small.close();
+    }
+    await expect(startEmulator({ maxBodyBytes: 0 })).rejects.toThrow(/maxBodyBytes/);
+    const seed = await startEmulator({ mode: "seed", apiKeys: ["k"], routes: [probeRoute] });
+    try {
+      const res = await fetch(`${seed.url}/probe/inference`, { method: "POST", headers: bearer("k"), body: `${head}${pad.slice(0, SEED_MAX_BODY_BYTES)}"}` });
+      expect(res.status).toBe(413);
+      expect((await res.json()).error).toBe(`Request body exceeds ${SEED_MAX_BODY_BYTES} bytes`);
+    } finally {
+      await seed.close();
+    }
   });
 
   it("the CLI takes --mode and refuses another word", async () => {

@@ -13,6 +13,14 @@
  * are checked against explicit per-family lists (src/crypto-rpc/methods.ts, shared with the client) instead of the
  * published namespaces. Seed mode keeps neither; `rateLimits.cryptoRpc.inFlightWaitMs` and
  * `cryptoRpc.methodAllowlist` win over the mode.
+ *
+ * Idempotency, as the live proxy does it in both modes: the cache is read when a request arrives and written when
+ * its answer is ready, so a replay after the original finished is answered from it (not billed, though it counts
+ * toward the per-minute cap) while a twin that arrives before then finds nothing and runs, billed as its own request.
+ * The seed promises only a replay of "the cached response" and says nothing of a request that arrives before there is
+ * one, so the live behaviour is the seed's too. A key outside `[A-Za-z0-9_-]{1,255}` is silently ignored live (the
+ * request runs as one without a key); seed mode refuses it with 400, as its parameter's `pattern` says
+ * (`cryptoRpc.malformedIdempotencyKey` wins over the mode).
  */
 import { createHash, randomBytes } from "node:crypto";
 import { NODE_KEYS_REASON, isFilterOrSubscription, methodTier, needsNodeKeys, unsupportedReason as listedMethodRefusal } from "../../crypto-rpc/methods.js";
@@ -97,8 +105,6 @@ interface UserTurn {
 
 interface RouteState {
   idempotency: Map<string, IdempotentEntry>;
-  /** requests under an Idempotency-Key still being served: a concurrent twin waits for the first answer */
-  inflight: Map<string, { bodyHash: string; done: Promise<unknown> }>;
   /** users with a request being served (live), by account identity */
   turns: Map<string, UserTurn>;
 }
@@ -106,7 +112,7 @@ interface RouteState {
 const states = new WeakMap<EmulatorContext, RouteState>();
 function stateOf(ctx: EmulatorContext): RouteState {
   let state = states.get(ctx);
-  if (!state) states.set(ctx, (state = { idempotency: new Map(), inflight: new Map(), turns: new Map() }));
+  if (!state) states.set(ctx, (state = { idempotency: new Map(), turns: new Map() }));
   return state;
 }
 
@@ -116,6 +122,11 @@ function options(ctx: EmulatorContext): CryptoRpcEmulatorOptions {
 
 function methodAllowlist(ctx: EmulatorContext): "explicit" | "namespaces" {
   return options(ctx).methodAllowlist ?? (isLiveMode(ctx.options) ? "explicit" : "namespaces");
+}
+
+/** What a malformed Idempotency-Key gets: ignored (live) or a 400 (seed), unless the option says. */
+function malformedIdempotencyKey(ctx: EmulatorContext): "ignore" | "refuse" {
+  return options(ctx).malformedIdempotencyKey ?? (isLiveMode(ctx.options) ? "ignore" : "refuse");
 }
 
 /** How long a user's second request waits for the first (ms), or undefined when requests are not serialized. */
@@ -261,9 +272,10 @@ async function handle(req: EmulatorRequest, ctx: EmulatorContext, caller: Caller
     throw badRequest(`Unsupported network: ${slug}`, details);
   }
 
-  const idempotencyKey = req.headers["idempotency-key"];
+  let idempotencyKey = req.headers["idempotency-key"];
   if (idempotencyKey !== undefined && !IDEMPOTENCY_KEY_RE.test(idempotencyKey)) {
-    throw badRequest("Invalid Idempotency-Key: must match [A-Za-z0-9_-]{1,255}");
+    if (malformedIdempotencyKey(ctx) === "refuse") throw badRequest("Invalid Idempotency-Key: must match [A-Za-z0-9_-]{1,255}");
+    idempotencyKey = undefined; // live: the request runs as one without a key
   }
 
   // --- the body: JSON-RPC 2.0, single or batch ---
@@ -290,16 +302,20 @@ async function handle(req: EmulatorRequest, ctx: EmulatorContext, caller: Caller
     });
   }
 
+  // --- idempotency, read as the request arrives: a replay is answered now, without waiting for a turn ---
+  const call: RpcCall = { req, ctx, caller, account, slug, items, methods };
+  const idempotent = idempotencyKey ? lookUp(call, idempotencyKey) : undefined;
+  if (idempotent?.replay) return idempotent.replay;
+
   // --- one request at a time per user (live): a batch is one request; the turn is given back before the answer
   // is written, so a client never holds an answer while its request still counts as in flight ---
-  const call: RpcCall = { req, ctx, caller, account, slug, items, methods };
   const waitMs = inFlightWaitMs(ctx);
-  if (waitMs === undefined) return idempotent(call, idempotencyKey);
+  if (waitMs === undefined) return serveAndKeep(call, idempotent);
   const release = await takeTurn(stateOf(ctx), accountIdentity(account), waitMs);
   // the route's own 429: the pipeline adds no x-ratelimit-* to it (the live answer carries none)
   if (!release) return { status: 429, body: { error: RPC_IN_FLIGHT_MESSAGE }, meta: { ownLimit: true } };
   try {
-    return await idempotent(call, idempotencyKey);
+    return await serveAndKeep(call, idempotent);
   } finally {
     release();
   }
@@ -316,38 +332,41 @@ interface RpcCall {
   methods: string[];
 }
 
-/** Idempotency: the same key with the same body replays; another body under the key is refused. */
-async function idempotent(call: RpcCall, idempotencyKey: string | undefined): Promise<EmulatorResponse> {
+/** Where a request under an Idempotency-Key keeps its answer, and the replay when one is kept already. */
+interface Idempotent {
+  cacheKey: string;
+  bodyHash: string;
+  replay?: EmulatorResponse;
+}
+
+/**
+ * The idempotency cache as the request arrives: a kept answer under the key is replayed (the same body) or the
+ * request refused (another body). A replay is not billed, but counts toward the per-minute cap.
+ */
+function lookUp(call: RpcCall, idempotencyKey: string): Idempotent {
   const { req, ctx, account, slug } = call;
-  const state = stateOf(ctx);
   const bodyHash = createHash("sha256").update(slug).update("\n").update(req.body).digest("hex");
-  const cacheKey = idempotencyKey ? `${accountIdentity(account)}|${idempotencyKey}` : undefined;
-  if (cacheKey) {
-    // a twin still in flight: wait for it (its answer is then replayed, its failure lets this one try)
-    for (let pending = state.inflight.get(cacheKey); pending; pending = state.inflight.get(cacheKey)) {
-      if (pending.bodyHash !== bodyHash) throw badRequest("Idempotency-Key was already used with a different request body");
-      await pending.done.catch(() => undefined);
-    }
-    const hit = state.idempotency.get(cacheKey);
-    if (hit && ctx.now() - hit.at < RPC_IDEMPOTENCY_TTL_MS) {
-      if (hit.bodyHash !== bodyHash) throw badRequest("Idempotency-Key was already used with a different request body");
-      return { ...hit.response, headers: { ...hit.response.headers, "idempotent-replayed": "true" } };
-    }
-    const done = serve(call);
-    state.inflight.set(cacheKey, { bodyHash, done });
-    try {
-      const response = await done;
-      // only served answers are kept: a refusal (402, 429, 500) may be retried under the same key
-      if (response.status === 200) {
-        state.idempotency.set(cacheKey, { bodyHash, at: ctx.now(), response });
-        if (state.idempotency.size > IDEMPOTENCY_SWEEP_AT) sweep(state.idempotency, ctx.now());
-      }
-      return response;
-    } finally {
-      state.inflight.delete(cacheKey);
-    }
+  const cacheKey = `${accountIdentity(account)}|${idempotencyKey}`;
+  const hit = stateOf(ctx).idempotency.get(cacheKey);
+  if (!hit || ctx.now() - hit.at >= RPC_IDEMPOTENCY_TTL_MS) return { cacheKey, bodyHash };
+  if (hit.bodyHash !== bodyHash) throw badRequest("Idempotency-Key was already used with a different request body");
+  admit(ctx, account);
+  return { cacheKey, bodyHash, replay: { ...hit.response, headers: { ...hit.response.headers, "idempotent-replayed": "true" } } };
+}
+
+/**
+ * Serves the request and keeps its answer under its key, if it has one. Only served answers are kept: a refusal
+ * (402, 429, 500) may be retried under the same key. A twin served meanwhile is kept over, as the later write.
+ */
+async function serveAndKeep(call: RpcCall, idempotent: Idempotent | undefined): Promise<EmulatorResponse> {
+  const response = await serve(call);
+  if (idempotent && response.status === 200) {
+    const { ctx } = call;
+    const cache = stateOf(ctx).idempotency;
+    cache.set(idempotent.cacheKey, { bodyHash: idempotent.bodyHash, at: ctx.now(), response });
+    if (cache.size > IDEMPOTENCY_SWEEP_AT) sweep(cache, ctx.now());
   }
-  return serve(call);
+  return response;
 }
 
 /** Admits, checks the balance, forwards and bills one (already validated) request. */
