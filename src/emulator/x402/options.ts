@@ -48,6 +48,12 @@ export interface X402EmulatorOptions {
    * `accepts`) and a bad sign-in 401 `{error: "Invalid Sign-in-with-x signature"}`; `"seed"` answers 401 to both
    */
   readRouteAuth?: "live" | "seed";
+  /**
+   * the code of a refused sign-in (401) on inference routes: `"live"` names the check that failed
+   * (`X402_SIGN_IN_EXPIRED`, `_NONCE_REUSED`, `_INVALID_SIGNATURE`, `_DOMAIN_MISMATCH`, …); `"seed"` answers
+   * `X402_INVALID_SIGN_IN` to them all
+   */
+  signInCodes?: "live" | "seed";
 
   // --- top-up answers on demand (both modes; each counts the signed payments it applies to) ---
   /** answer the first N signed payments `504 SETTLEMENT_TIMEOUT`; they settle anyway, later (`settlementTimeoutLands`, default true) or not */
@@ -96,6 +102,10 @@ export class X402Behaviour {
   }
   get liveCodes(): boolean {
     return (this.o.refusalCodes ?? (this.live ? "live" : "seed")) === "live";
+  }
+  /** the codes of a refused sign-in: the live service's specific ones, or the seed's single one */
+  get signInCodes(): "live" | "seed" {
+    return this.o.signInCodes ?? (this.live ? "live" : "seed");
   }
   get liveReadAuth(): boolean {
     return (this.o.readRouteAuth ?? (this.live ? "live" : "seed")) === "live";
