@@ -28,6 +28,7 @@ import { retryLayer, type RetryOptions } from "./retry.js";
 import { pacingLayer, type PacingOptions } from "./pacing.js";
 import { concurrencyLayer, type ConcurrencyOptions } from "./concurrency.js";
 import { mark429 } from "./refusals.js";
+import { curedByFreshSignIn, SIGN_IN_RESENT_HEADER } from "./sign-in-refusals.js";
 import type { FetchLayer, FetchLike, ServiceRequestInit } from "./types.js";
 import { sameOrigin, sendFollowingSafely } from "./redirects.js";
 export { sameOrigin } from "./redirects.js";
@@ -183,8 +184,10 @@ function mergeSignals(a: AbortSignal | null | undefined, b: AbortSignal): AbortS
  * Auth + default headers + per-attempt timeout + mapping of transport failures to typed errors. Credentials
  * go only to the service's own origin: a URL elsewhere is sent without them, and a credentialed request's
  * redirects are followed by hand (same origin, signed afresh) or refused (another origin): see redirects.ts.
- * The service's `Date` headers set `serviceClock`; a clock-sensitive sign-in (SIWX) refused with a 401 while
- * `Date` shows the clock it used was off is signed again, once, on the service's time.
+ * The service's `Date` headers set `serviceClock`; a clock-sensitive sign-in (SIWX) refused with a 401 is signed
+ * again, once, on the service's time, when `Date` shows the clock it used was off or when the refusal's code says
+ * a fresh header passes (expired, nonce already used, issued ahead: sign-in-refusals.ts); never for a body that
+ * is a stream (it cannot be sent twice).
  */
 function transportLayer(
   base: FetchLike,
@@ -236,21 +239,30 @@ function transportLayer(
         return response;
       };
       const response = await send(headers);
-      if (
-        response.status !== 401 ||
-        signedOffset === undefined ||
-        Math.abs(serviceClock.offset(origin) - signedOffset) < CLOCK_RETRY_MS ||
-        isStream(rest.body)
-      ) {
+      // (an API key's answers stop at the first test: signedOffset is only set for a clock-sensitive sign-in)
+      if (response.status !== 401 || signedOffset === undefined || isStream(rest.body)) {
         // a 429 is read here once and marked with what it means (refusals.ts) for the layers outside
         return response.status === 429 ? await mark429(guard(response)) : guard(response);
       }
-      // refused while our clock was off: once more, signed with the service's time
-      await response.body?.cancel().catch(() => undefined);
+      if (Math.abs(serviceClock.offset(origin) - signedOffset) < CLOCK_RETRY_MS) {
+        // our clock was right: the refusal's (small) body says whether a fresh header passes; read once, it is
+        // handed back whole when not
+        const text = await guard(response).text().catch(() => "");
+        if (!curedByFreshSignIn(text)) return sameAnswer(response, text);
+      } else {
+        // refused while our clock was off
+        await response.body?.cancel().catch(() => undefined);
+      }
+      // once more, freshly signed (a new nonce) with the service's time
       const again = new Headers(headers);
       const fresh = await auth!.headers(url, init);
       for (const k in fresh) again.set(k, fresh[k]!);
       const retried = await send(again);
+      if (retried.status === 401) {
+        // refused again: the typed error says the re-sign was tried (SIGN_IN_RESENT_HEADER)
+        const text = await guard(retried).text().catch(() => "");
+        return sameAnswer(retried, text, SIGN_IN_RESENT_HEADER);
+      }
       return retried.status === 429 ? await mark429(guard(retried)) : guard(retried);
     } catch (err) {
       // a caller's deadline (LangChain turns `timeout` into AbortSignal.timeout) is a timeout, not an abort
@@ -264,6 +276,18 @@ function transportLayer(
       clearTimeout(timer);
     }
   };
+}
+
+/** The answer with its body already read as `text` (and a header of the client's own, when `mark` is given). */
+function sameAnswer(response: Response, text: string, mark?: string): Response {
+  let headers = response.headers;
+  if (mark) {
+    headers = new Headers(headers);
+    headers.set(mark, "1");
+  }
+  const out = new Response(text, { status: response.status, statusText: response.statusText, headers });
+  if (response.url) Object.defineProperty(out, "url", { value: response.url });
+  return out;
 }
 
 function isStream(body: unknown): boolean {
@@ -297,7 +321,7 @@ export async function readBody(response: Response): Promise<{ text: string; body
 export async function throwForStatus(response: Response, brand?: string): Promise<never> {
   const headers = responseHeaders(response, brand);
   const { body } = await readBody(response);
-  throw errorFromResponse(response.status, body, headers);
+  throw errorFromResponse(response.status, body, headers, { signInResent: response.headers.has(SIGN_IN_RESENT_HEADER) });
 }
 
 /**

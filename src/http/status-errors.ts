@@ -3,6 +3,7 @@
  * the parsed headers (a rate limit's reset instant). Above both the errors and the header parsing.
  */
 import { rateLimitResetAtMs } from "./headers.js";
+import { signInAdvice } from "./sign-in-refusals.js";
 import type { ServiceResponseHeaders } from "./header-types.js";
 import {
   AbuseBlockError, AuthenticationError, BadRequestError, CharacterNotFoundError, ContentPolicyError, GatewayTimeoutError, InsufficientBalanceError,
@@ -54,8 +55,14 @@ function isX402Body(body: unknown, code: string | undefined, headers: ServiceRes
   return code === "PAYMENT_REQUIRED" || b.x402Version !== undefined || Array.isArray(b.accepts) || b.topUpInstructions !== undefined || headers.paymentRequired !== undefined;
 }
 
+/** What the stack knows of the request beyond its answer. */
+export interface ErrorContext {
+  /** a refused wallet sign-in was signed again once and re-sent, and this is the answer to the re-send */
+  signInResent?: boolean;
+}
+
 /** Builds the typed error for a non-success response whose body has been read (JSON or text). */
-export function errorFromResponse(status: number, body: unknown, headers: ServiceResponseHeaders): ServiceError {
+export function errorFromResponse(status: number, body: unknown, headers: ServiceResponseHeaders, context: ErrorContext = {}): ServiceError {
   const code = bodyCode(body);
   const text = bodyMessage(body);
   // which id to quote to support: the body's `request_id`, else `X-Request-ID`, else CF-RAY (headers.requestId)
@@ -69,9 +76,12 @@ export function errorFromResponse(status: number, body: unknown, headers: Servic
       const b = body as Record<string, unknown> | undefined;
       return new BadRequestError(msg("Bad request"), { ...base, details: b?.details ?? b?.issues });
     }
-    case 401:
+    case 401: {
       if (/\bpro\b/i.test(text ?? "")) return new ProOnlyModelError(msg("This model is available to Pro users only"), base);
-      return new AuthenticationError(msg("Authentication failed"), base);
+      // a refused wallet sign-in: its code, and what to do about it
+      const advice = signInAdvice(code, context.signInResent === true);
+      return new AuthenticationError(msg("Authentication failed") + (advice ? ` (${code}: ${advice})` : ""), base);
+    }
     case 402: {
       const b = (body ?? {}) as Record<string, unknown>;
       // the spec's INSUFFICIENT_BALANCE, or the live service's plain 402 of an account ("Insufficient USD or Diem

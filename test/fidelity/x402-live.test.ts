@@ -74,11 +74,11 @@ describe("the read routes' sign-in", () => {
       expect(bad.status).toBe(401);
       expect(await bad.json()).toEqual({ error: "Invalid Sign-in-with-x signature" });
     }
-    // inference routes still name the reason
+    // inference routes still name the reason, with the live code for it
     const url = `${live.url}/probe/inference`;
     const stale = await createSiwxHeader(wallet, url, { now: Date.now() - 6 * 60_000, ttlMs: 60 * 60_000 });
     const inference = await fetch(url, { method: "POST", headers: { "content-type": "application/json", "SIGN-IN-WITH-X": stale }, body: "{}" });
-    expect(await inference.json()).toMatchObject({ code: "X402_INVALID_SIGN_IN", details: { reason: "stale" } });
+    expect(await inference.json()).toMatchObject({ code: "X402_SIGN_IN_EXPIRED", details: { reason: "stale" } });
 
     const seed = await start({ mode: "seed" });
     expect((await fetch(`${seed.url}/x402/balance/${wallet.address}`)).status).toBe(401);

@@ -340,7 +340,7 @@ describe("the emulator's top-up endpoint refuses bad payments", () => {
     const wrongDomain = await createSiwxHeader(mine, "http://example.com/api/v1");
     const client2 = await fetch(`${emu.url}/chat/completions`, { method: "POST", headers: { "SIGN-IN-WITH-X": wrongDomain }, body: chatBody() });
     expect(client2.status).toBe(401);
-    expect(await client2.json()).toMatchObject({ code: "X402_INVALID_SIGN_IN", details: { reason: "domain_mismatch" } });
+    expect(await client2.json()).toMatchObject({ code: "X402_SIGN_IN_DOMAIN_MISMATCH", details: { reason: "domain_mismatch" } });
     void AuthenticationError;
   });
 });

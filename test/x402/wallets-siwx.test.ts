@@ -1,6 +1,7 @@
 /**
  * Wallets keep their keys to themselves; SIWX headers built by the client verify at the emulator's checker,
- * and every way a header can be wrong is refused with the published 401 and its own reason. Pure (no server).
+ * and every way a header can be wrong is refused with a 401: the live service's code for it (the seed's single
+ * `X402_INVALID_SIGN_IN` with `codes: "seed"`) and its own reason. Pure (no server).
  */
 import { inspect } from "node:util";
 import { Wallet } from "ethers";
@@ -19,18 +20,23 @@ function req(url = `${ORIGIN}/api/v1/chat/completions`): EmulatorRequest {
   return { method: "POST", path: "/chat/completions", params: {}, query: new URLSearchParams(), headers: {}, body: Buffer.alloc(0), url: new URL(url) };
 }
 
-async function code(promise: Promise<unknown>): Promise<string> {
+/** `[code, reason]` of a refusal: the live code (the checker's default) and which check failed. */
+async function code(promise: Promise<unknown>): Promise<[string, string]> {
   try {
     await promise;
   } catch (err) {
     expect(err).toBeInstanceOf(EmulatorHttpError);
     expect((err as EmulatorHttpError).status).toBe(401);
-    // the published code for every refusal; which check failed is in details.reason
-    const body = (err as EmulatorHttpError).body as { code: string; details: { reason: string } };
-    expect(body.code).toBe("X402_INVALID_SIGN_IN");
-    return body.details.reason;
+    const body = (err as EmulatorHttpError).body as { error: string; code: string; details: { reason: string } };
+    expect(body.error).toBe("Invalid Sign-in-with-x signature");
+    return [body.code, body.details.reason];
   }
   throw new Error("expected a 401");
+}
+
+/** The seed's answer to the same header: its one code, the same reason. */
+async function seedCode(header: string, nonces = new NonceStore()): Promise<[string, string]> {
+  return code(verifySiwxHeader(header, req(), nonces, Date.now(), "seed"));
 }
 
 describe("wallets", () => {
@@ -105,39 +111,57 @@ describe("SIWX round trip at the emulator's checker", () => {
   it("refuses a header signed for another domain or URI", async () => {
     const w = new EvmWallet(KEY);
     const otherPort = await createSiwxHeader(w, "http://127.0.0.1:9999/api/v1");
-    expect(await code(verifySiwxHeader(otherPort, req(), new NonceStore(), Date.now()))).toBe("domain_mismatch");
+    expect(await code(verifySiwxHeader(otherPort, req(), new NonceStore(), Date.now()))).toEqual(["X402_SIGN_IN_DOMAIN_MISMATCH", "domain_mismatch"]);
+    expect(await seedCode(otherPort)).toEqual(["X402_INVALID_SIGN_IN", "domain_mismatch"]);
     const sol = await createSiwxHeader(SolanaWallet.random(), "http://localhost:4567");
-    expect(await code(verifySiwxHeader(sol, req(), new NonceStore(), Date.now()))).toBe("domain_mismatch");
+    expect(await code(verifySiwxHeader(sol, req(), new NonceStore(), Date.now()))).toEqual(["X402_SIGN_IN_DOMAIN_MISMATCH", "domain_mismatch"]);
+    // the domain right, the URI on another origin: the same live code, its own reason
+    const payload = await createSiwxPayload(w, ORIGIN);
+    const otherUri = await w.signMessage(payload.message.replace(`URI: ${ORIGIN}`, "URI: http://127.0.0.1:9999"));
+    const uriHeader = toBase64Json({ ...payload, message: payload.message.replace(`URI: ${ORIGIN}`, "URI: http://127.0.0.1:9999"), signature: otherUri });
+    expect(await code(verifySiwxHeader(uriHeader, req(), new NonceStore(), Date.now()))).toEqual(["X402_SIGN_IN_DOMAIN_MISMATCH", "uri_mismatch"]);
   });
 
   it("refuses a stale issuedAt, an expired message, and one from the future", async () => {
     const w = new EvmWallet(KEY);
     const stale = await createSiwxHeader(w, ORIGIN, { now: Date.now() - 6 * 60_000, ttlMs: 60 * 60_000 });
-    expect(await code(verifySiwxHeader(stale, req(), new NonceStore(), Date.now()))).toBe("stale");
+    expect(await code(verifySiwxHeader(stale, req(), new NonceStore(), Date.now()))).toEqual(["X402_SIGN_IN_EXPIRED", "stale"]);
+    expect(await seedCode(stale)).toEqual(["X402_INVALID_SIGN_IN", "stale"]);
     const expired = await createSiwxHeader(w, ORIGIN, { now: Date.now() - 60_000, ttlMs: 30_000 });
-    expect(await code(verifySiwxHeader(expired, req(), new NonceStore(), Date.now()))).toBe("expired");
+    expect(await code(verifySiwxHeader(expired, req(), new NonceStore(), Date.now()))).toEqual(["X402_SIGN_IN_EXPIRED", "expired"]);
+    // the live guide's own code for an issuedAt ahead of the service's clock
     const future = await createSiwxHeader(w, ORIGIN, { now: Date.now() + 10 * 60_000 });
-    expect(await code(verifySiwxHeader(future, req(), new NonceStore(), Date.now()))).toBe("issued_in_future");
+    expect(await code(verifySiwxHeader(future, req(), new NonceStore(), Date.now()))).toEqual(["X402_SIGN_IN_FUTURE_TIMESTAMP", "issued_in_future"]);
+    expect(await seedCode(future)).toEqual(["X402_INVALID_SIGN_IN", "issued_in_future"]);
   });
 
   it("refuses a reused nonce", async () => {
     const nonces = new NonceStore();
     const header = await createSiwxHeader(new EvmWallet(KEY), ORIGIN);
     await verifySiwxHeader(header, req(), nonces, Date.now());
-    expect(await code(verifySiwxHeader(header, req(), nonces, Date.now()))).toBe("nonce_reused");
+    expect(await code(verifySiwxHeader(header, req(), nonces, Date.now()))).toEqual(["X402_SIGN_IN_NONCE_REUSED", "nonce_reused"]);
+    expect(await seedCode(header, nonces)).toEqual(["X402_INVALID_SIGN_IN", "nonce_reused"]);
   });
 
   it("refuses a bad signature and an address that is not the signer's", async () => {
     const w = new EvmWallet(KEY);
     const payload = await createSiwxPayload(w, ORIGIN);
     const forged = { ...payload, signature: await new Wallet(Wallet.createRandom().privateKey).signMessage(payload.message) };
-    expect(await code(verifySiwxHeader(toBase64Json(forged), req(), new NonceStore(), Date.now()))).toBe("invalid_signature");
+    expect(await code(verifySiwxHeader(toBase64Json(forged), req(), new NonceStore(), Date.now()))).toEqual(["X402_SIGN_IN_INVALID_SIGNATURE", "invalid_signature"]);
+    expect(await seedCode(toBase64Json(forged))).toEqual(["X402_INVALID_SIGN_IN", "invalid_signature"]);
     const claimsOther = { ...payload, address: Wallet.createRandom().address };
-    expect(await code(verifySiwxHeader(toBase64Json(claimsOther), req(), new NonceStore(), Date.now()))).toBe("address_mismatch");
+    expect(await code(verifySiwxHeader(toBase64Json(claimsOther), req(), new NonceStore(), Date.now()))).toEqual(["X402_SIGN_IN_ADDRESS_MISMATCH", "address_mismatch"]);
     const sol = await createSiwxPayload(SolanaWallet.random(), ORIGIN);
     const solForged = { ...sol, message: sol.message.replace("Version: 1", "Version: 1\n") };
-    expect(await code(verifySiwxHeader(toBase64Json(solForged), req(), new NonceStore(), Date.now()))).toBe("invalid_signature");
-    expect(await code(verifySiwxHeader("not base64 json", req(), new NonceStore(), Date.now()))).toBe("malformed");
+    expect(await code(verifySiwxHeader(toBase64Json(solForged), req(), new NonceStore(), Date.now()))).toEqual(["X402_SIGN_IN_INVALID_SIGNATURE", "invalid_signature"]);
+    expect(await code(verifySiwxHeader("not base64 json", req(), new NonceStore(), Date.now()))).toEqual(["X402_SIGN_IN_PARSE_ERROR", "malformed"]);
+    expect(await code(verifySiwxHeader(toBase64Json({ address: w.address }), req(), new NonceStore(), Date.now()))).toEqual(["X402_SIGN_IN_INVALID_PAYLOAD", "malformed"]);
+    expect(await code(verifySiwxHeader(toBase64Json({ ...payload, message: "not a sign-in message" }), req(), new NonceStore(), Date.now()))).toEqual([
+      "X402_SIGN_IN_INVALID_MESSAGE",
+      "malformed",
+    ]);
+    expect(await code(verifySiwxHeader(toBase64Json({ ...payload, chainId: 1 }), req(), new NonceStore(), Date.now()))).toEqual(["X402_SIGN_IN_UNSUPPORTED_CHAIN", "unsupported_chain"]);
+    expect(await seedCode("not base64 json")).toEqual(["X402_INVALID_SIGN_IN", "malformed"]);
   });
 
   it("accepts a URI that is the request URL on the same origin (as the service's own SDK signs)", async () => {

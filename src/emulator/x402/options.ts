@@ -54,6 +54,12 @@ export interface X402EmulatorOptions {
    * CAIP-2 networks: the one to sign against); `"seed"` repeats the top-up's offer
    */
   challengeOffer?: "live" | "seed";
+  /**
+   * the code of a refused sign-in (401) on inference routes: `"live"` names the check that failed
+   * (`X402_SIGN_IN_EXPIRED`, `_NONCE_REUSED`, `_INVALID_SIGNATURE`, `_DOMAIN_MISMATCH`, …); `"seed"` answers
+   * `X402_INVALID_SIGN_IN` to them all
+   */
+  signInCodes?: "live" | "seed";
 
   // --- top-up answers on demand (both modes; each counts the signed payments it applies to) ---
   /** answer the first N signed payments `504 SETTLEMENT_TIMEOUT`; they settle anyway, later (`settlementTimeoutLands`, default true) or not */
@@ -102,6 +108,10 @@ export class X402Behaviour {
   }
   get liveCodes(): boolean {
     return (this.o.refusalCodes ?? (this.live ? "live" : "seed")) === "live";
+  }
+  /** the codes of a refused sign-in: the live service's specific ones, or the seed's single one */
+  get signInCodes(): "live" | "seed" {
+    return this.o.signInCodes ?? (this.live ? "live" : "seed");
   }
   get liveReadAuth(): boolean {
     return (this.o.readRouteAuth ?? (this.live ? "live" : "seed")) === "live";

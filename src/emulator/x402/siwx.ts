@@ -5,8 +5,11 @@
  * window, expiry and single-use nonces are checked. Domain and URI are compared with `req.url`, which the server
  * builds on the emulator's public origin (never from the request line).
  *
- * Every failure is the published 401 (error codes table: `X402_INVALID_SIGN_IN`, "Invalid Sign-in-with-x
- * signature"); which check failed is in `details.reason`, for people reading it: the service does not publish one.
+ * Every failure is a 401 `{error: "Invalid Sign-in-with-x signature", code, details: {reason, message}}`. Its
+ * `code` is the live service's for the check that failed (its auth guide's `X402_SIGN_IN_*` list: `EXPIRED`,
+ * `NONCE_REUSED`, `INVALID_SIGNATURE`, `DOMAIN_MISMATCH`, …), or with `codes: "seed"` the seed contract's one
+ * code for them all, `X402_INVALID_SIGN_IN`. Which check failed is also in `details.reason`, for people reading
+ * it (the service publishes no such field).
  */
 import { verify as nodeVerify } from "node:crypto";
 import { verifyMessage, getAddress } from "ethers";
@@ -24,6 +27,27 @@ export const SIWX_MAX_AGE_MS = 5 * 60_000;
 export const SIWX_FUTURE_SKEW_MS = 5_000;
 export const SIWX_INVALID = { error: "Invalid Sign-in-with-x signature", code: "X402_INVALID_SIGN_IN" } as const;
 
+/**
+ * The live service's 401 codes of a refused sign-in on inference routes (all prefixed `X402_SIGN_IN_`), as its
+ * auth guide lists them; the emulator answers those of the checks it makes.
+ */
+export type SignInCode =
+  | "PARSE_ERROR"
+  | "INVALID_PAYLOAD"
+  | "INVALID_MESSAGE"
+  | "ADDRESS_MISMATCH"
+  | "CHAIN_MISMATCH"
+  | "UNSUPPORTED_CHAIN"
+  | "DOMAIN_MISMATCH"
+  | "EXPIRED"
+  | "FUTURE_TIMESTAMP"
+  | "NOT_BEFORE"
+  | "INVALID_SIGNATURE"
+  | "NONCE_REUSED";
+
+/** Which codes a refusal carries: the live service's specific ones, or the seed contract's single one. */
+export type SignInCodes = "live" | "seed";
+
 const HeaderSchema = z.object({
   address: z.string().min(1),
   message: z.string().min(1),
@@ -38,8 +62,9 @@ export interface SiwxIdentity {
   chain: "evm" | "solana";
 }
 
-function fail(reason: string, message: string): never {
-  throw new EmulatorHttpError(401, { ...SIWX_INVALID, details: { reason, message } });
+/** The refusal's code, as `codes` says: the live `X402_SIGN_IN_<code>`, or the seed's `X402_INVALID_SIGN_IN`. */
+export function signInCode(code: SignInCode, codes: SignInCodes): string {
+  return codes === "live" ? `X402_SIGN_IN_${code}` : SIWX_INVALID.code;
 }
 
 /** Single-use nonces, remembered as long as a message carrying them could still be accepted. */
@@ -131,67 +156,74 @@ function isEvmChain(chainId: string | number): boolean {
   return s === String(BASE_CHAIN_ID) || s === `eip155:${BASE_CHAIN_ID}`;
 }
 
-/** Verifies one header against the request it came with. Throws `EmulatorHttpError(401)` when invalid. */
+/**
+ * Verifies one header against the request it came with. Throws `EmulatorHttpError(401)` when invalid, with the
+ * live service's code for the check that failed (`codes: "live"`, the emulator's default mode) or the seed's.
+ */
 export async function verifySiwxHeader(
   header: string,
   req: EmulatorRequest,
   nonces: NonceStore,
   now: number,
+  codes: SignInCodes = "live",
 ): Promise<SiwxIdentity> {
+  function fail(code: SignInCode, reason: string, message: string): never {
+    throw new EmulatorHttpError(401, { error: SIWX_INVALID.error, code: signInCode(code, codes), details: { reason, message } });
+  }
   let json: unknown;
   try {
     json = JSON.parse(Buffer.from(header.trim(), "base64").toString("utf8"));
   } catch {
-    fail("malformed", "Invalid SIGN-IN-WITH-X header: not base64 JSON");
+    fail("PARSE_ERROR", "malformed", "Invalid SIGN-IN-WITH-X header: not base64 JSON");
   }
   const parsed = HeaderSchema.safeParse(json);
-  if (!parsed.success) fail("malformed", "Invalid SIGN-IN-WITH-X header: expected {address, message, signature, timestamp, chainId}");
+  if (!parsed.success) fail("INVALID_PAYLOAD", "malformed", "Invalid SIGN-IN-WITH-X header: expected {address, message, signature, timestamp, chainId}");
   const payload = parsed.data;
   const solana = payload.type === "ed25519" || String(payload.chainId).startsWith("solana:");
-  if (!solana && !isEvmChain(payload.chainId)) fail("unsupported_chain", `Unsupported chain ${String(payload.chainId)}`);
-  if (solana && payload.chainId !== SOLANA_MAINNET) fail("unsupported_chain", `Unsupported chain ${String(payload.chainId)}`);
+  if (!solana && !isEvmChain(payload.chainId)) fail("UNSUPPORTED_CHAIN", "unsupported_chain", `Unsupported chain ${String(payload.chainId)}`);
+  if (solana && payload.chainId !== SOLANA_MAINNET) fail("UNSUPPORTED_CHAIN", "unsupported_chain", `Unsupported chain ${String(payload.chainId)}`);
 
   const fields = solana ? parseSolanaSiwxMessage(payload.message) : await parseEvmSiwxMessage(payload.message);
-  if (!fields) fail("malformed", "Invalid sign-in message");
+  if (!fields) fail("INVALID_MESSAGE", "malformed", "Invalid sign-in message");
 
   // the message must be about the wallet the header names
   const sameAddress = solana
     ? fields.address === payload.address
     : fields.address.toLowerCase() === payload.address.toLowerCase();
-  if (!sameAddress) fail("address_mismatch", "Sign-in message address does not match the header address");
+  if (!sameAddress) fail("ADDRESS_MISMATCH", "address_mismatch", "Sign-in message address does not match the header address");
   if (solana ? fields.chainId !== SOLANA_MAINNET : !isEvmChain(fields.chainId)) {
-    fail("chain_mismatch", "Sign-in message chain does not match a supported chain");
+    fail("CHAIN_MISMATCH", "chain_mismatch", "Sign-in message chain does not match a supported chain");
   }
 
-  if (fields.domain !== req.url.host) fail("domain_mismatch", `Sign-in domain must be ${req.url.host}`);
+  if (fields.domain !== req.url.host) fail("DOMAIN_MISMATCH", "domain_mismatch", `Sign-in domain must be ${req.url.host}`);
   let uriOrigin: string | undefined;
   try {
     uriOrigin = new URL(fields.uri).origin;
   } catch {
     uriOrigin = undefined;
   }
-  if (uriOrigin !== req.url.origin) fail("uri_mismatch", `Sign-in URI must be on ${req.url.origin}`);
+  if (uriOrigin !== req.url.origin) fail("DOMAIN_MISMATCH", "uri_mismatch", `Sign-in URI must be on ${req.url.origin}`);
 
   const issuedAt = Date.parse(fields.issuedAt);
-  if (!Number.isFinite(issuedAt)) fail("malformed", "Sign-in message has no valid Issued At");
-  if (issuedAt > now + SIWX_FUTURE_SKEW_MS) fail("issued_in_future", "Sign-in message issued in the future: sign with the service's time (its Date header)");
-  if (now - issuedAt > SIWX_MAX_AGE_MS) fail("stale", "Sign-in message is older than 5 minutes; sign a fresh one");
+  if (!Number.isFinite(issuedAt)) fail("INVALID_MESSAGE", "malformed", "Sign-in message has no valid Issued At");
+  if (issuedAt > now + SIWX_FUTURE_SKEW_MS) fail("FUTURE_TIMESTAMP", "issued_in_future", "Sign-in message issued in the future: sign with the service's time (its Date header)");
+  if (now - issuedAt > SIWX_MAX_AGE_MS) fail("EXPIRED", "stale", "Sign-in message is older than 5 minutes; sign a fresh one");
   const expiresAt = fields.expirationTime ? Date.parse(fields.expirationTime) : issuedAt + SIWX_MAX_AGE_MS;
-  if (!Number.isFinite(expiresAt) || expiresAt <= now) fail("expired", "Sign-in message has expired");
-  if (fields.notBefore && Date.parse(fields.notBefore) > now) fail("not_yet_valid", "Sign-in message is not valid yet");
+  if (!Number.isFinite(expiresAt) || expiresAt <= now) fail("EXPIRED", "expired", "Sign-in message has expired");
+  if (fields.notBefore && Date.parse(fields.notBefore) > now) fail("NOT_BEFORE", "not_yet_valid", "Sign-in message is not valid yet");
 
   let address: string;
   if (solana) {
     const publicKey = base58ToBytes(payload.address, 32);
     const signature = decodeSolanaSignature(payload.signature);
-    if (!publicKey || !signature) fail("invalid_signature", "Malformed Solana address or signature");
+    if (!publicKey || !signature) fail("INVALID_SIGNATURE", "invalid_signature", "Malformed Solana address or signature");
     let ok = false;
     try {
       ok = nodeVerify(null, Buffer.from(payload.message, "utf8"), ed25519PublicKeyObject(publicKey), signature);
     } catch {
       ok = false;
     }
-    if (!ok) fail("invalid_signature", "Signature does not verify");
+    if (!ok) fail("INVALID_SIGNATURE", "invalid_signature", "Signature does not verify");
     address = payload.address;
   } else {
     let recovered: string | undefined;
@@ -201,14 +233,14 @@ export async function verifySiwxHeader(
       recovered = undefined;
     }
     if (!recovered || recovered.toLowerCase() !== payload.address.toLowerCase()) {
-      fail("invalid_signature", "Signature does not verify");
+      fail("INVALID_SIGNATURE", "invalid_signature", "Signature does not verify");
     }
     address = getAddress(recovered);
   }
 
   // only a message that passed every check uses up its nonce
   if (!nonces.use(`${address}:${fields.nonce}`, now, Math.max(expiresAt, issuedAt + SIWX_MAX_AGE_MS) + SIWX_FUTURE_SKEW_MS)) {
-    fail("nonce_reused", "Sign-in nonce already used; sign a fresh message for every request");
+    fail("NONCE_REUSED", "nonce_reused", "Sign-in nonce already used; sign a fresh message for every request");
   }
   return { address, chain: solana ? "solana" : "evm" };
 }
