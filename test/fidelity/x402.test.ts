@@ -53,7 +53,8 @@ describe("402 bodies as published", () => {
     expect(body.accepts).toBeUndefined();
     const header = decodeHeader(res.headers.get("payment-required")!);
     expect(header.x402Version).toBe(2);
-    expect(header.accepts[0]).toMatchObject({ scheme: "exact", network: "eip155:8453", amount: "5000000" });
+    // live: the header prices the suggested top-up ($10); the $5 offer to sign comes from POST /x402/top-up
+    expect(header.accepts[0]).toMatchObject({ scheme: "exact", network: "eip155:8453", amount: "10000000" });
   });
 });
 
