@@ -19,7 +19,9 @@ import type { AIMessageChunk, BaseMessage, ContentBlock } from "@langchain/core/
 import type { ChatGenerationChunk, ChatResult } from "@langchain/core/outputs";
 import { CallbackManager, type CallbackManagerForLLMRun } from "@langchain/core/callbacks/manager";
 import { convertToOpenAITool } from "@langchain/core/utils/function_calling";
-import type { Runnable, RunnableConfig } from "@langchain/core/runnables";
+import { ensureConfig, pickRunnableConfigKeys, raceWithSignal, type Runnable, type RunnableConfig } from "@langchain/core/runnables";
+import { AsyncLocalStorageProviderSingleton } from "@langchain/core/singletons";
+import { IterableReadableStream } from "@langchain/core/utils/stream";
 import type { InteropZodType } from "@langchain/core/utils/types";
 import type { SerializableSchema } from "@langchain/core/utils/standard_schema";
 
@@ -504,6 +506,49 @@ export class ChatService extends BaseChatModel<ChatServiceCallOptions, AIMessage
     const message = generation.message;
     message.response_metadata = { ...result.llmOutput, ...generation.generationInfo, ...message.response_metadata };
     return message as AIMessageChunk;
+  }
+
+  /**
+   * `.stream()` as the base's (the first chunk awaited before it returns, so a refused request throws here; each
+   * chunk read in the run's async context; a signal races each read), but with that context entered once for the
+   * stream: the base enters it anew for every chunk, building a callback manager and reading four environment
+   * variables each time, about a sixth of what a chunk costs. With callbacks or a tracer the base runs unchanged.
+   */
+  override async stream(input: BaseLanguageModelInput, options?: Partial<ChatServiceCallOptions>): Promise<IterableReadableStream<AIMessageChunk>> {
+    const config = ensureConfig(options);
+    const callbacks = this.#hasCallbacks(config);
+    if (typeof callbacks === "boolean" ? callbacks : await callbacks) return super.stream(input, options);
+    const generator = this._streamIterator(input, config);
+    const signal = config.signal;
+    const read = () => (signal ? raceWithSignal(generator.next(), signal) : generator.next());
+    const storage = AsyncLocalStorageProviderSingleton.getInstance();
+    let context: unknown;
+    const first = AsyncLocalStorageProviderSingleton.runWithConfig(
+      pickRunnableConfigKeys(config),
+      () => {
+        context = storage.getStore();
+        return read();
+      },
+      true,
+    );
+    await first;
+    let firstUsed = false;
+    const chunks: AsyncGenerator<AIMessageChunk> = {
+      next: () => {
+        if (signal?.aborted) return Promise.reject(signal.reason);
+        if (!firstUsed) {
+          firstUsed = true;
+          return first;
+        }
+        return storage.run(context, read);
+      },
+      return: (value) => generator.return(value),
+      throw: (err) => generator.throw(err),
+      [Symbol.asyncIterator]() {
+        return this;
+      },
+    } as AsyncGenerator<AIMessageChunk>;
+    return IterableReadableStream.fromAsyncGenerator(chunks);
   }
 
   /**

@@ -112,43 +112,61 @@ function nodeSend(url: string, init: ServiceRequestInit, body: Body): Promise<Re
   const https = url.charCodeAt(4) === 115; // "https:"
   const method = (init.method ?? "GET").toUpperCase();
   return new Promise<Response>((resolve, reject) => {
+    let req: ReturnType<typeof httpRequest> | undefined;
+    let chunks: NodeChunks | undefined;
+    // The caller's signal is watched here, not handed to node:http: node:http would destroy the socket whenever
+    // the signal fires, even after the answer is whole (the socket back in the pool, or serving another request),
+    // with an error nobody listens to. Watched until the body is read, cancelled or failed.
+    const onAbort = () => {
+      if (chunks) chunks.abort(signal!.reason);
+      else {
+        req?.destroy();
+        reject(signal!.reason);
+      }
+    };
+    const unwatch = () => signal?.removeEventListener("abort", onAbort);
+    signal?.addEventListener("abort", onAbort, { once: true });
     const attempt = (again: boolean) => {
       let answered = false;
-      let req: ReturnType<typeof httpRequest>;
       try {
-        const options = { method, headers, agent: https ? agents!.https : agents!.http, signal };
+        const options = { method, headers, agent: https ? agents!.https : agents!.http };
         req = https ? httpsRequest(url, options) : httpRequest(url, options);
       } catch (err) {
         // a bad header name or value, an invalid URL: what fetch rejects with
+        unwatch();
         reject(fetchFailed(err));
         return;
       }
-      req.on("response", (res) => {
+      const sent = req;
+      sent.on("response", (res) => {
         answered = true;
         const status = res.statusCode ?? 0;
-        if (status < 200 || status > 599) {
-          res.destroy();
-          reject(fetchFailed(new Error(`invalid HTTP status ${status}`)));
-          return;
-        }
         let response: NodeResponse;
         try {
-          response = new NodeResponse(res, url, method === "HEAD" || status === 204 || status === 304);
+          if (status < 200 || status > 599) throw new Error(`invalid HTTP status ${status}`);
+          const empty = method === "HEAD" || status === 204 || status === 304;
+          if (empty) {
+            // no body to wait for: the socket goes back to the pool at once
+            res.resume();
+            unwatch();
+          } else chunks = new NodeChunks(decoded(res), unwatch);
+          response = new NodeResponse(res, url, chunks);
         } catch (err) {
           res.destroy();
+          unwatch();
           reject(fetchFailed(err));
           return;
         }
         resolve(response);
       });
-      req.on("error", (err: NodeJS.ErrnoException) => {
-        if (answered) return; // the body's reader sees it
-        if (signal?.aborted) return reject(signal.reason);
+      sent.on("error", (err: NodeJS.ErrnoException) => {
+        if (answered || signal?.aborted) return; // the body's reader sees it; an abort has rejected already
         // the server closed a kept-alive socket as it was picked: it never read this request
-        if (!again && req.reusedSocket && (err.code === "ECONNRESET" || err.code === "EPIPE")) return attempt(true);
+        if (!again && sent.reusedSocket && (err.code === "ECONNRESET" || err.code === "EPIPE")) return attempt(true);
+        unwatch();
         reject(fetchFailed(err));
       });
-      req.end(body);
+      sent.end(body);
     };
     attempt(false);
   });
@@ -186,9 +204,12 @@ class NodeChunks implements ChunkSource {
   #ended = false;
   #error: unknown;
   #waiting: { resolve: (r: ReadableStreamReadResult<Uint8Array>) => void; reject: (e: unknown) => void } | undefined;
+  /** called once, when the body is read to its end, fails or is cancelled */
+  #settled: (() => void) | undefined;
 
-  constructor(src: Readable) {
+  constructor(src: Readable, settled?: () => void) {
     this.#src = src;
+    this.#settled = settled;
     src.on("readable", () => {
       const w = this.#waiting;
       if (!w) return;
@@ -200,6 +221,7 @@ class NodeChunks implements ChunkSource {
     });
     src.on("end", () => {
       this.#ended = true;
+      this.#settle();
       const w = this.#waiting;
       this.#waiting = undefined;
       w?.resolve({ done: true, value: undefined });
@@ -209,12 +231,25 @@ class NodeChunks implements ChunkSource {
     if ("aborted" in src) src.on("aborted", () => this.#fail(Object.assign(new Error("aborted"), { code: "ECONNRESET" })));
   }
 
-  #fail(err: unknown): void {
+  #settle(): void {
+    const settled = this.#settled;
+    this.#settled = undefined;
+    settled?.();
+  }
+
+  #fail(err: unknown, asIs = false): void {
     if (this.#ended || this.#error !== undefined) return;
-    this.#error = fetchFailed(err);
+    this.#error = asIs ? err : fetchFailed(err);
+    this.#settle();
     const w = this.#waiting;
     this.#waiting = undefined;
     w?.reject(this.#error);
+  }
+
+  /** The caller's signal fired while the body was being read: reads fail with its reason, the connection closes. */
+  abort(reason: unknown): void {
+    this.#fail(reason, true);
+    this.#src.destroy();
   }
 
   read(): Promise<ReadableStreamReadResult<Uint8Array>> {
@@ -228,6 +263,7 @@ class NodeChunks implements ChunkSource {
   cancel(reason?: unknown): Promise<void> {
     if (!this.#ended) {
       this.#ended = true;
+      this.#settle();
       this.#src.destroy();
       const w = this.#waiting;
       this.#waiting = undefined;
@@ -259,14 +295,11 @@ class NodeResponse extends Response {
   #stream: ReadableStream<Uint8Array> | undefined;
   #used = false;
 
-  constructor(res: IncomingMessage, url: string, empty: boolean) {
+  /** `chunks`: the body's reader; undefined: no body (HEAD, 204, 304) */
+  constructor(res: IncomingMessage, url: string, chunks: ChunkSource | undefined) {
     super(null, { status: res.statusCode, statusText: res.statusMessage ?? "", headers: rawHeaders(res) });
     this.#url = url;
-    if (empty) {
-      // no body to wait for: the socket goes back to the pool at once
-      res.resume();
-      this.#chunks = undefined;
-    } else this.#chunks = new NodeChunks(decoded(res));
+    this.#chunks = chunks;
   }
 
   override get url(): string {

@@ -178,6 +178,23 @@ describe("defaultFetch over node:http", () => {
     await expect(reading).rejects.toBeDefined();
   });
 
+  it("a signal that fires once the answer is in hand (read, or all but its end) raises nothing and spoils no socket", async () => {
+    handler = (_q, res) => res.writeHead(200, { "content-type": "text/event-stream" }).end("data: 1\n\n");
+    const whole = new AbortController();
+    expect(await (await defaultFetch(`${base}/x`, manual({ signal: whole.signal }))).text()).toBe("data: 1\n\n");
+    const nearly = new AbortController();
+    const reader = (await defaultFetch(`${base}/x`, manual({ signal: nearly.signal }))).body!.getReader();
+    expect((await reader.read()).done).toBe(false); // every byte, but not yet its end
+    // both fire while the pool's sockets serve the next requests
+    const next = defaultFetch(`${base}/x`, manual());
+    whole.abort(new Error("late"));
+    nearly.abort(new Error("late"));
+    expect(await (await next).text()).toBe("data: 1\n\n");
+    await expect(reader.read()).rejects.toThrow("late");
+    await new Promise((r) => setTimeout(r, 50)); // an error nobody listens to would surface here, failing the run
+    expect(await (await defaultFetch(`${base}/x`, manual())).text()).toBe("data: 1\n\n");
+  });
+
   it("leaves to fetch what it does not send itself: followed redirects, FormData, a replaced global fetch", async () => {
     handler = (req, res) => (req.url === "/from" ? res.writeHead(302, { location: "/to" }).end() : res.end(`at ${req.url}`));
     const followed = await defaultFetch(`${base}/from`, { method: "GET" });
