@@ -26,7 +26,7 @@ import type { InteropZodType } from "@langchain/core/utils/types";
 import type { SerializableSchema } from "@langchain/core/utils/standard_schema";
 
 import { brandNames, DEFAULT_BRAND, type BrandNames } from "../config.js";
-import { spendOf } from "../spend/call-options.js";
+import { spendOf, withConfigurableBudget } from "../spend/call-options.js";
 import { PAYMENT_EVENT_NAME } from "../x402/event-name.js";
 import { responseHeaders } from "../http/fetch-stack.js";
 import { createServiceFetch, faceStackOptions, type ServiceFetch } from "../stack.js";
@@ -491,7 +491,8 @@ export class ChatService extends BaseChatModel<ChatServiceCallOptions, AIMessage
    * exactly as the base class does (generation info and token usage folded into `response_metadata`), without
    * the run bookkeeping nobody receives. Otherwise the base implementation runs unchanged.
    */
-  override async invoke(input: BaseLanguageModelInput, options?: Partial<ChatServiceCallOptions>): Promise<AIMessageChunk> {
+  override async invoke(input: BaseLanguageModelInput, given?: Partial<ChatServiceCallOptions>): Promise<AIMessageChunk> {
+    const options = withConfigurableBudget(given);
     if (this.cache) return super.invoke(input, options);
     const [config, callOptions] = this._separateRunnableConfigFromCallOptionsCompat(options);
     // a known answer is used at once: awaiting a plain boolean would cost a turn of the microtask queue
@@ -514,7 +515,8 @@ export class ChatService extends BaseChatModel<ChatServiceCallOptions, AIMessage
    * stream: the base enters it anew for every chunk, building a callback manager and reading four environment
    * variables each time, about a sixth of what a chunk costs. With callbacks or a tracer the base runs unchanged.
    */
-  override async stream(input: BaseLanguageModelInput, options?: Partial<ChatServiceCallOptions>): Promise<IterableReadableStream<AIMessageChunk>> {
+  override async stream(input: BaseLanguageModelInput, given?: Partial<ChatServiceCallOptions>): Promise<IterableReadableStream<AIMessageChunk>> {
+    const options = withConfigurableBudget(given);
     const config = ensureConfig(options);
     const callbacks = this.#hasCallbacks(config);
     if (typeof callbacks === "boolean" ? callbacks : await callbacks) return super.stream(input, options);

@@ -33,6 +33,16 @@ export function spendOf(
 }
 
 /**
+ * The call's options with a budget named in its own `configurable` (`model.invoke(x, { configurable: { budget } })`)
+ * as its `budget`: LangChain strips `configurable` from a model's call options, and a direct call outside a run has
+ * no run context to find it in. Unchanged (the same object) when there is none to move.
+ */
+export function withConfigurableBudget<T extends { budget?: unknown; configurable?: Record<string, unknown> }>(options: T | undefined): T | undefined {
+  const budget = options?.configurable?.budget;
+  return budget instanceof SpendBudget && options!.budget === undefined ? { ...options!, budget } : options;
+}
+
+/**
  * The budget and logs of the run a request is made in (LangChain's async context: a graph node, a chain step, a
  * tool inside an agent), or undefined outside one or when it has none. LangChain strips `configurable` from a
  * model's call options; the run's config is here instead.

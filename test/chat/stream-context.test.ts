@@ -44,6 +44,16 @@ describe("ChatService.stream()", () => {
     expect(budget.reservedUsd).toBe(0);
   });
 
+  it("a budget in the call's own configurable is charged, streamed or not, as the budget option is", async () => {
+    const budget = new SpendBudget({ maxUsd: 1, name: "configurable" });
+    for await (const _ of await model().stream(PROMPT, { configurable: { budget } })) void _;
+    const streamed = budget.spentUsd;
+    expect(streamed).toBeGreaterThan(0);
+    await model().invoke(PROMPT, { configurable: { budget } });
+    expect(budget.spentUsd).toBeGreaterThan(streamed);
+    expect(budget.reservedUsd).toBe(0);
+  });
+
   it("a refused request throws from stream() itself, before any chunk", async () => {
     await expect(model("emu-no-such-model").stream("hi")).rejects.toBeInstanceOf(ModelNotFoundError);
   });
