@@ -100,11 +100,13 @@ export class AbuseGuard {
   /**
    * Whether an outcome counts toward the block (`response` undefined: the send threw, no answer). Every non-success
    * answer but "too many in flight" does, and a send that got none, until the service has told an error budget;
-   * from then on only a non-429 4xx, as the service counts.
+   * from then on only a 4xx other than 429 and 413, as the service counts.
    */
   counts(response: Response | undefined): boolean {
     if (!this.#clientErrorsOnly) return response === undefined || countsAsFailure(response);
-    return response !== undefined && response.status >= 400 && response.status < 500 && response.status !== 429;
+    // (a 413 is refused before the service counts anything: its errors guide leaves it out of the budget)
+    const status = response?.status ?? 0;
+    return status >= 400 && status < 500 && status !== 429 && status !== 413;
   }
 
   /** ms until the service's budget allows one more send (sends in flight may each fail), or 0 */

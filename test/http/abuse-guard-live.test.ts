@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startEmulator, type Emulator } from "../../src/emulator/index.js";
 import { ChatService } from "../../src/chat/index.js";
-import { AbuseBlockError, ModelNotFoundError, ServerError } from "../../src/http/errors.js";
+import { AbuseBlockError, ModelNotFoundError, PayloadTooLargeError, ServerError } from "../../src/http/errors.js";
 
 let emu: Emulator;
 beforeAll(async () => {
@@ -15,7 +15,9 @@ beforeAll(async () => {
     apiKeys: [
       { key: "outage-key", usd: 100 },
       { key: "typo-key", usd: 100 },
+      { key: "big-key", usd: 100 },
     ],
+    maxBodyBytes: 4096, // a small limit, so that 413s are cheap to draw
     rateLimits: { tiers: { XS: { requests: 1_000_000, tokens: 1_000_000_000 } } },
   });
 });
@@ -39,6 +41,16 @@ describe("a service that tells its error budget", () => {
     expect(errors.filter((e) => e instanceof AbuseBlockError)).toEqual([]);
     expect(errors.every((e) => e instanceof ServerError)).toBe(true);
     expect((await model.invoke("after")).content).toBeTruthy();
+  });
+
+  it("413s do not count (the service refuses them before counting): 25 in a row, all sent", async () => {
+    const model = new ChatService({ model: "emu-xs", apiKey: "big-key", baseUrl: emu.url, retry: false, maxRequestBytes: Infinity, abuseGuard: { maxFailures: 20, windowMs: 30_000 } });
+    await model.invoke("tell the budget");
+    const big = "x".repeat(8_000);
+    const errors: unknown[] = [];
+    for (let i = 0; i < 25; i++) errors.push(await model.invoke(big).catch((e: unknown) => e));
+    expect(errors.every((e) => e instanceof PayloadTooLargeError)).toBe(true);
+    expect((await model.invoke("and after them")).content).toBeTruthy();
   });
 
   it("4xx still count: the 21st call for an unknown model is refused by the client, unsent", async () => {
