@@ -1,7 +1,7 @@
 /** Pure functions of the emulated model family: tokenizer, suffix, directives, corpus, reasoning, cache. */
 import { describe, expect, it } from "vitest";
 import { brandNames } from "../../src/config.js";
-import { findModel, MODELS } from "../../src/emulator/models/catalog.js";
+import { compatibilityMapping, findEmbeddingModel, findModel, modelTraits, MODELS } from "../../src/emulator/models/catalog.js";
 import { answerFromDocuments, looksLikeItNeedsSearch, searchCorpus } from "../../src/emulator/models/corpus.js";
 import { decodeFileData, parseDirectives } from "../../src/emulator/models/engine.js";
 import { PromptCache } from "../../src/emulator/models/prompt-cache.js";
@@ -34,6 +34,16 @@ describe("catalog", () => {
   it("finds a model by id with a feature suffix and nothing for unknown ids", () => {
     expect(findModel("emu-s:enable_web_search=on")?.id).toBe("emu-s");
     expect(findModel("gpt-4")).toBeUndefined();
+  });
+
+  it("finds the model a text trait or a compatibility name stands for, as the service serves them", () => {
+    expect(findModel("fastest")?.id).toBe("emu-xs");
+    expect(findModel("default:enable_web_search=on")?.id).toBe("emu-s");
+    expect(findModel("gpt-4o")?.id).toBe("emu-m");
+    expect(findModel("constructor")).toBeUndefined();
+    expect(modelTraits("text")).toMatchObject({ fastest: "emu-xs", default: "emu-s" });
+    expect(compatibilityMapping("code")).toEqual(compatibilityMapping("text"));
+    expect(findEmbeddingModel("text-embedding-ada-002")?.id).toBe("text-embedding-bge-m3");
   });
 });
 

@@ -160,10 +160,42 @@ export const MODELS: EmulatedModel[] = [
 
 const BY_ID = new Map(MODELS.map((m) => [m.id, m]));
 
-/** The model for `id`; a feature suffix (`emu-s:enable_web_search=on`) is ignored. */
+/** The traits a text model carries in `GET /models` (`model_spec.traits`); each trait is on one model. */
+export function textTraits(model: EmulatedModel): string[] {
+  const out: string[] = [];
+  if (model.id === "emu-xs") out.push("fastest");
+  if (model.id === "emu-s") out.push("default");
+  if (model.id === "emu-l") out.push("most_intelligent");
+  if (model.reasoning === "details") out.push("default_reasoning");
+  if (model.capabilities.supportsVision && model.id === "emu-m") out.push("default_vision");
+  return out;
+}
+
+/** trait -> model id of the text models (the first model carrying a trait wins) */
+const TEXT_TRAITS = new Map<string, string>();
+for (const m of MODELS) for (const t of textTraits(m)) if (!TEXT_TRAITS.has(t)) TEXT_TRAITS.set(t, m.id);
+
+/**
+ * `GET /models/compatibility_mapping`: OpenAI-style and legacy ids the service accepts as `model`, per list type,
+ * and the model it serves for each.
+ */
+export const COMPATIBILITY_MAPPING: Readonly<Record<string, Readonly<Record<string, string>>>> = {
+  text: { "gpt-4o": "emu-m", "gpt-4o-mini": "emu-s", "gpt-3.5-turbo": "emu-xs", o1: "emu-reasoner", "emu-mini": "emu-s" },
+  embedding: { "text-embedding-ada-002": "text-embedding-bge-m3" },
+  image: { "dall-e-3": "emu-image" },
+};
+
+/** The value of `key` in `record`, own members only (`constructor` is no alias). */
+function own(record: Readonly<Record<string, string>> | undefined, key: string): string | undefined {
+  return record && Object.prototype.hasOwnProperty.call(record, key) ? record[key] : undefined;
+}
+
+/** The model for `id`: a model id, a text trait or a compatibility name; a feature suffix (`emu-s:enable_web_search=on`) is ignored. */
 export function findModel(id: string): EmulatedModel | undefined {
   const colon = id.indexOf(":");
-  return BY_ID.get(colon === -1 ? id : id.slice(0, colon));
+  const base = colon === -1 ? id : id.slice(0, colon);
+  const target = BY_ID.get(base)?.id ?? TEXT_TRAITS.get(base) ?? own(COMPATIBILITY_MAPPING.text, base);
+  return target === undefined ? undefined : BY_ID.get(target);
 }
 
 /** What the server needs of any model it serves: its headers, Pro-only, deprecation. */
@@ -369,7 +401,29 @@ export const EMBEDDING_MODELS: EmbeddingModel[] = [
   },
 ];
 
-/** The embedding model `id` (exactly: model feature suffixes are for chat only). */
+/** The embedding model `id`, a trait or a compatibility name (exactly: model feature suffixes are for chat only). */
 export function findEmbeddingModel(id: string): EmbeddingModel | undefined {
-  return EMBEDDING_MODELS.find((m) => m.id === id);
+  const target = EMBEDDING_MODELS.find((m) => m.id === id)?.id ?? modelTraits("embedding")[id] ?? own(COMPATIBILITY_MAPPING.embedding, id);
+  return EMBEDDING_MODELS.find((m) => m.id === target);
+}
+
+/**
+ * `GET /models/traits?type=`: trait -> model id of one list type (`text` and `code` the text models, `all` every
+ * list with the text models first; the first model carrying a trait wins).
+ */
+export function modelTraits(type: string): Record<string, string> {
+  const out: Record<string, string> = Object.create(null) as Record<string, string>;
+  const add = (id: string, traits: readonly string[] | undefined) => {
+    for (const t of traits ?? []) out[t] ??= id;
+  };
+  if (type === "text" || type === "code" || type === "all") for (const [t, id] of TEXT_TRAITS) add(id, [t]);
+  for (const m of MEDIA_MODELS) if (type === "all" || m.type === type) add(m.id, m.traits);
+  if (type === "embedding" || type === "all") for (const m of EMBEDDING_MODELS) add(m.id, m.traits);
+  return { ...out };
+}
+
+/** `GET /models/compatibility_mapping?type=`: alias -> model id of one list type (`code` the text one, `all` every one). */
+export function compatibilityMapping(type: string): Record<string, string> {
+  if (type === "all") return Object.assign({}, ...Object.values(COMPATIBILITY_MAPPING)) as Record<string, string>;
+  return { ...(COMPATIBILITY_MAPPING[type === "code" ? "text" : type] ?? {}) };
 }

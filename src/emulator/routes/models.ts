@@ -4,7 +4,7 @@
  * `all` and `code` list the text models; `image` and `tts` the media models of ./media-models.ts;
  * `embedding` those of ./embeddings.ts; `all` every one; others none).
  */
-import { EMBEDDING_MODELS, MEDIA_MODELS, MODELS, type EmulatedModel } from "../models/catalog.js";
+import { EMBEDDING_MODELS, MEDIA_MODELS, MODELS, compatibilityMapping, modelTraits, textTraits, type EmulatedModel } from "../models/catalog.js";
 import { embeddingModelRecord } from "./embeddings.js";
 import { mediaModelRecord } from "./media-models.js";
 import type { EmulatorContext, Route } from "../types.js";
@@ -13,16 +13,6 @@ import { EmulatorHttpError } from "../types.js";
 const MODEL_TYPES = ["asr", "embedding", "image", "music", "text", "tts", "upscale", "inpaint", "video", "all", "code"];
 /** a fixed "release date" keeps the listing deterministic */
 const CREATED = 1_767_225_600; // 2026-01-01T00:00:00Z
-
-function traits(model: EmulatedModel): string[] {
-  const out: string[] = [];
-  if (model.tier === "XS") out.push("fastest");
-  if (model.id === "emu-s") out.push("default");
-  if (model.id === "emu-l") out.push("most_intelligent");
-  if (model.reasoning === "details") out.push("default_reasoning");
-  if (model.capabilities.supportsVision && model.id === "emu-m") out.push("default_vision");
-  return out;
-}
 
 /** One model as the published description lists it. */
 export function modelRecord(model: EmulatedModel, ctx: EmulatorContext): Record<string, unknown> {
@@ -54,7 +44,7 @@ export function modelRecord(model: EmulatedModel, ctx: EmulatorContext): Record<
       ...model.capabilities,
     },
     constraints: { temperature: { default: 0.7 }, top_p: { default: 0.9 } },
-    traits: traits(model),
+    traits: textTraits(model),
   };
   if (model.deprecated) {
     spec.deprecation = {
@@ -76,19 +66,45 @@ export function modelRecord(model: EmulatedModel, ctx: EmulatorContext): Record<
   };
 }
 
+/** The `?type=` of a model list (default `text`); 400 for one the service does not know. */
+function listType(asked: string | null): string {
+  const type = asked ?? "text";
+  if (!MODEL_TYPES.includes(type)) {
+    throw new EmulatorHttpError(400, {
+      error: `Invalid model type "${type}"`,
+      details: { type: { _errors: [`Expected one of ${MODEL_TYPES.join(", ")}`] } },
+    });
+  }
+  return type;
+}
+
 export const modelRoutes: Route[] = [
+  {
+    // trait -> model id ({ object: "list", type, data: { default: "emu-s", fastest: "emu-xs", ... } })
+    method: "GET",
+    pattern: "/models/traits",
+    auth: "optional",
+    handler(req) {
+      const type = listType(req.query.get("type"));
+      return { status: 200, body: { object: "list", type, data: modelTraits(type) } };
+    },
+  },
+  {
+    // OpenAI-style or legacy id -> model id ({ object: "list", type, data: { "gpt-4o": "emu-m", ... } })
+    method: "GET",
+    pattern: "/models/compatibility_mapping",
+    auth: "optional",
+    handler(req) {
+      const type = listType(req.query.get("type"));
+      return { status: 200, body: { object: "list", type, data: compatibilityMapping(type) } };
+    },
+  },
   {
     method: "GET",
     pattern: "/models",
     auth: "optional",
     handler(req, ctx) {
-      const type = req.query.get("type") ?? "text";
-      if (!MODEL_TYPES.includes(type)) {
-        throw new EmulatorHttpError(400, {
-          error: `Invalid model type "${type}"`,
-          details: { type: { _errors: [`Expected one of ${MODEL_TYPES.join(", ")}`] } },
-        });
-      }
+      const type = listType(req.query.get("type"));
       const listed = type === "text" || type === "all" || type === "code" ? MODELS : [];
       const media = MEDIA_MODELS.filter((m) => type === "all" || m.type === type);
       const embeddings = type === "all" || type === "embedding" ? EMBEDDING_MODELS : [];
