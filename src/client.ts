@@ -8,7 +8,7 @@ import { ConfigurationError, ValidationError } from "./http/errors.js";
 import { parseWith, serviceRequest, type RequestOptions, type ServiceApi, type ServiceResult } from "./api/request.js";
 import { createServiceFetch, type FetchStackOptions, type ServiceFetch } from "./stack.js";
 import { networkCacheFor, type NetworkCache } from "./crypto-rpc/networks.js";
-import { ModelListSchema, modelRecordsFor, type ModelRecords, type ServiceModel } from "./models/records.js";
+import { ModelAliasListSchema, ModelListSchema, modelRecordsFor, type ModelAliasList, type ModelRecords, type ServiceModel } from "./models/records.js";
 import { cryptoRpc, type JsonRpcRequest, type CryptoRpcOptions, type CryptoRpcSingleResult, type CryptoRpcBatchResult } from "./crypto-rpc/rpc.js";
 import type { X402Wallet } from "./x402/wallets.js";
 import { X402BalanceSchema, type X402Balance } from "./x402/balance.js";
@@ -121,6 +121,24 @@ export class ServiceClient implements ServiceApi {
   async listModels(options: { type?: string; signal?: AbortSignal } = {}): Promise<ServiceModel[]> {
     const res = await this.request("/models", { query: { type: options.type }, signal: options.signal });
     return parseWith(ModelListSchema, res.data, "/models", res.headers).data;
+  }
+
+  /**
+   * GET /models/traits (optionally `?type=image`): trait -> model id (`{ default: "...", fastest: "..." }` in
+   * `data`), validated; always asked afresh. A trait is accepted as `model` and resolved by the service.
+   */
+  async listModelTraits(type?: string, options: { signal?: AbortSignal } = {}): Promise<ModelAliasList> {
+    const res = await this.request("/models/traits", { query: { type }, signal: options.signal });
+    return parseWith(ModelAliasListSchema, res.data, "/models/traits", res.headers);
+  }
+
+  /**
+   * GET /models/compatibility_mapping (optionally `?type=text`): OpenAI-style or legacy id -> model id (in `data`),
+   * validated; always asked afresh. Such a name is accepted as `model` and served as the model it maps to.
+   */
+  async getCompatibilityMapping(type?: string, options: { signal?: AbortSignal } = {}): Promise<ModelAliasList> {
+    const res = await this.request("/models/compatibility_mapping", { query: { type }, signal: options.signal });
+    return parseWith(ModelAliasListSchema, res.data, "/models/compatibility_mapping", res.headers);
   }
 
   /** GET /api_keys/rate_limits: the canonical source of the caller's limits. */

@@ -145,7 +145,8 @@ export function createServiceFetch(options: FetchStackOptions = {}): ServiceFetc
       lookup: async (type, model) => {
         let records = recordsByType.get(type);
         if (!records) recordsByType.set(type, (records = modelRecordsFor(self!, type)));
-        return (await records.load()).get(model);
+        // a trait or a compatibility name is priced as the model it resolves to
+        return records.resolve(model);
       },
     }),
     limitStore: sharedLimitStore(store),

@@ -272,7 +272,8 @@ export class ChatService extends BaseChatModel<ChatServiceCallOptions, AIMessage
    * the listing cannot be read.
    */
   async loadProfile(options: { signal?: AbortSignal } = {}): Promise<ServiceModelProfile> {
-    await this.#records.load({ signal: options.signal });
+    // a trait (`fastest`) or a compatibility name (`gpt-4o`) is the profile of the model it resolves to
+    await this.#records.resolve(this.#baseModelId, { signal: options.signal });
     return this.profile;
   }
 
@@ -377,7 +378,7 @@ export class ChatService extends BaseChatModel<ChatServiceCallOptions, AIMessage
     // a model with neither response schemas nor tools gets a JSON-schema request as the schema in its prompt
     const body = schemaInPrompt(wireBody, this.#records.get(this.#baseModelId));
     checkCapabilities(body, this.#currentProfile(), this.#baseModelId);
-    this.#records.refreshInBackground();
+    this.#records.refreshInBackground(this.#baseModelId);
     return withCharacterCheck(this.#fetch, body, this.#names.parameters, this.brand, () => this.#fetch(this.#url, {
       method: "POST",
       headers: { "content-type": "application/json", accept: body.stream ? "text/event-stream" : "application/json" },

@@ -3,6 +3,7 @@ export {
   ModelRecords,
   ModelRecordSchema,
   ModelListSchema,
+  ModelAliasListSchema,
   MODEL_RECORDS_TTL_MS,
   MODEL_RECORDS_RETRY_MS,
   modelRecordsFor,
@@ -10,5 +11,6 @@ export {
   resetModelRecords,
   type ModelPrice,
   type ModelPricing,
+  type ModelAliasList,
   type ServiceModel,
 } from "./records.js";

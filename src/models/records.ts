@@ -45,6 +45,14 @@ export const ModelRecordSchema = z
   .passthrough();
 export type ServiceModel = z.infer<typeof ModelRecordSchema>;
 export const ModelListSchema = z.object({ object: z.string().optional(), data: z.array(ModelRecordSchema) }).passthrough();
+/**
+ * `GET /models/traits` (trait -> model id: `{ default: "...", fastest: "..." }`) and
+ * `GET /models/compatibility_mapping` (an OpenAI-style or legacy id -> model id), of one list `type`.
+ */
+export const ModelAliasListSchema = z
+  .object({ object: z.string().optional(), type: z.string().optional(), data: z.record(z.string(), z.string()) })
+  .passthrough();
+export type ModelAliasList = z.infer<typeof ModelAliasListSchema>;
 
 /** How long a list read is used before the next background read refreshes it. */
 export const MODEL_RECORDS_TTL_MS = 60 * 60_000;
@@ -97,31 +105,51 @@ export function modelPricing(record: ServiceModel | undefined): ModelPricing | u
 /** What one list (base URL × type) holds, shared by every handle on it. */
 class ListState {
   records?: ReadonlyMap<string, ServiceModel>;
+  /** trait -> model id, from the records' `model_spec.traits` (the first record carrying a trait) */
+  traits: ReadonlyMap<string, string> = new Map();
   loadedAt = 0;
   failedAt = 0;
   reading?: Promise<ReadonlyMap<string, ServiceModel>>;
+  /** compatibility name -> model id (`/models/compatibility_mapping`), read on the first name nothing else resolves */
+  mapping?: ReadonlyMap<string, string>;
+  mappingLoadedAt = 0;
+  mappingFailedAt = 0;
+  mappingReading?: Promise<ReadonlyMap<string, string> | undefined>;
+}
+
+/** trait -> model id of a list's records (the first record carrying a trait wins, as the service names one). */
+function traitsOf(records: ReadonlyMap<string, ServiceModel>): Map<string, string> {
+  const out = new Map<string, string>();
+  for (const record of records.values()) for (const trait of record.model_spec?.traits ?? []) if (!out.has(trait)) out.set(trait, record.id);
+  return out;
 }
 
 const lists = new LruMap<string, ListState>(MAX_LISTS);
 
-/** Reads and validates one list through `fetch` (without credentials). */
-async function readList(fetch: TransportFetch, type: string): Promise<ReadonlyMap<string, ServiceModel>> {
-  const url = `${fetch.url("/models")}?type=${encodeURIComponent(type)}`;
+/** Reads and validates one public list route (`/models`, `/models/compatibility_mapping`) through `fetch`, without credentials. */
+async function readPublic<S extends z.ZodTypeAny>(fetch: TransportFetch, path: string, type: string, schema: S): Promise<z.infer<S>> {
+  const url = `${fetch.url(path)}?type=${encodeURIComponent(type)}`;
   const response = await fetch(url, { method: "GET", headers: { accept: "application/json" }, service: { auth: false } });
   const headers = responseHeaders(response, fetch.brand);
-  const text = await readResponseText(response, { what: "/models", headers });
+  const text = await readResponseText(response, { what: path, headers });
   let json: unknown;
   try {
     json = JSON.parse(text);
   } catch (cause) {
-    throw new ResponseFormatError("invalid JSON from /models", { status: response.status, body: text, headers, cause });
+    throw new ResponseFormatError(`invalid JSON from ${path}`, { status: response.status, body: text, headers, cause });
   }
-  const parsed = ModelListSchema.safeParse(json);
+  const parsed = schema.safeParse(json);
   if (!parsed.success) {
     const detail = parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ");
-    throw new ResponseFormatError(`unexpected /models response: ${detail}`, { status: response.status, body: json, headers });
+    throw new ResponseFormatError(`unexpected ${path} response: ${detail}`, { status: response.status, body: json, headers });
   }
-  return new Map(parsed.data.data.map((m) => [m.id, m]));
+  return parsed.data;
+}
+
+/** Reads one list through `fetch` (without credentials). */
+async function readList(fetch: TransportFetch, type: string): Promise<ReadonlyMap<string, ServiceModel>> {
+  const list = await readPublic(fetch, "/models", type, ModelListSchema);
+  return new Map(list.data.map((m) => [m.id, m]));
 }
 
 /**
@@ -152,9 +180,74 @@ export class ModelRecords {
     return this.#state.records !== undefined;
   }
 
-  /** The record of `id` (without a feature suffix), synchronously; undefined when not listed or not read yet. */
+  /**
+   * The record of `id` (without a feature suffix), synchronously: a listed id, a trait of the list (`fastest`,
+   * `default`: the record carrying it) or a compatibility name read already (`gpt-4o`: the record it maps to, once
+   * `resolve()` or a call's background read asked `/models/compatibility_mapping`). Undefined when not listed or
+   * not read yet.
+   */
   get(id: string): ServiceModel | undefined {
-    return this.#state.records?.get(id);
+    const records = this.#state.records;
+    if (!records) return undefined;
+    const target = this.resolveId(id);
+    return target === undefined ? undefined : records.get(target);
+  }
+
+  /** The model id `id` stands for (itself when listed, else the one its trait or compatibility name resolves to). */
+  resolveId(id: string): string | undefined {
+    const state = this.#state;
+    if (!state.records) return undefined;
+    if (state.records.has(id)) return id;
+    const target = state.traits.get(id) ?? state.mapping?.get(id);
+    return target !== undefined && state.records.has(target) ? target : undefined;
+  }
+
+  /**
+   * The record `id` stands for, reading what is needed: the list, then (for a name that is neither listed nor a
+   * trait) the compatibility mapping, once per list. Undefined when nothing resolves it; a mapping the deployment
+   * cannot give counts as empty. Rejects when the list cannot be read, or with the caller's abort.
+   */
+  async resolve(id: string, options: { signal?: AbortSignal } = {}): Promise<ServiceModel | undefined> {
+    await this.load(options);
+    if (this.resolveId(id) === undefined && this.#mappingStale()) await awaitShared(this.#readMapping(), options.signal);
+    return this.get(id);
+  }
+
+  /**
+   * The compatibility mapping of this list (alias -> model id), read once and kept like the records (a failed read
+   * gives undefined and is asked again after `MODEL_RECORDS_RETRY_MS`).
+   */
+  async compatibilityMapping(options: { signal?: AbortSignal } = {}): Promise<ReadonlyMap<string, string> | undefined> {
+    if (this.#mappingStale()) return awaitShared(this.#readMapping(), options.signal);
+    return this.#state.mapping;
+  }
+
+  #mappingStale(): boolean {
+    const state = this.#state;
+    const now = Date.now();
+    if (state.mapping && now - state.mappingLoadedAt < MODEL_RECORDS_TTL_MS) return false;
+    return !(state.mappingFailedAt && now - state.mappingFailedAt < MODEL_RECORDS_RETRY_MS);
+  }
+
+  #readMapping(): Promise<ReadonlyMap<string, string> | undefined> {
+    const state = this.#state;
+    state.mappingReading ??= readPublic(this.#fetch, "/models/compatibility_mapping", this.type, ModelAliasListSchema)
+      .then(
+        (list) => {
+          state.mapping = new Map(Object.entries(list.data));
+          state.mappingLoadedAt = Date.now();
+          state.mappingFailedAt = 0;
+          return state.mapping;
+        },
+        () => {
+          state.mappingFailedAt = Date.now();
+          return state.mapping;
+        },
+      )
+      .finally(() => {
+        state.mappingReading = undefined;
+      });
+    return state.mappingReading;
   }
 
   /** Every record of the list read last (empty before the first read). */
@@ -179,11 +272,14 @@ export class ModelRecords {
 
   /**
    * Starts a read in the background when the records are missing or stale and none failed lately; never throws,
-   * never waits. The first call of a model does this, so that later calls find its profile.
+   * never waits. The first call of a model does this, so that later calls find its profile; with the model's `id`,
+   * a name the records read do not resolve has the compatibility mapping read too.
    */
-  refreshInBackground(): void {
+  refreshInBackground(id?: string): void {
     const state = this.#state;
     const now = Date.now();
+    // a name the list read does not resolve may be a compatibility name: its mapping is read once, in the background
+    if (id !== undefined && state.records && !state.mappingReading && this.resolveId(id) === undefined && this.#mappingStale()) void this.#readMapping();
     if (state.reading) return;
     if (state.records && now - state.loadedAt < MODEL_RECORDS_TTL_MS) return;
     if (state.failedAt && now - state.failedAt < MODEL_RECORDS_RETRY_MS) return;
@@ -196,6 +292,7 @@ export class ModelRecords {
       .then(
         (records) => {
           state.records = records;
+          state.traits = traitsOf(records);
           state.loadedAt = Date.now();
           state.failedAt = 0;
           return records;
