@@ -1,7 +1,7 @@
 /** Pure functions of the emulated model family: tokenizer, suffix, directives, corpus, reasoning, cache. */
 import { describe, expect, it } from "vitest";
 import { brandNames } from "../../src/config.js";
-import { compatibilityMapping, findEmbeddingModel, findModel, modelTraits, MODELS } from "../../src/emulator/models/catalog.js";
+import { compatibilityMapping, findEmbeddingModel, findImageModel, findModel, modelTraits, MODELS } from "../../src/emulator/models/catalog.js";
 import { answerFromDocuments, looksLikeItNeedsSearch, searchCorpus } from "../../src/emulator/models/corpus.js";
 import { decodeFileData, parseDirectives } from "../../src/emulator/models/engine.js";
 import { PromptCache } from "../../src/emulator/models/prompt-cache.js";
@@ -44,6 +44,10 @@ describe("catalog", () => {
     expect(modelTraits("text")).toMatchObject({ fastest: "emu-xs", default: "emu-s" });
     expect(compatibilityMapping("code")).toEqual(compatibilityMapping("text"));
     expect(findEmbeddingModel("text-embedding-ada-002")?.id).toBe("text-embedding-bge-m3");
+    expect(findEmbeddingModel("constructor")).toBeUndefined();
+    expect(findImageModel("highest_quality")?.id).toBe("emu-image-hd");
+    expect(findImageModel("dall-e-3")?.id).toBe("emu-image");
+    expect(findImageModel("constructor")).toBeUndefined();
   });
 });
 

@@ -117,6 +117,14 @@ describe("a trait or a compatibility name as model", () => {
     expect(await e.embedQuery("a ledger")).toEqual(await direct.embedQuery("a ledger"));
   });
 
+  it("image generation accepts a trait or a mapped name and is served by the model it resolves to", async () => {
+    const client = new ServiceClient({ baseUrl: emu.url, apiKey: KEYS[2] });
+    const generate = (model: string) => client.request("/image/generate", { method: "POST", body: { model, prompt: "hills", width: 16, height: 16 } });
+    expect((await generate("highest_quality")).headers.model?.id).toBe("emu-image-hd");
+    expect((await generate("dall-e-3")).headers.model?.id).toBe("emu-image");
+    await expect(generate("no-such-image-model")).rejects.toBeInstanceOf(BadRequestError);
+  });
+
   it("an unknown name (gpt-4 beside the mapped gpt-4o) is still ModelNotFoundError, with an empty profile", async () => {
     const m = new ChatService({ baseUrl: emu.url, apiKey: KEYS[0], model: "gpt-4", maxRetries: 0 });
     await expect(m.invoke("hi")).rejects.toBeInstanceOf(ModelNotFoundError);

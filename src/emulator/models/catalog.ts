@@ -349,6 +349,12 @@ export function findMediaModel(id: string, type: MediaModel["type"]): MediaModel
   return MEDIA_MODELS.find((m) => m.id === id && m.type === type);
 }
 
+/** The image model `id`, a trait of the image list (`highest_quality`) or an image compatibility name (`dall-e-3`). */
+export function findImageModel(id: string): MediaModel | undefined {
+  const target = findMediaModel(id, "image")?.id ?? own(modelTraits("image"), id) ?? own(COMPATIBILITY_MAPPING.image, id);
+  return target === undefined ? undefined : findMediaModel(target, "image");
+}
+
 /**
  * Embedding models (published type `embedding`; ids from the published description's model list): priced per
  * million input tokens, paced per type (spec part 8), served by POST /embeddings (../routes/embeddings.ts) with
@@ -403,7 +409,7 @@ export const EMBEDDING_MODELS: EmbeddingModel[] = [
 
 /** The embedding model `id`, a trait or a compatibility name (exactly: model feature suffixes are for chat only). */
 export function findEmbeddingModel(id: string): EmbeddingModel | undefined {
-  const target = EMBEDDING_MODELS.find((m) => m.id === id)?.id ?? modelTraits("embedding")[id] ?? own(COMPATIBILITY_MAPPING.embedding, id);
+  const target = EMBEDDING_MODELS.find((m) => m.id === id)?.id ?? own(modelTraits("embedding"), id) ?? own(COMPATIBILITY_MAPPING.embedding, id);
   return EMBEDDING_MODELS.find((m) => m.id === target);
 }
 

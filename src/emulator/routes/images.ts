@@ -8,7 +8,7 @@
  * bytes; a client should tell the format from the bytes (PNG signature), as the agent tool does.
  */
 import { z } from "zod";
-import { findMediaModel, MEDIA_MODELS, type MediaModel } from "../models/catalog.js";
+import { findImageModel, MEDIA_MODELS, type MediaModel } from "../models/catalog.js";
 import { pictureFor } from "../media/png.js";
 import type { Caller, EmulatorContext, EmulatorRequest, Route } from "../types.js";
 import { badRequest, parseBody, requestId } from "./strict-body.js";
@@ -71,7 +71,7 @@ const simpleSchema = z
 const DEFAULT_IMAGE_MODEL = MEDIA_MODELS.find((m) => m.type === "image" && m.traits?.includes("default"))!;
 
 function imageModel(id: string): MediaModel {
-  const model = findMediaModel(id, "image");
+  const model = findImageModel(id);
   if (!model) throw badRequest(`Specified model not found: ${id}`, { _errors: [], model: { _errors: ["Image model not found; see GET /models?type=image"] } });
   return model;
 }
@@ -79,7 +79,7 @@ function imageModel(id: string): MediaModel {
 /** `/images/generations`: "a non-existent model (ie an OpenAI model name) defaults to the default image model" */
 function simpleModel(req: EmulatorRequest): MediaModel {
   const id = parseBody(req, simpleSchema).model;
-  return (id && findMediaModel(id, "image")) || DEFAULT_IMAGE_MODEL;
+  return (id && findImageModel(id)) || DEFAULT_IMAGE_MODEL;
 }
 
 function charge(caller: Caller, ctx: EmulatorContext, model: MediaModel, images: number, id: string): void {
