@@ -378,7 +378,7 @@ export class ChatService extends BaseChatModel<ChatServiceCallOptions, AIMessage
     // a model with neither response schemas nor tools gets a JSON-schema request as the schema in its prompt
     const body = schemaInPrompt(wireBody, this.#records.get(this.#baseModelId));
     checkCapabilities(body, this.#currentProfile(), this.#baseModelId);
-    this.#records.refreshInBackground(this.#baseModelId);
+    this.#records.refreshInBackground();
     return withCharacterCheck(this.#fetch, body, this.#names.parameters, this.brand, () => this.#fetch(this.#url, {
       method: "POST",
       headers: { "content-type": "application/json", accept: body.stream ? "text/event-stream" : "application/json" },

@@ -272,14 +272,13 @@ export class ModelRecords {
 
   /**
    * Starts a read in the background when the records are missing or stale and none failed lately; never throws,
-   * never waits. The first call of a model does this, so that later calls find its profile; with the model's `id`,
-   * a name the records read do not resolve has the compatibility mapping read too.
+   * never waits. The first call of a model does this, so that later calls find its profile. The compatibility
+   * mapping is not read here: a deployment without that route (the seed's) would answer a 404 on a call's path,
+   * one more failure toward its abuse block; `loadProfile()` and `resolve()` read it when asked.
    */
-  refreshInBackground(id?: string): void {
+  refreshInBackground(): void {
     const state = this.#state;
     const now = Date.now();
-    // a name the list read does not resolve may be a compatibility name: its mapping is read once, in the background
-    if (id !== undefined && state.records && !state.mappingReading && this.resolveId(id) === undefined && this.#mappingStale()) void this.#readMapping();
     if (state.reading) return;
     if (state.records && now - state.loadedAt < MODEL_RECORDS_TTL_MS) return;
     if (state.failedAt && now - state.failedAt < MODEL_RECORDS_RETRY_MS) return;
