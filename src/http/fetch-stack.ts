@@ -27,7 +27,7 @@ import { AbuseGuard, abuseGuardLayer, type AbuseGuardOptions } from "./abuse-gua
 import { retryLayer, type RetryOptions } from "./retry.js";
 import { pacingLayer, type PacingOptions } from "./pacing.js";
 import { concurrencyLayer, type ConcurrencyOptions } from "./concurrency.js";
-import { mark429 } from "./refusals.js";
+import { answerWithText, mark429 } from "./refusals.js";
 import { curedByFreshSignIn, SIGN_IN_RESENT_HEADER } from "./sign-in-refusals.js";
 import type { FetchLayer, FetchLike, ServiceRequestInit } from "./types.js";
 import { sameOrigin, sendFollowingSafely } from "./redirects.js";
@@ -37,7 +37,7 @@ import { DEFAULT_MAX_EVENT_BYTES, DEFAULT_MAX_RESPONSE_BYTES, deadlineLayer, dea
 import { SharedRegistry } from "./bounded.js";
 import type { LimitStore } from "./shared-limits.js";
 import { validateHints, validateStackOptions } from "./options.js";
-import { DEFAULT_MAX_REQUEST_BYTES, checkRequestSize } from "./request-size.js";
+import { DEFAULT_MAX_REQUEST_BYTES, checkRequestSize, requestHeader } from "./request-size.js";
 import { checkIdempotencyKey } from "./idempotency-key.js";
 import { defaultFetch } from "./node-fetch.js";
 
@@ -248,7 +248,7 @@ function transportLayer(
         // our clock was right: the refusal's (small) body says whether a fresh header passes; read once, it is
         // handed back whole when not
         const text = await guard(response).text().catch(() => "");
-        if (!curedByFreshSignIn(text)) return sameAnswer(response, text);
+        if (!curedByFreshSignIn(text)) return answerWithText(response, text);
       } else {
         // refused while our clock was off
         await response.body?.cancel().catch(() => undefined);
@@ -261,7 +261,9 @@ function transportLayer(
       if (retried.status === 401) {
         // refused again: the typed error says the re-sign was tried (SIGN_IN_RESENT_HEADER)
         const text = await guard(retried).text().catch(() => "");
-        return sameAnswer(retried, text, SIGN_IN_RESENT_HEADER);
+        const marked = new Headers(retried.headers);
+        marked.set(SIGN_IN_RESENT_HEADER, "1");
+        return answerWithText(retried, text, marked);
       }
       return retried.status === 429 ? await mark429(guard(retried)) : guard(retried);
     } catch (err) {
@@ -276,18 +278,6 @@ function transportLayer(
       clearTimeout(timer);
     }
   };
-}
-
-/** The answer with its body already read as `text` (and a header of the client's own, when `mark` is given). */
-function sameAnswer(response: Response, text: string, mark?: string): Response {
-  let headers = response.headers;
-  if (mark) {
-    headers = new Headers(headers);
-    headers.set(mark, "1");
-  }
-  const out = new Response(text, { status: response.status, statusText: response.statusText, headers });
-  if (response.url) Object.defineProperty(out, "url", { value: response.url });
-  return out;
 }
 
 function isStream(body: unknown): boolean {
@@ -338,11 +328,7 @@ export async function fromRequest(req: Request, init: ServiceRequestInit | undef
 
 /** The request came from the `openai` SDK (it stamps every attempt with `X-Stainless-Retry-Count`). */
 function fromOpenAiSdk(headers: HeadersInit | undefined): boolean {
-  if (!headers) return false;
-  if (headers instanceof Headers) return headers.has("x-stainless-retry-count");
-  if (Array.isArray(headers)) return headers.some(([k]) => k?.toLowerCase() === "x-stainless-retry-count");
-  for (const k in headers) if (k.toLowerCase() === "x-stainless-retry-count") return true;
-  return false;
+  return requestHeader(headers, "x-stainless-retry-count") !== undefined;
 }
 
 function errorsLayer(next: FetchLike, brand: string, maxRequestBytes: number): FetchLike {

@@ -35,11 +35,17 @@ export function tooManyKind(response: Response | undefined): TooManyKind | undef
   return response ? kinds.get(response) : undefined;
 }
 
+/** The same answer with its body already read as `text` (and `headers` instead of its own, when given). */
+export function answerWithText(response: Response, text: string, headers: Headers = response.headers): Response {
+  const out = new Response(text, { status: response.status, statusText: response.statusText, headers });
+  if (response.url) Object.defineProperty(out, "url", { value: response.url });
+  return out;
+}
+
 /** Reads a 429's body once, marks the answer with its kind, and hands back an equivalent response. */
 export async function mark429(response: Response): Promise<Response> {
   const text = await response.text().catch(() => "");
-  const out = new Response(text, { status: response.status, statusText: response.statusText, headers: response.headers });
-  if (response.url) Object.defineProperty(out, "url", { value: response.url });
+  const out = answerWithText(response, text);
   kinds.set(out, classify429(text));
   return out;
 }
