@@ -47,6 +47,7 @@ import { checkCapabilities, profileFromRecord, schemaInPrompt, type ServiceModel
 import { citationAnnotations, BLOCK_INDEX, registerContentBlockTranslator } from "./content-blocks.js";
 import { isEmpty, llmOutputOf, resultFromCompletion, type ChatReadContext } from "./completion.js";
 import { readChatStream, type StreamPiece } from "./stream.js";
+import { askStreamSearchResults } from "./stream-search-results.js";
 import { chatModelEvents } from "./stream-events.js";
 import { ChatServiceBinding } from "./binding.js";
 import type { ChatServiceCallOptions, ChatServiceInput, ServiceResponseFormat, ServiceToolChoice, WireCompletion } from "./types.js";
@@ -365,7 +366,10 @@ export class ChatService extends BaseChatModel<ChatServiceCallOptions, AIMessage
 
   #body(messages: BaseMessage[], options: this["ParsedCallOptions"], streaming: boolean): Record<string, unknown> {
     const body: Record<string, unknown> = { ...this.invocationParams(options, { streaming }), messages: toWireMessages(messages, this.model) };
-    if (streaming) body.stream = true;
+    if (streaming) {
+      body.stream = true;
+      askStreamSearchResults(body, this.#names.parameters, this.brand);
+    }
     return body;
   }
 
