@@ -23,6 +23,7 @@
  *                               with `Retry-After`
  * - `[[emu:error=content_filter]]`    the same with `{type: "content_filter_error", code:
  *                               "content_blocked_by_provider"}`; non-stream: as `[[emu:refuse]]`
+ * - `[[emu:error=e2ee_attestation_stale]]`, `[[emu:error=api_error]]`  the same with those codes (`type: "api_error"`)
  * - `[[emu:refuse]]`            the answer is cut after a few tokens with `finish_reason: "content_filter"` (a 200)
  *
  * Tokens (./tokenizer.ts): words and punctuation. Prompt tokens = per message 4 + its text tokens (+85 per
@@ -183,7 +184,7 @@ export interface Directives {
 
 const TOOL_DIRECTIVE_RE = /\[\[emu:tool=([\w.-]+)\s*(\{[\s\S]*?\})?\s*\]\]/g;
 const TOKENS_DIRECTIVE_RE = /\[\[emu:tokens=(\d+)\]\]/g;
-const ERROR_DIRECTIVE_RE = /\[\[emu:error(?:=(upstream_error|model_overloaded|content_filter))?\]\]/g;
+const ERROR_DIRECTIVE_RE = /\[\[emu:error(?:=(upstream_error|model_overloaded|content_filter|e2ee_attestation_stale|api_error))?\]\]/g;
 const REFUSE_DIRECTIVE_RE = /\[\[emu:refuse\]\]/g;
 
 export function parseDirectives(text: string): Directives {

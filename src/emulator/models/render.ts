@@ -35,6 +35,8 @@ export interface RenderOptions {
   behaviour: ChatBehaviour;
   /** called once, as a stream fails in-band (the route refunds the request there) */
   onFailure?: () => void;
+  /** the in-band error a failing plan ends with, when a fault names it (else the plan's kind) */
+  failureEvent?: unknown;
 }
 
 function stopReason(finish: PlannedChoice["finishReason"]): "stop" | "length" | null {
@@ -91,10 +93,10 @@ const sse = (payload: unknown) => `data: ${JSON.stringify(payload)}\n\n`;
 const DONE = "data: [DONE]\n\n";
 
 /**
- * A stream the overloaded model refuses before any content: the role chunk, the in-band `model_overloaded` with
- * `retry_after`, then `[DONE]` (as the live service ends every in-band error).
+ * A stream that fails before any content: the role chunk, the in-band error `event`, then `[DONE]` (as the live
+ * service ends every in-band error).
  */
-export async function* overloadedStream(o: { id: string; created: number; model: string; retryAfterSeconds: number }): AsyncGenerator<string> {
+export async function* failedStream(o: { id: string; created: number; model: string; event: unknown }): AsyncGenerator<string> {
   yield sse({
     id: o.id,
     object: "chat.completion.chunk",
@@ -102,8 +104,13 @@ export async function* overloadedStream(o: { id: string; created: number; model:
     model: o.model,
     choices: [{ index: 0, delta: { role: "assistant", content: "" }, logprobs: null, finish_reason: null }],
   });
-  yield sse(inBandErrorEvent("model_overloaded", o.retryAfterSeconds));
+  yield sse(o.event);
   yield DONE;
+}
+
+/** A stream the overloaded model refuses before any content: `model_overloaded` with `retry_after`. */
+export function overloadedStream(o: { id: string; created: number; model: string; retryAfterSeconds: number }): AsyncGenerator<string> {
+  return failedStream({ ...o, event: inBandErrorEvent("model_overloaded", o.retryAfterSeconds) });
 }
 
 /**
@@ -124,7 +131,7 @@ export async function* streamCompletion(plan: CompletionPlan, o: RenderOptions):
   const searchResults = () => sse({ ...base, choices: [], [o.names.parameters]: { ...plan.echo, web_search_citations: plan.citations } });
   const fail = function* () {
     o.onFailure?.();
-    yield sse(inBandErrorEvent(plan.failure!, o.behaviour.overloadedRetryAfterSeconds));
+    yield sse(o.failureEvent ?? inBandErrorEvent(plan.failure!, o.behaviour.overloadedRetryAfterSeconds));
     yield DONE;
   };
 

@@ -6,7 +6,8 @@
  * (../models/render.ts). The model's charge and the web-search add-on are two CHARGE rows of one request id.
  * Streams are charged before the first byte (the whole completion is known up front); a stream that fails
  * in-band (`[[emu:error=...]]`) is then refunded (live) or was never charged (seed). The first
- * `chat.overloadedStreams` streams fail with `model_overloaded` before any content, uncharged. Stream cuts
+ * `chat.overloadedStreams` streams fail with `model_overloaded` before any content, uncharged; the first
+ * `faults.streamErrors.first` streams with its in-band error, before any content or after it. Stream cuts
  * (`faults.streamCutAfter`) are done by the server. A `character_slug` prepends its character's system prompt (404
  * for one that names no character).
  */
@@ -14,12 +15,13 @@ import { randomBytes, randomUUID } from "node:crypto";
 import { z } from "zod";
 import { findModel } from "../models/catalog.js";
 import { capabilityIssues } from "../models/capabilities.js";
-import { chatBehaviour } from "../models/chat-behaviour.js";
+import { chatBehaviour, inBandEventOf } from "../models/chat-behaviour.js";
 import { costUsd, planCompletion, usageOf, WEB_SEARCH_FEE_USD } from "../models/engine.js";
-import { overloadedStream, renderCompletion, streamCompletion } from "../models/render.js";
+import { failedStream, overloadedStream, renderCompletion, streamCompletion } from "../models/render.js";
 import { PromptCache } from "../models/prompt-cache.js";
 import { chatRequestSchema, effectiveParameters, InvalidRequest, parseModelSuffix } from "../models/request.js";
 import { characterBySlug } from "./characters.js";
+import type { FaultOptions, StreamErrorFault } from "../faults.js";
 import { EmulatorHttpError, type Caller, type EmulatorContext, type EmulatorRequest, type EmulatorResponse, type Route } from "../types.js";
 
 /** What the chat route remembers per emulator instance. */
@@ -31,6 +33,8 @@ interface ChatState {
   signedToolCalls: Set<string>;
   /** streams answered `model_overloaded` so far (`chat.overloadedStreams`) */
   overloadedServed: number;
+  /** streams failed by `faults.streamErrors` since these faults were set (`setFaults` starts a new count) */
+  streamErrors: { of?: FaultOptions; served: number };
 }
 
 /** `modelId` of the web-search add-on's CHARGE row (the model's row carries the model's id) */
@@ -42,7 +46,7 @@ const states = new WeakMap<EmulatorContext, ChatState>();
 function stateOf(ctx: EmulatorContext): ChatState {
   let state = states.get(ctx);
   if (!state) {
-    state = { secret: randomBytes(32), cache: new PromptCache(), signedToolCalls: new Set(), overloadedServed: 0 };
+    state = { secret: randomBytes(32), cache: new PromptCache(), signedToolCalls: new Set(), overloadedServed: 0, streamErrors: { served: 0 } };
     states.set(ctx, state);
   }
   return state;
@@ -69,6 +73,15 @@ function formattedDetails(details: unknown): unknown {
     (node._errors as unknown[]).push(typeof reason === "string" ? reason : JSON.stringify(reason));
   }
   return root;
+}
+
+/** The `faults.streamErrors` fault this stream is to end with, if any (counted). */
+function nextStreamError(state: ChatState, faults: FaultOptions | undefined): StreamErrorFault | undefined {
+  if (state.streamErrors.of !== faults) state.streamErrors = { of: faults, served: 0 };
+  const fault = faults?.streamErrors;
+  if (!fault || state.streamErrors.served >= fault.first) return undefined;
+  state.streamErrors.served++;
+  return fault;
 }
 
 function callerId(caller: Caller): string {
@@ -131,6 +144,18 @@ export async function handleChatCompletion(req: EmulatorRequest, ctx: EmulatorCo
         meta: { modelId: model.id, failed: true },
       };
     }
+    const fault = stream ? nextStreamError(state, ctx.options.faults) : undefined;
+    const faultEvent = fault ? inBandEventOf(fault, retryAfter) : undefined;
+    if (fault && !fault.afterContent) {
+      return {
+        status: 200,
+        headers: { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache", connection: "keep-alive" },
+        stream: failedStream({ id, created, model: model.id, event: faultEvent }),
+        meta: { modelId: model.id, failed: true },
+      };
+    }
+    // after content: the plan fails as a directive's would, with the fault's event
+    if (fault) plan.failure ??= "upstream_error";
     if (plan.failure === "model_overloaded" && !stream) {
       return {
         status: 429,
@@ -176,6 +201,7 @@ export async function handleChatCompletion(req: EmulatorRequest, ctx: EmulatorCo
       behaviour,
       // the request was charged before the first byte: its failure gives the charges back
       onFailure: account && plan.failure ? () => void ctx.ledger.refund(account, id) : undefined,
+      failureEvent: faultEvent,
     };
     const meta = { tokens: usage.total_tokens, modelId: model.id, ...(plan.failure ? { failed: true } : {}) };
     if (stream) {
