@@ -54,3 +54,4 @@ export {
   type ReasoningDetail,
   type WireUsage,
 } from "./convert.js";
+export { inBandErrorOf, type InBandErrorFields } from "./stream-errors.js";
