@@ -10,6 +10,7 @@
  * | citations in a stream (`streamSearchResults`) | only with `include_search_results_in_stream`: a `choices: []` chunk at the end | in the closing usage chunk, or first with the flag |
  * | a stream that fails in-band (`refundFailedStreams`) | charged before the first byte, then a `REFUND` row | never charged |
  * | capability gates (`capabilityGates`, ./capabilities.ts) | a 400 with `issues[]` before inference, counted in the unsupported-feature budget | images and `json_schema` refused by the engine as ordinary 400s |
+ * | message rules (`messageRules`, ./message-rules.ts) | at most 10 images, 5 audio, 3 video, 5 file parts per message (3 videos per request), audio only base64: a 400 with `issues[]`; an assistant message with neither content nor tool calls dropped silently | none: the engine sees every message |
  * | `anon_user_id`, `reasoning.enabled` | accepted with the live rules | unknown members (400) / passed through |
  *
  * Per-request test directives (./engine.ts) trigger the in-band errors of one answer: `[[emu:error]]`
@@ -30,6 +31,8 @@ export interface ChatBehaviour {
   liveStreamSearchResults: boolean;
   refundFailedStreams: boolean;
   capabilityGates: boolean;
+  /** media caps per message and request, base64-only audio, empty assistant messages dropped (./message-rules.ts) */
+  messageRules: boolean;
   /** the request schema of the live service (`anon_user_id`, `reasoning.enabled`) */
   liveRequest: boolean;
   overloadedStreams: number;
@@ -47,6 +50,7 @@ export function chatBehaviour(options: Pick<EmulatorOptions, "mode" | "chat">): 
     liveStreamSearchResults: (chat.streamSearchResults ?? (live ? "live" : "seed")) === "live",
     refundFailedStreams: chat.refundFailedStreams ?? live,
     capabilityGates: chat.capabilityGates ?? live,
+    messageRules: chat.messageRules ?? live,
     liveRequest: live,
     overloadedStreams: chat.overloadedStreams ?? 0,
     overloadedRetryAfterSeconds: chat.overloadedRetryAfterSeconds ?? DEFAULT_OVERLOADED_RETRY_AFTER_SECONDS,
@@ -67,6 +71,7 @@ export function validateChatOptions(chat: ChatEmulatorOptions | undefined): void
   oneOf("streamSearchResults", ["live", "seed"]);
   oneOf("refundFailedStreams", [true, false]);
   oneOf("capabilityGates", [true, false]);
+  oneOf("messageRules", [true, false]);
   const n = chat.overloadedStreams;
   if (n !== undefined && !(Number.isInteger(n) && n >= 0)) throw new ConfigurationError(`chat.overloadedStreams must be a non-negative integer (got ${String(n)})`);
   const s = chat.overloadedRetryAfterSeconds;

@@ -19,6 +19,7 @@ import { chatBehaviour, inBandEventOf } from "../models/chat-behaviour.js";
 import { costUsd, planCompletion, usageOf, WEB_SEARCH_FEE_USD } from "../models/engine.js";
 import { failedStream, overloadedStream, renderCompletion, streamCompletion } from "../models/render.js";
 import { PromptCache } from "../models/prompt-cache.js";
+import { messageRuleIssues, withoutEmptyAssistants } from "../models/message-rules.js";
 import { chatRequestSchema, effectiveParameters, InvalidRequest, parseModelSuffix } from "../models/request.js";
 import { characterBySlug } from "./characters.js";
 import type { FaultOptions, StreamErrorFault } from "../faults.js";
@@ -101,6 +102,11 @@ export async function handleChatCompletion(req: EmulatorRequest, ctx: EmulatorCo
   if (!parsed.success) throw badRequest("Invalid request", z.formatError(parsed.error), parsed.error.issues);
   const request = parsed.data;
   const state = stateOf(ctx);
+  // live: the per-message media caps and base64 audio, before anything else is looked at
+  const ruleIssues = behaviour.messageRules ? messageRuleIssues(request.messages) : [];
+  if (ruleIssues.length) {
+    throw badRequest("Invalid request parameters", formattedDetails(Object.fromEntries(ruleIssues.map((i) => [i.path.join("."), i.message]))), ruleIssues);
+  }
 
   try {
     const { id: modelId, overrides } = parseModelSuffix(request.model, names);
@@ -115,7 +121,8 @@ export async function handleChatCompletion(req: EmulatorRequest, ctx: EmulatorCo
     const bodyParameters = (parsed.data as Record<string, unknown>)[names.parameters] as Record<string, unknown> | null | undefined;
     const params = effectiveParameters(bodyParameters, overrides, names, model.capabilities.supportsE2EE);
     // a character's system prompt goes first (an E2EE request skips it, as the live service does); an unknown one is 404
-    let messages = request.messages;
+    // live: an assistant message with neither content nor tool calls is dropped silently
+    let messages = behaviour.messageRules ? withoutEmptyAssistants(request.messages) : request.messages;
     if (params.character_slug !== undefined) {
       const persona = characterBySlug(params.character_slug);
       if (!persona) throw new EmulatorHttpError(404, { error: "No character could be found from the provided character_slug" });
