@@ -34,7 +34,8 @@
  * `reasoning_details` and a `thought_signature` on the message (./reasoning.ts); both must come back unchanged
  * on tool-call turns, and a `thought_signature` sent back on any assistant message must verify.
  * `emu-thinker` ("think-tags") writes `<think>...</think>` before the answer in content
- * (`strip_thinking_response` removes it from the answer; the tokens still count as reasoning). `disable_thinking`,
+ * (`strip_thinking_response` removes it from the answer, and `reasoning_content` from a reasoning model's; the
+ * tokens still count as reasoning). `disable_thinking`,
  * `reasoning_effort: "none"`, or `reasoning.enabled: false` without an effort switch thinking off.
  * `max_tokens`/`max_completion_tokens` cut the visible content (finish_reason "length"); `stop` cuts at the
  * first stop string (not applied to `[[emu:tokens=N]]` filler). The model's maxCompletionTokens is not
@@ -125,6 +126,8 @@ export interface PlannedChoice {
   index: number;
   content: TokenSource | null;
   reasoningContent?: string;
+  /** `strip_thinking_response`: `reasoning_content` is left out of the answer (the reasoning still ran and is billed) */
+  reasoningContentStripped?: boolean;
   reasoningDetails?: ReasoningDetail[];
   /** `message.thought_signature` (./reasoning.ts) */
   thoughtSignature?: string;
@@ -571,6 +574,8 @@ export function planCompletion(input: EngineInput): CompletionPlan {
       reasoningTokens = countTokens(thought);
       hiddenTokens += reasoningTokens;
       choice.reasoningContent = thought;
+      // the live service strips `reasoning_content` too; signed details stay, to be sent back on tool-call turns
+      if (params.strip_thinking_response) choice.reasoningContentStripped = true;
       if (model.reasoning === "details") {
         choice.reasoningDetails = buildReasoningDetails(
           secret,

@@ -64,7 +64,7 @@ export function renderCompletion(plan: CompletionPlan, o: RenderOptions): Record
         message: {
           role: "assistant",
           content: c.content ? tokens.join("") : null,
-          ...(c.reasoningContent !== undefined ? { reasoning_content: c.reasoningContent } : {}),
+          ...(c.reasoningContent !== undefined && !c.reasoningContentStripped ? { reasoning_content: c.reasoningContent } : {}),
           ...(c.reasoningDetails ? { reasoning_details: c.reasoningDetails } : {}),
           ...(c.thoughtSignature ? { thought_signature: c.thoughtSignature } : {}),
           ...(toolCalls ? { tool_calls: toolCalls } : {}),
@@ -145,12 +145,12 @@ export async function* streamCompletion(plan: CompletionPlan, o: RenderOptions):
     if (c.reasoningContent !== undefined) {
       const parts = pieces(c.reasoningContent);
       for (let i = 0; i < parts.length; i++) {
-        const delta: Record<string, unknown> = { reasoning_content: parts[i] };
+        const delta: Record<string, unknown> = c.reasoningContentStripped ? {} : { reasoning_content: parts[i] };
         if (c.reasoningDetails) {
           // first piece of index 0 carries type and format; later ones only index + text (they concatenate)
           delta.reasoning_details = [i === 0 ? { type: "reasoning.text", text: parts[i], format: "emu-v1", index: 0 } : { type: "reasoning.text", text: parts[i], index: 0 }];
         }
-        yield chunk(c.index, delta);
+        if (delta.reasoning_content !== undefined || delta.reasoning_details !== undefined) yield chunk(c.index, delta);
       }
       const signed = c.reasoningDetails?.find((d) => d.type === "reasoning.encrypted");
       if (signed) yield chunk(c.index, { reasoning_details: [signed] });
