@@ -72,6 +72,10 @@ function reasoningOf(message: BaseMessage): { content?: string; details?: unknow
     }
     if (content === undefined && found && text) content = text;
   }
+  // v1 output with no reasoning streamed (`strip_thinking_response` removes `reasoning_content`): the details are
+  // kept in the response metadata (./stream-events.ts), and still go back
+  const kept = (message.response_metadata as Record<string, unknown> | undefined)?.reasoning_details;
+  if (details === undefined && Array.isArray(kept)) details = kept;
   return { content, details };
 }
 
