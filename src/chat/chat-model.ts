@@ -39,7 +39,7 @@ import { modelRecordsFor, type ModelRecords } from "../models/records.js";
 import { toWireServiceParameters, validateServiceParameters, type ServiceParameters, type WebSearchCitation } from "./service-parameters.js";
 import { parseModelId } from "./model-id.js";
 import { toWireMessages } from "./convert.js";
-import { DEFAULT_STREAM_RETRIES, withOverloadRetries, type StreamProgress } from "./stream-errors.js";
+import { DEFAULT_STREAM_RETRIES, withTransientRetries, type StreamProgress } from "./stream-errors.js";
 import { withCharacterCheck } from "./character-check.js";
 import { structuredOutput } from "./structured-output.js";
 import { pickRequestFields, REQUEST_FIELD_NAMES, toWireRequestFields, validateRequestFields, wireToolChoice, type ChatRequestFields } from "./request-fields.js";
@@ -47,6 +47,7 @@ import { checkCapabilities, profileFromRecord, schemaInPrompt, type ServiceModel
 import { citationAnnotations, BLOCK_INDEX, registerContentBlockTranslator } from "./content-blocks.js";
 import { isEmpty, llmOutputOf, resultFromCompletion, type ChatReadContext } from "./completion.js";
 import { readChatStream, type StreamPiece } from "./stream.js";
+import { askStreamSearchResults } from "./stream-search-results.js";
 import { chatModelEvents } from "./stream-events.js";
 import { ChatServiceBinding } from "./binding.js";
 import type { ChatServiceCallOptions, ChatServiceInput, ServiceResponseFormat, ServiceToolChoice, WireCompletion } from "./types.js";
@@ -66,7 +67,7 @@ const deprecationWarned = new LruMap<string, true>(256);
 /**
  * LangChain's `maxRetries` (BaseChatModel's AsyncCaller, ChatOpenAI's client: retries after the first attempt)
  * is applied by the fetch stack, the only place this model retries (the AsyncCaller is never used): it becomes
- * `retry.maxRetries` (and bounds the re-requests of a stream refused in-band as overloaded before any content,
+ * `retry.maxRetries` (and bounds the re-requests of a stream that failed in-band transiently before any content,
  * ./stream-errors.ts), so `maxRetries: 0` is exactly one attempt and `.withRetry()` or fallbacks multiply
  * nothing hidden. Absent, the stack's default holds (4 retries, 5xx and one 429 wait only). Given with a
  * `retry.maxRetries` (or `retry: false`) that disagrees, or with a shared `serviceFetch` (whose policy is set
@@ -158,7 +159,7 @@ export class ChatService extends BaseChatModel<ChatServiceCallOptions, AIMessage
   readonly #url: string;
   /** `maxRetries: 0` on a shared stack: every request asks the stack not to retry */
   readonly #noRetry: boolean;
-  /** re-requests of a stream refused in-band as overloaded before any content (within `maxRetries`) */
+  /** re-requests of a stream that failed in-band transiently before any content (within `maxRetries`) */
   readonly #streamRetries: number;
   /** the deployment's `/models` records (shared by every instance on the same base URL) */
   readonly #records: ModelRecords;
@@ -365,7 +366,10 @@ export class ChatService extends BaseChatModel<ChatServiceCallOptions, AIMessage
 
   #body(messages: BaseMessage[], options: this["ParsedCallOptions"], streaming: boolean): Record<string, unknown> {
     const body: Record<string, unknown> = { ...this.invocationParams(options, { streaming }), messages: toWireMessages(messages, this.model) };
-    if (streaming) body.stream = true;
+    if (streaming) {
+      body.stream = true;
+      askStreamSearchResults(body, this.#names.parameters, this.brand);
+    }
     return body;
   }
 
@@ -611,10 +615,10 @@ export class ChatService extends BaseChatModel<ChatServiceCallOptions, AIMessage
     yield last;
   }
 
-  /** One streamed answer; requested again when refused in-band as overloaded before any content. */
+  /** One streamed answer; requested again when it failed in-band transiently (overloaded, an outage) before any content. */
   #streamPieces(messages: BaseMessage[], options: this["ParsedCallOptions"], runManager?: CallbackManagerForLLMRun): AsyncGenerator<StreamPiece[]> {
     const retries = this.#noRetry ? 0 : this.#streamRetries;
-    return withOverloadRetries((progress) => this.#streamAttempt(messages, options, runManager, progress), { retries, signal: options.signal });
+    return withTransientRetries((progress) => this.#streamAttempt(messages, options, runManager, progress), { retries, signal: options.signal });
   }
 
   async *#streamAttempt(

@@ -10,6 +10,7 @@ import { HumanMessage, type BaseMessage, type UsageMetadata } from "@langchain/c
 import { Document } from "@langchain/core/documents";
 import { convertMessagesToCompletionsMessageParams } from "@langchain/openai";
 import { ValidationError } from "../http/errors.js";
+import { checkMessageParams } from "./message-rules.js";
 
 /** One item of `reasoning_details` (opaque: must go back exactly as received). */
 export interface ReasoningDetail {
@@ -71,6 +72,10 @@ function reasoningOf(message: BaseMessage): { content?: string; details?: unknow
     }
     if (content === undefined && found && text) content = text;
   }
+  // v1 output with no reasoning streamed (`strip_thinking_response` removes `reasoning_content`): the details are
+  // kept in the response metadata (./stream-events.ts), and still go back
+  const kept = (message.response_metadata as Record<string, unknown> | undefined)?.reasoning_details;
+  if (details === undefined && Array.isArray(kept)) details = kept;
   return { content, details };
 }
 
@@ -170,11 +175,13 @@ function toolContentString(content: unknown): string {
  * LangChain messages -> request `messages`. Each message goes through the `@langchain/openai` converter;
  * assistant messages then get their `reasoning_content`, `reasoning_details` and the service's other members
  * (`thought_signature`, tool-call extras) back (the converter drops them; the service needs them unchanged on
- * tool-call turns to verify thought signatures); tool messages get string content.
+ * tool-call turns to verify thought signatures); tool messages get string content. A message the service would
+ * drop or refuse is a `MessageRefusedError` (./message-rules.ts).
  */
 export function toWireMessages(messages: readonly BaseMessage[], model?: string): WireMessageParam[] {
   const out: WireMessageParam[] = [];
-  for (const message of messages) {
+  const tally = { videos: 0 };
+  for (const [index, message] of messages.entries()) {
     const params = convertMessagesToCompletionsMessageParams({ messages: [withUrlFileParts(message)], model }) as WireMessageParam[];
     const type = message.getType();
     for (const p of params) {
@@ -196,6 +203,8 @@ export function toWireMessages(messages: readonly BaseMessage[], model?: string)
     } else if (type === "tool") {
       for (const p of params) if (p.role === "tool") p.content = toolContentString(p.content);
     }
+    // what the service would drop or refuse is refused here, unsent (./message-rules.ts)
+    checkMessageParams(params, index, tally);
     for (const p of params) out.push(p);
   }
   return out;

@@ -54,3 +54,5 @@ export {
   type ReasoningDetail,
   type WireUsage,
 } from "./convert.js";
+export { inBandErrorOf, type InBandErrorFields } from "./stream-errors.js";
+export { MessageRefusedError, MEDIA_PART_CAPS, MAX_VIDEO_PARTS_PER_REQUEST, type MessageRule } from "./message-rules.js";

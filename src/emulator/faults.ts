@@ -54,6 +54,10 @@ export class FaultInjector {
     if (faults.streamCutAfter !== undefined && !(Number.isInteger(faults.streamCutAfter) && faults.streamCutAfter >= 0)) {
       throw new RangeError(`faults.streamCutAfter must be a non-negative integer (got ${faults.streamCutAfter})`);
     }
+    const se = faults.streamErrors;
+    if (se !== undefined && !(Number.isInteger(se.first) && se.first >= 0 && typeof se.code === "string" && se.code !== "")) {
+      throw new RangeError("faults.streamErrors needs `first` (a non-negative integer) and a `code`");
+    }
     this.faults = { ...faults };
     this.overloads = 0;
     this.lost = 0;
@@ -139,4 +143,21 @@ export interface FaultOptions {
    * Use with `paths` (e.g. `["/video/queue"]`).
    */
   loseAnswers?: { first?: number; rate?: number };
+  /**
+   * In-band stream errors, as the live service sends them: the first `first` chat streams end with
+   * `data: {"error": {type, code, param, message}}` then `[DONE]`, before any content (uncharged) or, with
+   * `afterContent`, after the first content chunk (charged, then refunded live). `code`: `upstream_error`,
+   * `model_overloaded` (with `retry_after`: `chat.overloadedRetryAfterSeconds`), `e2ee_attestation_stale` or any
+   * other; `type` defaults to `server_error` for the first two and `api_error` for the rest.
+   */
+  streamErrors?: StreamErrorFault;
+}
+
+export interface StreamErrorFault {
+  first: number;
+  code: string;
+  type?: "server_error" | "api_error";
+  param?: string;
+  message?: string;
+  afterContent?: boolean;
 }

@@ -134,6 +134,12 @@ export interface ChatEmulatorOptions {
    */
   capabilityGates?: boolean;
   /**
+   * The live rules on messages: at most 10 `image_url`, 5 `input_audio`, 3 `video_url`, 5 `file` parts per message
+   * and 3 videos per request, audio only as base64 (a 400 with `issues[]`), an assistant message with neither
+   * content nor tool calls dropped silently (`true`, live) or none of them (`false`, seed)
+   */
+  messageRules?: boolean;
+  /**
    * The first N streamed chat completions answer an in-band `model_overloaded` (with `retry_after`) before any
    * content, then `[DONE]`; they are not charged. Later ones are served: a client that retries gets its answer.
    */

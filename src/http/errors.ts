@@ -208,6 +208,30 @@ export class AbortError extends ServiceError {
 export class StreamError extends ServiceError {
   override name = "StreamError";
 }
+/**
+ * An in-band stream error `{"error": {type, code, param, message}}` that is neither an overloaded model nor a content
+ * filter (`type` `server_error` or `api_error`; `code` such as `upstream_error`, `e2ee_attestation_stale`).
+ * `transient`: an outage (`server_error`, `upstream_error`) that a fresh request may not meet; such a stream is
+ * requested again only while nothing of it reached the caller. `partial`: the content that had arrived.
+ */
+export class InBandStreamError extends StreamError {
+  override name = "InBandStreamError";
+  readonly type?: string;
+  readonly param?: string;
+  readonly transient: boolean;
+  readonly partial?: string;
+  constructor(message: string, init: ServiceErrorInit & { type?: string; param?: string; transient: boolean; partial?: string }) {
+    super(message, init);
+    this.type = init.type;
+    this.param = init.param;
+    this.transient = init.transient;
+    this.partial = init.partial;
+  }
+
+  override toJSON(): Record<string, unknown> {
+    return { ...super.toJSON(), type: this.type, param: this.param, transient: this.transient };
+  }
+}
 /** A 200 whose body breaks the contract (e.g. no `choices`, invalid JSON). The body is kept. */
 export class ResponseFormatError extends ServiceError {
   override name = "ResponseFormatError";

@@ -10,11 +10,14 @@
  * | citations in a stream (`streamSearchResults`) | only with `include_search_results_in_stream`: a `choices: []` chunk at the end | in the closing usage chunk, or first with the flag |
  * | a stream that fails in-band (`refundFailedStreams`) | charged before the first byte, then a `REFUND` row | never charged |
  * | capability gates (`capabilityGates`, ./capabilities.ts) | a 400 with `issues[]` before inference, counted in the unsupported-feature budget | images and `json_schema` refused by the engine as ordinary 400s |
+ * | message rules (`messageRules`, ./message-rules.ts) | at most 10 images, 5 audio, 3 video, 5 file parts per message (3 videos per request), audio only base64: a 400 with `issues[]`; an assistant message with neither content nor tool calls dropped silently | none: the engine sees every message |
  * | `anon_user_id`, `reasoning.enabled` | accepted with the live rules | unknown members (400) / passed through |
  *
  * Per-request test directives (./engine.ts) trigger the in-band errors of one answer: `[[emu:error]]`
- * (`upstream_error`), `[[emu:error=model_overloaded]]`, `[[emu:error=content_filter]]` (each after the first
- * content chunk, then `[DONE]`), and `[[emu:refuse]]` (`finish_reason: "content_filter"`).
+ * (`upstream_error`), `[[emu:error=model_overloaded]]`, `[[emu:error=content_filter]]`,
+ * `[[emu:error=e2ee_attestation_stale]]`, `[[emu:error=api_error]]` (each after the first content chunk, then
+ * `[DONE]`), and `[[emu:refuse]]` (`finish_reason: "content_filter"`). `faults.streamErrors` makes the first N
+ * streams fail with any `{type, code, param}`, before any content or after it (../faults.ts).
  */
 import { ConfigurationError } from "../../http/errors.js";
 import type { ChatEmulatorOptions, CitationMarkers, EmulatorOptions } from "../types.js";
@@ -28,6 +31,8 @@ export interface ChatBehaviour {
   liveStreamSearchResults: boolean;
   refundFailedStreams: boolean;
   capabilityGates: boolean;
+  /** media caps per message and request, base64-only audio, empty assistant messages dropped (./message-rules.ts) */
+  messageRules: boolean;
   /** the request schema of the live service (`anon_user_id`, `reasoning.enabled`) */
   liveRequest: boolean;
   overloadedStreams: number;
@@ -45,6 +50,7 @@ export function chatBehaviour(options: Pick<EmulatorOptions, "mode" | "chat">): 
     liveStreamSearchResults: (chat.streamSearchResults ?? (live ? "live" : "seed")) === "live",
     refundFailedStreams: chat.refundFailedStreams ?? live,
     capabilityGates: chat.capabilityGates ?? live,
+    messageRules: chat.messageRules ?? live,
     liveRequest: live,
     overloadedStreams: chat.overloadedStreams ?? 0,
     overloadedRetryAfterSeconds: chat.overloadedRetryAfterSeconds ?? DEFAULT_OVERLOADED_RETRY_AFTER_SECONDS,
@@ -65,6 +71,7 @@ export function validateChatOptions(chat: ChatEmulatorOptions | undefined): void
   oneOf("streamSearchResults", ["live", "seed"]);
   oneOf("refundFailedStreams", [true, false]);
   oneOf("capabilityGates", [true, false]);
+  oneOf("messageRules", [true, false]);
   const n = chat.overloadedStreams;
   if (n !== undefined && !(Number.isInteger(n) && n >= 0)) throw new ConfigurationError(`chat.overloadedStreams must be a non-negative integer (got ${String(n)})`);
   const s = chat.overloadedRetryAfterSeconds;
@@ -74,17 +81,45 @@ export function validateChatOptions(chat: ChatEmulatorOptions | undefined): void
 }
 
 /** The in-band errors a stream can end with (each followed by `[DONE]`), as the live service words them. */
-export type InBandErrorKind = "upstream_error" | "model_overloaded" | "content_filter";
+export type InBandErrorKind = "upstream_error" | "model_overloaded" | "content_filter" | "e2ee_attestation_stale" | "api_error";
+
+/** The live shape of an in-band error: `{type: "server_error" | "api_error", code, param, message}`. */
+export interface InBandErrorSpec {
+  code: string;
+  type?: string;
+  param?: string | null;
+  message?: string;
+}
+
+/** The type the live service gives each code when a fault names none: outages are `server_error`. */
+export function inBandErrorType(code: string): string {
+  return code === "model_overloaded" || code === "upstream_error" ? "server_error" : "api_error";
+}
+
+/** An in-band error event from its parts (`faults.streamErrors`), with `retry_after` on `model_overloaded`. */
+export function inBandEventOf(spec: InBandErrorSpec, retryAfterSeconds: number): { error: Record<string, unknown> } {
+  return {
+    error: {
+      message: spec.message ?? `Emulated in-band error: ${spec.code}`,
+      type: spec.type ?? inBandErrorType(spec.code),
+      code: spec.code,
+      param: spec.param ?? null,
+      ...(spec.code === "model_overloaded" ? { retry_after: retryAfterSeconds } : {}),
+    },
+  };
+}
 
 export function inBandErrorEvent(kind: InBandErrorKind, retryAfterSeconds: number): { error: Record<string, unknown> } {
   switch (kind) {
     case "model_overloaded":
-      return {
-        error: { message: "The model is currently overloaded. Please try again later.", type: "server_error", code: "model_overloaded", retry_after: retryAfterSeconds },
-      };
+      return inBandEventOf({ code: kind, message: "The model is currently overloaded. Please try again later." }, retryAfterSeconds);
     case "content_filter":
-      return { error: { message: "The provider blocked the content of this answer.", type: "content_filter_error", code: "content_blocked_by_provider" } };
+      return { error: { message: "The provider blocked the content of this answer.", type: "content_filter_error", code: "content_blocked_by_provider", param: null } };
+    case "e2ee_attestation_stale":
+      return inBandEventOf({ code: kind, message: "The E2EE attestation is stale; fetch a fresh one and encrypt again." }, retryAfterSeconds);
+    case "api_error":
+      return inBandEventOf({ code: "provider_error", type: "api_error", message: "The provider returned an error." }, retryAfterSeconds);
     default:
-      return { error: { message: "Emulated upstream error in the middle of the stream", type: "server_error", code: "upstream_error" } };
+      return inBandEventOf({ code: "upstream_error", message: "Emulated upstream error in the middle of the stream" }, retryAfterSeconds);
   }
 }

@@ -23,6 +23,7 @@
  *                               with `Retry-After`
  * - `[[emu:error=content_filter]]`    the same with `{type: "content_filter_error", code:
  *                               "content_blocked_by_provider"}`; non-stream: as `[[emu:refuse]]`
+ * - `[[emu:error=e2ee_attestation_stale]]`, `[[emu:error=api_error]]`  the same with those codes (`type: "api_error"`)
  * - `[[emu:refuse]]`            the answer is cut after a few tokens with `finish_reason: "content_filter"` (a 200)
  *
  * Tokens (./tokenizer.ts): words and punctuation. Prompt tokens = per message 4 + its text tokens (+85 per
@@ -33,7 +34,8 @@
  * `reasoning_details` and a `thought_signature` on the message (./reasoning.ts); both must come back unchanged
  * on tool-call turns, and a `thought_signature` sent back on any assistant message must verify.
  * `emu-thinker` ("think-tags") writes `<think>...</think>` before the answer in content
- * (`strip_thinking_response` removes it from the answer; the tokens still count as reasoning). `disable_thinking`,
+ * (`strip_thinking_response` removes it from the answer, and `reasoning_content` from a reasoning model's; the
+ * tokens still count as reasoning). `disable_thinking`,
  * `reasoning_effort: "none"`, or `reasoning.enabled: false` without an effort switch thinking off.
  * `max_tokens`/`max_completion_tokens` cut the visible content (finish_reason "length"); `stop` cuts at the
  * first stop string (not applied to `[[emu:tokens=N]]` filler). The model's maxCompletionTokens is not
@@ -124,6 +126,8 @@ export interface PlannedChoice {
   index: number;
   content: TokenSource | null;
   reasoningContent?: string;
+  /** `strip_thinking_response`: `reasoning_content` is left out of the answer (the reasoning still ran and is billed) */
+  reasoningContentStripped?: boolean;
   reasoningDetails?: ReasoningDetail[];
   /** `message.thought_signature` (./reasoning.ts) */
   thoughtSignature?: string;
@@ -183,7 +187,7 @@ export interface Directives {
 
 const TOOL_DIRECTIVE_RE = /\[\[emu:tool=([\w.-]+)\s*(\{[\s\S]*?\})?\s*\]\]/g;
 const TOKENS_DIRECTIVE_RE = /\[\[emu:tokens=(\d+)\]\]/g;
-const ERROR_DIRECTIVE_RE = /\[\[emu:error(?:=(upstream_error|model_overloaded|content_filter))?\]\]/g;
+const ERROR_DIRECTIVE_RE = /\[\[emu:error(?:=(upstream_error|model_overloaded|content_filter|e2ee_attestation_stale|api_error))?\]\]/g;
 const REFUSE_DIRECTIVE_RE = /\[\[emu:refuse\]\]/g;
 
 export function parseDirectives(text: string): Directives {
@@ -570,6 +574,8 @@ export function planCompletion(input: EngineInput): CompletionPlan {
       reasoningTokens = countTokens(thought);
       hiddenTokens += reasoningTokens;
       choice.reasoningContent = thought;
+      // the live service strips `reasoning_content` too; signed details stay, to be sent back on tool-call turns
+      if (params.strip_thinking_response) choice.reasoningContentStripped = true;
       if (model.reasoning === "details") {
         choice.reasoningDetails = buildReasoningDetails(
           secret,

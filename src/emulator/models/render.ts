@@ -35,6 +35,8 @@ export interface RenderOptions {
   behaviour: ChatBehaviour;
   /** called once, as a stream fails in-band (the route refunds the request there) */
   onFailure?: () => void;
+  /** the in-band error a failing plan ends with, when a fault names it (else the plan's kind) */
+  failureEvent?: unknown;
 }
 
 function stopReason(finish: PlannedChoice["finishReason"]): "stop" | "length" | null {
@@ -62,7 +64,7 @@ export function renderCompletion(plan: CompletionPlan, o: RenderOptions): Record
         message: {
           role: "assistant",
           content: c.content ? tokens.join("") : null,
-          ...(c.reasoningContent !== undefined ? { reasoning_content: c.reasoningContent } : {}),
+          ...(c.reasoningContent !== undefined && !c.reasoningContentStripped ? { reasoning_content: c.reasoningContent } : {}),
           ...(c.reasoningDetails ? { reasoning_details: c.reasoningDetails } : {}),
           ...(c.thoughtSignature ? { thought_signature: c.thoughtSignature } : {}),
           ...(toolCalls ? { tool_calls: toolCalls } : {}),
@@ -91,10 +93,10 @@ const sse = (payload: unknown) => `data: ${JSON.stringify(payload)}\n\n`;
 const DONE = "data: [DONE]\n\n";
 
 /**
- * A stream the overloaded model refuses before any content: the role chunk, the in-band `model_overloaded` with
- * `retry_after`, then `[DONE]` (as the live service ends every in-band error).
+ * A stream that fails before any content: the role chunk, the in-band error `event`, then `[DONE]` (as the live
+ * service ends every in-band error).
  */
-export async function* overloadedStream(o: { id: string; created: number; model: string; retryAfterSeconds: number }): AsyncGenerator<string> {
+export async function* failedStream(o: { id: string; created: number; model: string; event: unknown }): AsyncGenerator<string> {
   yield sse({
     id: o.id,
     object: "chat.completion.chunk",
@@ -102,8 +104,13 @@ export async function* overloadedStream(o: { id: string; created: number; model:
     model: o.model,
     choices: [{ index: 0, delta: { role: "assistant", content: "" }, logprobs: null, finish_reason: null }],
   });
-  yield sse(inBandErrorEvent("model_overloaded", o.retryAfterSeconds));
+  yield sse(o.event);
   yield DONE;
+}
+
+/** A stream the overloaded model refuses before any content: `model_overloaded` with `retry_after`. */
+export function overloadedStream(o: { id: string; created: number; model: string; retryAfterSeconds: number }): AsyncGenerator<string> {
+  return failedStream({ ...o, event: inBandErrorEvent("model_overloaded", o.retryAfterSeconds) });
 }
 
 /**
@@ -124,7 +131,7 @@ export async function* streamCompletion(plan: CompletionPlan, o: RenderOptions):
   const searchResults = () => sse({ ...base, choices: [], [o.names.parameters]: { ...plan.echo, web_search_citations: plan.citations } });
   const fail = function* () {
     o.onFailure?.();
-    yield sse(inBandErrorEvent(plan.failure!, o.behaviour.overloadedRetryAfterSeconds));
+    yield sse(o.failureEvent ?? inBandErrorEvent(plan.failure!, o.behaviour.overloadedRetryAfterSeconds));
     yield DONE;
   };
 
@@ -138,12 +145,12 @@ export async function* streamCompletion(plan: CompletionPlan, o: RenderOptions):
     if (c.reasoningContent !== undefined) {
       const parts = pieces(c.reasoningContent);
       for (let i = 0; i < parts.length; i++) {
-        const delta: Record<string, unknown> = { reasoning_content: parts[i] };
+        const delta: Record<string, unknown> = c.reasoningContentStripped ? {} : { reasoning_content: parts[i] };
         if (c.reasoningDetails) {
           // first piece of index 0 carries type and format; later ones only index + text (they concatenate)
           delta.reasoning_details = [i === 0 ? { type: "reasoning.text", text: parts[i], format: "emu-v1", index: 0 } : { type: "reasoning.text", text: parts[i], index: 0 }];
         }
-        yield chunk(c.index, delta);
+        if (delta.reasoning_content !== undefined || delta.reasoning_details !== undefined) yield chunk(c.index, delta);
       }
       const signed = c.reasoningDetails?.find((d) => d.type === "reasoning.encrypted");
       if (signed) yield chunk(c.index, { reasoning_details: [signed] });

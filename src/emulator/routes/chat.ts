@@ -6,7 +6,8 @@
  * (../models/render.ts). The model's charge and the web-search add-on are two CHARGE rows of one request id.
  * Streams are charged before the first byte (the whole completion is known up front); a stream that fails
  * in-band (`[[emu:error=...]]`) is then refunded (live) or was never charged (seed). The first
- * `chat.overloadedStreams` streams fail with `model_overloaded` before any content, uncharged. Stream cuts
+ * `chat.overloadedStreams` streams fail with `model_overloaded` before any content, uncharged; the first
+ * `faults.streamErrors.first` streams with its in-band error, before any content or after it. Stream cuts
  * (`faults.streamCutAfter`) are done by the server. A `character_slug` prepends its character's system prompt (404
  * for one that names no character).
  */
@@ -14,12 +15,14 @@ import { randomBytes, randomUUID } from "node:crypto";
 import { z } from "zod";
 import { findModel } from "../models/catalog.js";
 import { capabilityIssues } from "../models/capabilities.js";
-import { chatBehaviour } from "../models/chat-behaviour.js";
+import { chatBehaviour, inBandEventOf } from "../models/chat-behaviour.js";
 import { costUsd, planCompletion, usageOf, WEB_SEARCH_FEE_USD } from "../models/engine.js";
-import { overloadedStream, renderCompletion, streamCompletion } from "../models/render.js";
+import { failedStream, overloadedStream, renderCompletion, streamCompletion } from "../models/render.js";
 import { PromptCache } from "../models/prompt-cache.js";
+import { messageRuleIssues, withoutEmptyAssistants } from "../models/message-rules.js";
 import { chatRequestSchema, effectiveParameters, InvalidRequest, parseModelSuffix } from "../models/request.js";
 import { characterBySlug } from "./characters.js";
+import type { FaultOptions, StreamErrorFault } from "../faults.js";
 import { EmulatorHttpError, type Caller, type EmulatorContext, type EmulatorRequest, type EmulatorResponse, type Route } from "../types.js";
 
 /** What the chat route remembers per emulator instance. */
@@ -31,6 +34,8 @@ interface ChatState {
   signedToolCalls: Set<string>;
   /** streams answered `model_overloaded` so far (`chat.overloadedStreams`) */
   overloadedServed: number;
+  /** streams failed by `faults.streamErrors` since these faults were set (`setFaults` starts a new count) */
+  streamErrors: { of?: FaultOptions; served: number };
 }
 
 /** `modelId` of the web-search add-on's CHARGE row (the model's row carries the model's id) */
@@ -42,7 +47,7 @@ const states = new WeakMap<EmulatorContext, ChatState>();
 function stateOf(ctx: EmulatorContext): ChatState {
   let state = states.get(ctx);
   if (!state) {
-    state = { secret: randomBytes(32), cache: new PromptCache(), signedToolCalls: new Set(), overloadedServed: 0 };
+    state = { secret: randomBytes(32), cache: new PromptCache(), signedToolCalls: new Set(), overloadedServed: 0, streamErrors: { served: 0 } };
     states.set(ctx, state);
   }
   return state;
@@ -71,6 +76,15 @@ function formattedDetails(details: unknown): unknown {
   return root;
 }
 
+/** The `faults.streamErrors` fault this stream is to end with, if any (counted). */
+function nextStreamError(state: ChatState, faults: FaultOptions | undefined): StreamErrorFault | undefined {
+  if (state.streamErrors.of !== faults) state.streamErrors = { of: faults, served: 0 };
+  const fault = faults?.streamErrors;
+  if (!fault || state.streamErrors.served >= fault.first) return undefined;
+  state.streamErrors.served++;
+  return fault;
+}
+
 function callerId(caller: Caller): string {
   return caller.kind === "anonymous" ? "anonymous" : `${caller.account.kind}:${caller.account.id}`;
 }
@@ -88,6 +102,11 @@ export async function handleChatCompletion(req: EmulatorRequest, ctx: EmulatorCo
   if (!parsed.success) throw badRequest("Invalid request", z.formatError(parsed.error), parsed.error.issues);
   const request = parsed.data;
   const state = stateOf(ctx);
+  // live: the per-message media caps and base64 audio, before anything else is looked at
+  const ruleIssues = behaviour.messageRules ? messageRuleIssues(request.messages) : [];
+  if (ruleIssues.length) {
+    throw badRequest("Invalid request parameters", formattedDetails(Object.fromEntries(ruleIssues.map((i) => [i.path.join("."), i.message]))), ruleIssues);
+  }
 
   try {
     const { id: modelId, overrides } = parseModelSuffix(request.model, names);
@@ -102,7 +121,8 @@ export async function handleChatCompletion(req: EmulatorRequest, ctx: EmulatorCo
     const bodyParameters = (parsed.data as Record<string, unknown>)[names.parameters] as Record<string, unknown> | null | undefined;
     const params = effectiveParameters(bodyParameters, overrides, names, model.capabilities.supportsE2EE);
     // a character's system prompt goes first (an E2EE request skips it, as the live service does); an unknown one is 404
-    let messages = request.messages;
+    // live: an assistant message with neither content nor tool calls is dropped silently
+    let messages = behaviour.messageRules ? withoutEmptyAssistants(request.messages) : request.messages;
     if (params.character_slug !== undefined) {
       const persona = characterBySlug(params.character_slug);
       if (!persona) throw new EmulatorHttpError(404, { error: "No character could be found from the provided character_slug" });
@@ -131,6 +151,18 @@ export async function handleChatCompletion(req: EmulatorRequest, ctx: EmulatorCo
         meta: { modelId: model.id, failed: true },
       };
     }
+    const fault = stream ? nextStreamError(state, ctx.options.faults) : undefined;
+    const faultEvent = fault ? inBandEventOf(fault, retryAfter) : undefined;
+    if (fault && !fault.afterContent) {
+      return {
+        status: 200,
+        headers: { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache", connection: "keep-alive" },
+        stream: failedStream({ id, created, model: model.id, event: faultEvent }),
+        meta: { modelId: model.id, failed: true },
+      };
+    }
+    // after content: the plan fails as a directive's would, with the fault's event
+    if (fault) plan.failure ??= "upstream_error";
     if (plan.failure === "model_overloaded" && !stream) {
       return {
         status: 429,
@@ -176,6 +208,7 @@ export async function handleChatCompletion(req: EmulatorRequest, ctx: EmulatorCo
       behaviour,
       // the request was charged before the first byte: its failure gives the charges back
       onFailure: account && plan.failure ? () => void ctx.ledger.refund(account, id) : undefined,
+      failureEvent: faultEvent,
     };
     const meta = { tokens: usage.total_tokens, modelId: model.id, ...(plan.failure ? { failed: true } : {}) };
     if (stream) {
