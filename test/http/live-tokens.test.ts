@@ -94,3 +94,17 @@ describe("pacing on the token window", () => {
     expect(w.seen).toEqual([200, 200]);
   }, 15_000);
 });
+
+describe("ChatService's token estimate", () => {
+  it("a burst near the token limit draws 0 429s on the wire: the sends wait for the token reset", async () => {
+    const w = wire();
+    // retries off: a 429 is the answer, counted on the wire and in the outcomes
+    const model = new ChatService({ model: "emu-xs", apiKey: "k-burst", baseUrl: emu.url, fetch: w.fetch, maxTokens: 60, maxRetries: 0 });
+    // about 100 tokens each (the prompt, the service's system prompt, 5 completion tokens): 8 need 2 token windows or more
+    const prompt = (i: number) => `request ${i}: ${"many words to fill the prompt of this request ".repeat(5)} [[emu:tokens=5]]`;
+    const outcomes = await Promise.allSettled(Array.from({ length: 8 }, (_, i) => model.invoke(prompt(i))));
+    expect(w.count(429)).toBe(0);
+    expect(outcomes.every((o) => o.status === "fulfilled")).toBe(true);
+    expect(w.seen).toHaveLength(8);
+  }, 15_000);
+});
