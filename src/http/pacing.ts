@@ -405,7 +405,9 @@ function observationOf(id: string, headers: Headers | undefined, status: number 
   const tLimit = toNumber(headers.get("x-ratelimit-limit-tokens"));
   const tRemaining = toNumber(headers.get("x-ratelimit-remaining-tokens"));
   const tReset = toNumber(headers.get("x-ratelimit-reset-tokens"));
-  if (tLimit !== undefined && tRemaining !== undefined && tReset !== undefined) o.tokens = { limit: tLimit, remaining: tRemaining, resetAt: resetRequestsAtMs(tReset, now) };
+  if (tLimit !== undefined && tRemaining !== undefined && tReset !== undefined) {
+    o.tokens = { limit: tLimit, remaining: tRemaining, resetAt: resetRequestsAtMs(tReset, now), ...(tReset > 1e12 ? { exact: true } : {}) };
+  }
   return o;
 }
 
