@@ -1,8 +1,12 @@
 /**
  * Holding up under a burst: 3× a tier's requests-per-window (and a token-limited window) against the
  * emulator with short windows. Reports 429s drawn and throughput as a share of the limit. Goal: 0 429s,
- * throughput ≥ 95% of the limit.
+ * throughput ≥ 95% of the limit. And a token limit as live: a token window of its own (1.5 s) beside a request
+ * window of a minute, a burst of chat calls whose tokens overrun it, by ChatService (its token estimate), the stack
+ * without an estimate, and the openai SDK.
  */
+import OpenAI from "openai";
+import { ChatService } from "../src/chat/index.js";
 import { startEmulator } from "../src/emulator/index.js";
 import { createServiceFetch, type FetchLike } from "../src/index.js";
 import { median, type BenchRow } from "./types.js";
@@ -40,6 +44,41 @@ async function burst(opts: { tier: "S" | "M"; requests?: number; tokens?: number
   return { elapsed, ideal, n429: statuses.filter((s) => s === 429).length };
 }
 
+/** a prompt of about 60 tokens asking for 5: with the service's system prompt, about 100 tokens a call */
+const TOKEN_PROMPT = `${"many words to fill the prompt of this request ".repeat(5)} [[emu:tokens=5]]`;
+
+/** `count` chat calls at once against a 400-token window of 1.5 s (and 1000 requests a minute), one way */
+async function tokenBurst(way: "estimate" | "no estimate" | "openai SDK", count: number) {
+  const emu = await startEmulator({
+    apiKeys: ["bench"],
+    rateLimits: { windowMs: 60_000, tokenWindowMs: 1_500, tiers: { XS: { requests: 1_000, tokens: 400 } } },
+  });
+  const statuses: number[] = [];
+  const counting: FetchLike = async (i, init) => {
+    const r = await fetch(i, init);
+    if (String(i instanceof Request ? i.url : i).endsWith("/chat/completions")) statuses.push(r.status);
+    return r;
+  };
+  const messages = [{ role: "user" as const, content: TOKEN_PROMPT }];
+  let send: () => Promise<unknown>;
+  if (way === "estimate") {
+    const model = new ChatService({ model: "emu-xs", apiKey: "bench", baseUrl: emu.url, fetch: counting, maxTokens: 60 });
+    send = () => model.invoke(TOKEN_PROMPT);
+  } else if (way === "no estimate") {
+    const f = createServiceFetch({ baseUrl: emu.url, apiKey: "bench", fetch: counting });
+    const body = JSON.stringify({ model: "emu-xs", messages, max_tokens: 60 });
+    send = () => f(f.url("/chat/completions"), { method: "POST", headers: { "content-type": "application/json" }, body, service: { model: "emu-xs" } }).then((r) => r.arrayBuffer());
+  } else {
+    const sdk = new OpenAI({ apiKey: "bench", baseURL: emu.url, fetch: counting as typeof fetch });
+    send = () => sdk.chat.completions.create({ model: "emu-xs", messages, max_tokens: 60 });
+  }
+  const started = performance.now();
+  const outcomes = await Promise.allSettled(Array.from({ length: count }, send));
+  const elapsed = performance.now() - started;
+  await emu.close();
+  return { elapsed, n429: statuses.filter((s) => s === 429).length, failed: outcomes.filter((o) => o.status === "rejected").length };
+}
+
 export async function benchPacing(): Promise<BenchRow[]> {
   const windowMs = 1000;
   const limit = 20;
@@ -62,6 +101,18 @@ export async function benchPacing(): Promise<BenchRow[]> {
     ratio: median(tokenRuns.map((r) => Math.min(1, r.ideal / r.elapsed))),
     anchor: "share of the token limit used (goal ≥ 0.95)",
     note: `429s: ${tokenRuns.map((r) => r.n429).join("/")} (goal 0); the client reserves 60 tokens a request`,
+  });
+  const calls = 8;
+  const ours = await tokenBurst("estimate", calls);
+  const bare = await tokenBurst("no estimate", calls);
+  const sdk = await tokenBurst("openai SDK", calls);
+  const said = (r: typeof ours) => `${r.n429} 429s, ${r.failed} failed, ${(r.elapsed / 1000).toFixed(1)} s`;
+  rows.push({
+    name: `token limit: ${calls} chat calls at once (~100 tokens each) over a 400 tokens/1.5 s window, request window 60 s`,
+    median_ms: ours.elapsed,
+    ratio: ours.elapsed / sdk.elapsed,
+    anchor: "openai SDK (time)",
+    note: `one run each; ChatService with its token estimate: ${said(ours)} (goal 0 429s); the stack without an estimate: ${said(bare)}; openai SDK: ${said(sdk)}`,
   });
   return rows;
 }

@@ -33,6 +33,7 @@ import { createServiceFetch, faceStackOptions, type ServiceFetch } from "../stac
 import { ConfigurationError, ResponseFormatError, ValidationError } from "../http/errors.js";
 import { readResponseText } from "../http/body.js";
 import { LruMap } from "../http/bounded.js";
+import { estimateChatTokens } from "../http/token-estimate.js";
 import type { RetryOptions } from "../http/retry.js";
 import type { ServiceResponseHeaders } from "../http/headers.js";
 import { modelRecordsFor, type ModelRecords } from "../models/records.js";
@@ -390,6 +391,8 @@ export class ChatService extends BaseChatModel<ChatServiceCallOptions, AIMessage
       signal: options.signal,
       service: {
         model: this.#baseModelId,
+        // its input and completion cap, for the token window: near the limit the send waits instead of drawing a 429
+        estimatedTokens: estimateChatTokens(body),
         timeout: options.timeout,
         ...(this.#noRetry ? { retry: false } : {}),
         // the payments this request causes reach this run's own callbacks (`invoke(x, { callbacks })`)

@@ -17,6 +17,7 @@ import { responseHeaders } from "../http/fetch-stack.js";
 import { createServiceFetch, faceStackOptions, type FetchStackOptions, type ServiceFetch } from "../stack.js";
 import { ConfigurationError, ResponseFormatError, ValidationError } from "../http/errors.js";
 import { readResponseText } from "../http/body.js";
+import { estimateEmbeddingTokens } from "../http/token-estimate.js";
 import type { ServiceResponseHeaders } from "../http/headers.js";
 import type { RetryOptions } from "../http/retry.js";
 import { modelRecordsFor } from "../models/records.js";
@@ -239,7 +240,8 @@ export class ServiceEmbeddings extends Embeddings {
       headers: { "content-type": "application/json", accept: "application/json" },
       body: JSON.stringify(body),
       signal,
-      service: { model: this.model, modelType: "embedding", ...(this.#noRetry ? { retry: false } : {}) },
+      // the input's tokens, for a token window the service may tell (the pacing layer holds a send that does not fit)
+      service: { model: this.model, modelType: "embedding", estimatedTokens: estimateEmbeddingTokens(input), ...(this.#noRetry ? { retry: false } : {}) },
     });
     const headers = responseHeaders(response, this.brand);
     const text = await readResponseText(response, { what: "the embeddings", signal, headers });

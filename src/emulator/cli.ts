@@ -2,7 +2,7 @@
  * `langchain-service emulator`: runs the local service emulator until SIGINT/SIGTERM.
  *
  *   langchain-service emulator [--port N] [--api-key KEY[=USD]]... [--brand NAME] [--mode live|seed] [--no-chain] [--public-origin URL]
- *     [--upstream slug=URL]... [--window-ms N] [--fault-rate R] [--latency-ms N] [--stream-cut-after K]
+ *     [--upstream slug=URL]... [--window-ms N] [--token-window-ms N] [--fault-rate R] [--latency-ms N] [--stream-cut-after K]
  *     [--job-ms N] [--job-failures N] [--log]
  *
  * Prints the base URL and the keys it accepts; with the local chain (on by default here), also its funded
@@ -28,6 +28,7 @@ Options:
                            it); default its own http://127.0.0.1:PORT
   --upstream slug=URL      forward crypto RPC for a network slug to this JSON-RPC URL; repeatable
   --window-ms N            rate-limit window in ms (default 60000)
+  --token-window-ms N      the token limit's own window in ms (default: --window-ms)
   --fault-rate R           share of requests answered 500/503 (0..1)
   --latency-ms N           latency added to each request
   --stream-cut-after K     cut every stream after K chunks
@@ -77,6 +78,7 @@ export function parseCliArgs(argv: string[]): { help: true } | { help: false; op
         "no-chain": { type: "boolean" },
         upstream: { type: "string", multiple: true },
         "window-ms": { type: "string" },
+        "token-window-ms": { type: "string" },
         "fault-rate": { type: "string" },
         "latency-ms": { type: "string" },
         "stream-cut-after": { type: "string" },
@@ -107,6 +109,7 @@ export function parseCliArgs(argv: string[]): { help: true } | { help: false; op
     upstreams[slug] = url;
   }
   const windowMs = number("window-ms", values["window-ms"], (n) => n > 0);
+  const tokenWindowMs = number("token-window-ms", values["token-window-ms"], (n) => n > 0);
   const errorRate = number("fault-rate", values["fault-rate"], (n) => n >= 0 && n <= 1);
   const latencyMs = number("latency-ms", values["latency-ms"], (n) => n >= 0);
   const streamCutAfter = number("stream-cut-after", values["stream-cut-after"], (n) => Number.isInteger(n) && n >= 0);
@@ -138,7 +141,9 @@ export function parseCliArgs(argv: string[]): { help: true } | { help: false; op
     options.publicOrigin = origin.origin;
   }
   if (Object.keys(upstreams).length) options.upstreams = upstreams;
-  if (windowMs !== undefined) options.rateLimits = { windowMs };
+  if (windowMs !== undefined || tokenWindowMs !== undefined) {
+    options.rateLimits = Object.fromEntries(Object.entries({ windowMs, tokenWindowMs }).filter(([, v]) => v !== undefined));
+  }
   if (Object.values(faults).some((v) => v !== undefined)) {
     options.faults = Object.fromEntries(Object.entries(faults).filter(([, v]) => v !== undefined));
   }

@@ -15,6 +15,8 @@
  * request, on whole seconds; reset times in Unix seconds) are what the tests check, not a library's.
  */
 
+import { countTokens } from "./models/tokenizer.js";
+
 export type Tier = "XS" | "S" | "M" | "L";
 /** the other model types of spec part 8, paced by requests per minute only */
 export type TypeBucket = "image" | "audio" | "embedding" | "video";
@@ -105,6 +107,8 @@ export interface CapResult {
 
 export class RateLimiter {
   readonly windowMs: number;
+  /** the token window's length (default `windowMs`): its own window, opened by its own first request, its own reset */
+  readonly tokenWindowMs: number;
   /** `x-ratelimit-reset-*` in Unix ms (live) or the seed's units */
   readonly resetUnit: "ms" | "s";
   /** which answers count toward the block: non-429 4xx (live) or every non-success (seed) */
@@ -121,6 +125,7 @@ export class RateLimiter {
   readonly cryptoRpcRequests: number;
   readonly cryptoRpcWindowMs: number;
   private readonly windows = new Map<string, Window>();
+  private readonly tokenWindows = new Map<string, Window>();
   private readonly cryptoRpcWindows = new Map<string, Window>();
   private readonly failures = new Map<string, number[]>();
   private readonly unsupportedFeatures = new Map<string, number[]>();
@@ -136,6 +141,7 @@ export class RateLimiter {
     readonly live = false,
   ) {
     this.windowMs = positive(options.windowMs, DEFAULT_WINDOW_MS);
+    this.tokenWindowMs = positive(options.tokenWindowMs, this.windowMs);
     this.resetUnit = options.resetUnit ?? (live ? "ms" : "s");
     this.abuseCounts = options.abuseCounts ?? (live ? "4xx" : "all");
     this.errorBudgetHeaders = options.errorBudgetHeaders ?? live;
@@ -161,28 +167,31 @@ export class RateLimiter {
   }
 
   /**
-   * Counts one request for `identity` in `bucket`, unless the request or token budget of the current window
-   * is spent (then nothing is counted and `allowed` is false).
+   * Counts one request for `identity` in `bucket`, unless the request budget of its window or the token budget of
+   * its token window is spent (then nothing is counted and `allowed` is false). `promptTokens`: the tokens of the
+   * prompt, seen on arrival and counted at once (the completion's are counted when served: `addTokens`).
    */
-  admit(identity: string, bucket: Bucket, partner = false): AdmitResult {
+  admit(identity: string, bucket: Bucket, partner = false, promptTokens = 0): AdmitResult {
     if (!this.enabled) return { allowed: true, headers: {} };
     const limits = this.limitsFor(bucket, partner);
     const window = this.window(identity, bucket);
+    const tokenWindow = this.tokenWindow(identity, bucket);
     if (window.requests >= limits.requests) return { allowed: false, exceeded: "RPM", headers: this.headers(identity, bucket, partner) };
-    if (window.tokens >= limits.tokens) return { allowed: false, exceeded: "TPM", headers: this.headers(identity, bucket, partner) };
+    if (tokenWindow.tokens >= limits.tokens) return { allowed: false, exceeded: "TPM", headers: this.headers(identity, bucket, partner) };
     window.requests++;
+    if (Number.isFinite(limits.tokens) && promptTokens > 0) tokenWindow.tokens += Math.ceil(promptTokens);
     return { allowed: true, headers: this.headers(identity, bucket, partner) };
   }
 
-  /** Adds the tokens a served request used (prompt + completion) to its window. */
+  /** Adds the tokens a served request used (prompt + completion, less what `admit` counted) to its token window. */
   addTokens(identity: string, bucket: Bucket, tokens: number): void {
     if (!this.enabled || !(tokens > 0)) return;
-    this.window(identity, bucket).tokens += Math.ceil(tokens);
+    this.tokenWindow(identity, bucket).tokens += Math.ceil(tokens);
   }
 
   /**
-   * The `x-ratelimit-*` headers. Live: both resets are the window's end in Unix ms. Seed: `reset-requests` is a
-   * Unix timestamp in whole seconds (rounded up, so a client that waits until then finds a fresh window) and
+   * The `x-ratelimit-*` headers, each reset its own window's end. Live: both in Unix ms. Seed: `reset-requests` is
+   * a Unix timestamp in whole seconds (rounded up, so a client that waits until then finds a fresh window) and
    * `reset-tokens` is seconds from now.
    */
   headers(identity: string, bucket: Bucket, partner = false): Record<string, string> {
@@ -197,17 +206,23 @@ export class RateLimiter {
     };
     // image, audio and embedding models have no published token limit: no token headers for them
     if (!Number.isFinite(limits.tokens)) return { ...requests, "x-ratelimit-type": "api_key" };
+    const tokenWindow = this.tokenWindow(identity, bucket);
+    const tokensResetAt = tokenWindow.resetAt;
     return {
       ...requests,
       "x-ratelimit-limit-tokens": String(limits.tokens),
-      "x-ratelimit-remaining-tokens": String(Math.max(0, limits.tokens - window.tokens)),
-      "x-ratelimit-reset-tokens": String(this.resetUnit === "ms" ? resetAt : Math.max(0, Math.ceil((resetAt - this.now()) / 1000))),
+      "x-ratelimit-remaining-tokens": String(Math.max(0, limits.tokens - tokenWindow.tokens)),
+      "x-ratelimit-reset-tokens": String(this.resetUnit === "ms" ? tokensResetAt : Math.max(0, Math.ceil((tokensResetAt - this.now()) / 1000))),
       "x-ratelimit-type": "api_key",
     };
   }
 
   private window(identity: string, bucket: Bucket): Window {
     return openWindow(this.windows, `${identity}|${bucket}`, this.now(), this.windowMs);
+  }
+
+  private tokenWindow(identity: string, bucket: Bucket): Window {
+    return openWindow(this.tokenWindows, `${identity}|${bucket}`, this.now(), this.tokenWindowMs);
   }
 
   /**
@@ -333,6 +348,25 @@ export class RateLimiter {
 }
 
 /**
+ * The tokens of a chat request's messages as the service sees them on arrival, before the model runs (4 a message
+ * and its text): what `admit` counts at once. The rest of the prompt (the service's system prompt, tools, media) and
+ * the completion are counted when served.
+ */
+export function arrivalPromptTokens(body: Record<string, unknown>): number {
+  if (!Array.isArray(body.messages)) return 0;
+  let n = 0;
+  for (const m of body.messages as unknown[]) {
+    const content = m && typeof m === "object" ? (m as { content?: unknown }).content : undefined;
+    n += 4;
+    if (typeof content === "string") n += countTokens(content);
+    else if (Array.isArray(content)) {
+      for (const part of content) if (typeof (part as { text?: unknown })?.text === "string") n += countTokens((part as { text: string }).text);
+    }
+  }
+  return n;
+}
+
+/**
  * The current window of `key`, opened afresh when there is none or it has ended. A window starts at the
  * caller's first request, taken down to its whole second, and lasts `windowMs`: reset headers are in whole
  * Unix seconds, so this way they are exact, and a client that sends again at that instant opens the next
@@ -354,6 +388,11 @@ function positive(value: number | undefined, fallback: number): number {
 export interface RateLimitOptions {
   /** window length in ms (default 60000: the tier table is per minute) */
   windowMs?: number;
+  /**
+   * the token window's length in ms (default `windowMs`): a window of its own, with its own `x-ratelimit-reset-tokens`,
+   * as live, where a token-limit 429 has requests left and a near token reset while the request reset is a minute away
+   */
+  tokenWindowMs?: number;
   /** abuse block: more than `abuseMaxFailures` failures in `abuseWindowMs` block for `abuseBlockMs` */
   abuseMaxFailures?: number;
   /** the unsupported-feature budget: capability-gate 400s per `abuseWindowMs` before the block (default 200) */

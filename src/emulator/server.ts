@@ -14,7 +14,7 @@ import { accountForIdentity, accountIdentity, addressIdentity, authenticate, cal
 import { FAULT_BODIES, FaultInjector } from "./faults.js";
 import { chargedRequestIds } from "./ledger.js";
 import { findModel, type ServedModel } from "./models/catalog.js";
-import { RateLimiter, type Bucket } from "./rate-limits.js";
+import { arrivalPromptTokens, RateLimiter, type Bucket } from "./rate-limits.js";
 import { apiTierId } from "./routes/rate-limits.js";
 import { commonHeaders, writeOutcome, type WrittenOutcome } from "./writer.js";
 import {
@@ -254,6 +254,8 @@ async function runPipeline(state: PipelineState, req: EmulatorRequest): Promise<
   if (fault.latencyMs > 0) await sleep(fault.latencyMs);
   let bucket: Bucket = "default";
   let model: ServedModel | undefined;
+  /** a chat prompt's tokens, counted in the token window on arrival (the rest when served) */
+  let arrivalTokens = 0;
   if (account) {
     // balances as they were before the request
     headers[`${p}balance-usd`] = String(account.usd);
@@ -329,6 +331,7 @@ async function runPipeline(state: PipelineState, req: EmulatorRequest): Promise<
     }
     modelHeaders(textModel);
     bucket = textModel.tier;
+    arrivalTokens = arrivalPromptTokens(parsed.json);
     if (account) {
       if (textModel.proOnly && !account.pro) return outcome(errorResponse(401, "This model is available to Pro users only"));
       const refused = creditRefusal();
@@ -338,7 +341,7 @@ async function runPipeline(state: PipelineState, req: EmulatorRequest): Promise<
 
   // 6. request and token limits per (caller, tier)
   if (account) {
-    const admitted = limiter.admit(identity, bucket, account.partner);
+    const admitted = limiter.admit(identity, bucket, account.partner, arrivalTokens);
     Object.assign(headers, admitted.headers);
     if (!admitted.allowed) {
       limiter.record(identity, {
@@ -375,7 +378,7 @@ async function runPipeline(state: PipelineState, req: EmulatorRequest): Promise<
   // 8. what the request used, and the headers that follow from it
   if (account) {
     const tokens = response.meta?.tokens;
-    if (tokens) limiter.addTokens(identity, bucket, tokens);
+    if (tokens) limiter.addTokens(identity, bucket, Math.max(0, tokens - arrivalTokens));
     // A route's own 429 (the crypto RPC cap; its one-at-a-time rule, `meta.ownLimit`) carries only the headers the
     // route gives it (the cap's `X-RateLimit-Limit`, `-Remaining`, `-Reset`): no chat-limit `x-ratelimit-*` to misread.
     ownLimit =

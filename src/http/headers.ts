@@ -58,14 +58,25 @@ export function retryAfterMs(value: string | null, now = Date.now()): number | u
 /**
  * When the limits a 429 names clear, as ms since epoch: the latest of the instants its headers give
  * (`x-ratelimit-reset-requests`, the crypto RPC proxy's `X-RateLimit-Reset`, `retry-after`), each in seconds
- * or milliseconds as `resetRequestsAtMs` reads them; undefined when it names none.
+ * or milliseconds as `resetRequestsAtMs` reads them; undefined when it names none. A token limit
+ * (`x-ratelimit-remaining-tokens` 0 while requests remain) clears at `x-ratelimit-reset-tokens` instead of the
+ * request window's reset, which the live service may set a minute away while the token window resets in seconds.
  */
 export function rateLimitResetAtMs(headers: ServiceResponseHeaders, now = Date.now()): number | undefined {
-  const { resetRequests, reset } = headers.rateLimit ?? {};
+  const r = headers.rateLimit ?? {};
+  const tokensOnly = r.remainingTokens !== undefined && r.remainingTokens <= 0 && r.remainingRequests !== undefined && r.remainingRequests > 0;
+  const tokensReset = r.resetTokens === undefined ? undefined : resetRequestsAtMs(r.resetTokens, now);
   let at = headers.retryAfterAtMs;
-  for (const value of [resetRequests, reset]) {
+  if (tokensOnly && tokensReset !== undefined) {
+    // the request window has room: only the token window (and the crypto RPC cap or retry-after, if sent) holds
+    if (r.reset !== undefined) at = Math.max(at ?? 0, resetRequestsAtMs(r.reset, now));
+    return Math.max(at ?? 0, tokensReset);
+  }
+  for (const value of [r.resetRequests, r.reset]) {
     if (value !== undefined) at = Math.max(at ?? 0, resetRequestsAtMs(value, now));
   }
+  // both windows spent: the later of the two resets
+  if (tokensReset !== undefined && r.remainingTokens !== undefined && r.remainingTokens <= 0) at = Math.max(at ?? 0, tokensReset);
   return at;
 }
 

@@ -161,13 +161,15 @@ export class RateLimiter {
       wait = Number.isFinite(r.resetAt) ? r.resetAt - now + this.options.resetMarginMs : -1;
     }
     const t = this.#tokens;
-    if (t && tokens > 0) {
+    if (t) {
       if (now >= t.resetAt) {
         t.remaining = t.limit;
         t.resetAt = Number.POSITIVE_INFINITY;
       }
-      // a request larger than a whole window can never fit: send it rather than hold it forever
-      if (t.remaining - this.#inFlightTokens < tokens && tokens <= t.limit) {
+      // a send without an estimate still needs a token: none left (the service refuses every request until the
+      // token window resets), it waits too; a request larger than a whole window can never fit: sent, not held forever
+      const need = Math.max(tokens, 1);
+      if (t.remaining - this.#inFlightTokens < need && need <= t.limit) {
         const w = Number.isFinite(t.resetAt) ? t.resetAt - now + this.options.resetMarginMs : -1;
         wait = w < 0 || wait < 0 ? -1 : Math.max(wait, w);
       }
@@ -305,16 +307,19 @@ export class RateLimiter {
       const tRemaining = toNumber(headers.get("x-ratelimit-remaining-tokens"));
       const tReset = toNumber(headers.get("x-ratelimit-reset-tokens"));
       if (tLimit !== undefined && tRemaining !== undefined && tReset !== undefined) {
-        // `reset-tokens` is Unix ms (live), or whole seconds from now (seed: up to 1 s late; when the request
-        // window's exact reset falls within that second, it is the same window: take the exact instant)
+        // `reset-tokens` is Unix ms (live: exact, and its window apart from the requests'), or whole seconds
+        // (seed: from now, up to 1 s late; when the request window's exact reset falls within that second, it is the
+        // same window: take the exact instant)
         let resetAt = resetRequestsAtMs(tReset, now);
+        const slack = tReset > 1e12 ? 0 : 1000;
         const requestsReset = this.#requests?.resetAt;
-        if (requestsReset !== undefined && Number.isFinite(requestsReset) && resetAt - requestsReset >= 0 && resetAt - requestsReset <= 1000) {
+        if (slack && requestsReset !== undefined && Number.isFinite(requestsReset) && resetAt - requestsReset >= 0 && resetAt - requestsReset <= slack) {
           resetAt = requestsReset;
         }
         const t = this.#tokens;
-        if (!t || !Number.isFinite(t.resetAt) || resetAt > t.resetAt + 1000) this.#tokens = { limit: tLimit, remaining: tRemaining, resetAt };
-        else t.remaining = Math.min(t.remaining, tRemaining);
+        if (!t || !Number.isFinite(t.resetAt) || resetAt > t.resetAt + slack) this.#tokens = { limit: tLimit, remaining: tRemaining, resetAt };
+        // the same window: keep the lowest remaining seen (a late answer of a window already over tells nothing)
+        else if (resetAt >= t.resetAt - slack) t.remaining = Math.min(t.remaining, tRemaining);
       }
     }
     const waiters = this.#waiters;
@@ -400,7 +405,9 @@ function observationOf(id: string, headers: Headers | undefined, status: number 
   const tLimit = toNumber(headers.get("x-ratelimit-limit-tokens"));
   const tRemaining = toNumber(headers.get("x-ratelimit-remaining-tokens"));
   const tReset = toNumber(headers.get("x-ratelimit-reset-tokens"));
-  if (tLimit !== undefined && tRemaining !== undefined && tReset !== undefined) o.tokens = { limit: tLimit, remaining: tRemaining, resetAt: resetRequestsAtMs(tReset, now) };
+  if (tLimit !== undefined && tRemaining !== undefined && tReset !== undefined) {
+    o.tokens = { limit: tLimit, remaining: tRemaining, resetAt: resetRequestsAtMs(tReset, now), ...(tReset > 1e12 ? { exact: true } : {}) };
+  }
   return o;
 }
 

@@ -28,7 +28,7 @@ export interface PaceWindow {
 export interface PaceRequest {
   /** ms since epoch (the caller's clock: reset instants come from the service's headers, on the same clock) */
   now: number;
-  /** tokens the request may use (0: not paced on tokens) */
+  /** tokens the request may use (0: no estimate; it still waits while the token window has none left) */
   tokens: number;
   /** a window is taken as reset only this long after its reset instant (clock granularity) */
   marginMs: number;
@@ -58,8 +58,11 @@ export interface PaceObservation {
   flightMs: number;
   /** `x-ratelimit-{limit,remaining,reset}-requests` */
   requests?: PaceWindow;
-  /** `x-ratelimit-{limit,remaining,reset}-tokens` (reset as an instant; snapped to the requests' reset within 1 s) */
-  tokens?: PaceWindow;
+  /**
+   * `x-ratelimit-{limit,remaining,reset}-tokens` (reset as an instant). `exact`: sent in Unix ms (live), its own
+   * window's; else whole seconds, snapped to the requests' reset within 1 s
+   */
+  tokens?: PaceWindow & { exact?: boolean };
   /** a 429: every send of the key holds until then */
   pauseUntil?: number;
   /** the answer carried no request limit: nothing to pace on (until one does) */

@@ -90,8 +90,10 @@ export class MemoryLimits implements LimitStore {
     roll(p, now, marginMs, flightMs);
     let wait = 0;
     if (p.ru >= p.rl) wait = p.rr > 0 ? Math.ceil(p.rr + marginMs - now) : -1;
-    // a request larger than a whole token window can never fit: it goes rather than waits forever
-    if (p.tl !== undefined && tokens > 0 && tokens <= p.tl && p.tu + tokens > p.tl) {
+    // a send without an estimate still needs a token (none left: it waits too); a request larger than a whole
+    // token window can never fit: it goes rather than waits forever
+    const need = Math.max(tokens, 1);
+    if (p.tl !== undefined && need <= p.tl && p.tu + need > p.tl) {
       const w = p.tr > 0 ? Math.ceil(p.tr + marginMs - now) : -1;
       wait = w < 0 || wait < 0 ? -1 : Math.max(wait, w);
     }
@@ -131,11 +133,13 @@ export class MemoryLimits implements LimitStore {
     if (t) {
       p.tl = t.limit;
       let resetAt = t.resetAt;
-      // `reset-tokens` is whole seconds from now: within a second after the requests' exact reset, it is that one
-      if (p.rr > 0 && resetAt - p.rr >= 0 && resetAt - p.rr <= 1000) resetAt = p.rr;
+      // the seed's `reset-tokens` is whole seconds from now: within a second after the requests' exact reset, it is
+      // that one; a live one (Unix ms) is exact and its own window's
+      const slack = t.exact ? 0 : 1000;
+      if (slack && p.rr > 0 && resetAt - p.rr >= 0 && resetAt - p.rr <= slack) resetAt = p.rr;
       if (resetAt > now) {
-        if (p.tr === 0 || resetAt > p.tr + 1000) p.tr = resetAt;
-        if (Math.abs(resetAt - p.tr) <= 1000) p.tu = Math.max(p.tu, t.limit - t.remaining);
+        if (p.tr === 0 || resetAt > p.tr + slack) p.tr = resetAt;
+        if (Math.abs(resetAt - p.tr) <= slack) p.tu = Math.max(p.tu, t.limit - t.remaining);
       }
     }
     this.#keep(p, now, o.ttlMs);

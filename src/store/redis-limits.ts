@@ -71,8 +71,10 @@ local wait = 0
 if ru >= rl then
   if rr > 0 then wait = math.ceil(rr + margin - now) else wait = -1 end
 end
--- a request larger than a whole token window can never fit: it goes rather than waits forever
-if tl and tokens > 0 and tokens <= tl and tu + tokens > tl then
+-- a send without an estimate still needs a token (none left: it waits too); a request larger than a whole
+-- token window can never fit: it goes rather than waits forever
+local need = math.max(tokens, 1)
+if tl and need <= tl and tu + need > tl then
   local w = -1
   if tr > 0 then w = math.ceil(tr + margin - now) end
   if w < 0 or wait < 0 then wait = -1 else wait = math.max(wait, w) end
@@ -118,11 +120,14 @@ local t = o.tokens
 if t then
   tl = t.limit
   local resetAt = t.resetAt
-  -- reset-tokens is whole seconds from now: within a second after the requests' exact reset, it is that one
-  if rr > 0 and resetAt - rr >= 0 and resetAt - rr <= 1000 then resetAt = rr end
+  -- the seed's reset-tokens is whole seconds from now: within a second after the requests' exact reset, it is
+  -- that one; a live one (Unix ms) is exact and its own window's
+  local slack = 1000
+  if t.exact then slack = 0 end
+  if slack > 0 and rr > 0 and resetAt - rr >= 0 and resetAt - rr <= slack then resetAt = rr end
   if resetAt > now then
-    if tr == 0 or resetAt > tr + 1000 then tr = resetAt end
-    if math.abs(resetAt - tr) <= 1000 then tu = math.max(tu, t.limit - t.remaining) end
+    if tr == 0 or resetAt > tr + slack then tr = resetAt end
+    if math.abs(resetAt - tr) <= slack then tu = math.max(tu, t.limit - t.remaining) end
   end
 end
 save(now, o.ttlMs)

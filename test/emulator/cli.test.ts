@@ -43,7 +43,7 @@ describe("cli", () => {
     const parsed = parseCliArgs([
       "--port", "9999", "--window-ms", "500", "--fault-rate", "0.2", "--latency-ms", "10", "--stream-cut-after", "3",
       "--upstream", "base-mainnet=http://127.0.0.1:8545", "--log", "--public-origin", "https://api.example",
-      "--job-ms", "300", "--job-failures", "2",
+      "--job-ms", "300", "--job-failures", "2", "--token-window-ms", "1500",
     ]);
     expect(parsed).toEqual({
       help: false,
@@ -53,7 +53,7 @@ describe("cli", () => {
         log: true,
         upstreams: { "base-mainnet": "http://127.0.0.1:8545" },
         publicOrigin: "https://api.example",
-        rateLimits: { windowMs: 500 },
+        rateLimits: { windowMs: 500, tokenWindowMs: 1500 },
         faults: { errorRate: 0.2, latencyMs: 10, streamCutAfter: 3 },
         jobs: { processingMs: 300, failures: { first: 2 } },
       },
@@ -64,6 +64,7 @@ describe("cli", () => {
   it.each([
     [["--fault-rate", "2"], /fault-rate/],
     [["--job-failures", "1.5"], /job-failures/],
+    [["--token-window-ms", "0"], /token-window-ms/],
     [["--port", "abc"], /port/],
     [["--upstream", "nourl"], /upstream/],
     [["--api-key", "k=-3"], /api-key/],

@@ -161,6 +161,39 @@ describe("RateLimiter (unit)", () => {
     expect(fresh.admit("y", "S").allowed).toBe(true);
   });
 
+  it("the token window is its own (tokenWindowMs): a token-limit 429 has requests left and names the near token reset", () => {
+    let t = 1_790_000_000_000;
+    const limiter = new RateLimiter({ windowMs: 60_000, tokenWindowMs: 1_500, tiers: { S: { requests: 100, tokens: 50 } } }, () => t, true);
+    expect(limiter.admit("x", "S").allowed).toBe(true);
+    limiter.addTokens("x", "S", 50);
+    const refused = limiter.admit("x", "S");
+    expect(refused).toMatchObject({ allowed: false, exceeded: "TPM" });
+    expect(refused.headers).toMatchObject({
+      "x-ratelimit-remaining-requests": "99",
+      "x-ratelimit-reset-requests": String(t + 60_000),
+      "x-ratelimit-remaining-tokens": "0",
+      "x-ratelimit-reset-tokens": String(t + 1_500),
+    });
+    t += 1_500;
+    const served = limiter.admit("x", "S");
+    expect(served.allowed).toBe(true);
+    // the next token window opens at this request's whole second; the request window runs on
+    expect(served.headers).toMatchObject({
+      "x-ratelimit-remaining-requests": "98",
+      "x-ratelimit-reset-requests": String(t - 1_500 + 60_000),
+      "x-ratelimit-remaining-tokens": "50",
+      "x-ratelimit-reset-tokens": String(t - 500 + 1_500),
+    });
+  });
+
+  it("a prompt's tokens count on arrival, so a burst sent at once is refused once they spend the window", () => {
+    const t = 1_790_000_000_000;
+    const limiter = new RateLimiter({ tiers: { S: { tokens: 100 } } }, () => t, true);
+    expect(limiter.admit("x", "S", false, 60).allowed).toBe(true);
+    expect(limiter.admit("x", "S", false, 60).headers["x-ratelimit-remaining-tokens"]).toBe("0");
+    expect(limiter.admit("x", "S", false, 60)).toMatchObject({ allowed: false, exceeded: "TPM" });
+  });
+
   it("the default bucket uses the XS numbers", () => {
     const limiter = new RateLimiter();
     expect(limiter.limitsFor("default")).toEqual({ requests: 500, tokens: 1_000_000 });

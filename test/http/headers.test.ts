@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { parseServiceHeaders, toBoolean, toNumber, encodeBase64, decodeBase64Json } from "../../src/http/headers.js";
+import { parseServiceHeaders, rateLimitResetAtMs, toBoolean, toNumber, encodeBase64, decodeBase64Json } from "../../src/http/headers.js";
 
 describe("parseServiceHeaders", () => {
   const now = 1_700_000_000_000;
@@ -119,4 +119,35 @@ describe("scalar conversions", () => {
     ["FALSE", false],
     ["maybe", undefined],
   ])("toBoolean(%j) = %j", (input, expected) => expect(toBoolean(input)).toBe(expected));
+});
+
+describe("rateLimitResetAtMs: which window a 429 waits for", () => {
+  const now = 1_790_000_000_000;
+  const at = (h: Record<string, string>) => rateLimitResetAtMs(parseServiceHeaders(new Headers(h), undefined, now), now);
+  const live = (remainingRequests: number, remainingTokens: number) => ({
+    "x-ratelimit-limit-requests": "50",
+    "x-ratelimit-remaining-requests": String(remainingRequests),
+    "x-ratelimit-reset-requests": String(now + 60_000),
+    "x-ratelimit-limit-tokens": "1000",
+    "x-ratelimit-remaining-tokens": String(remainingTokens),
+    "x-ratelimit-reset-tokens": String(now + 1_500),
+  });
+
+  it("a token limit (no tokens left, requests left) clears at x-ratelimit-reset-tokens (Unix ms), not the request reset", () => {
+    expect(at(live(49, 0))).toBe(now + 1_500);
+  });
+
+  it("the seed's reset-tokens (seconds from now) is read the same way", () => {
+    expect(at({ ...live(49, 0), "x-ratelimit-reset-requests": String(Math.ceil((now + 60_000) / 1000)), "x-ratelimit-reset-tokens": "2" })).toBe(now + 2_000);
+  });
+
+  it("a request limit clears at the request reset; both spent: the later of the two", () => {
+    expect(at(live(0, 500))).toBe(now + 60_000);
+    expect(at(live(0, 0))).toBe(now + 60_000);
+    expect(at({ ...live(0, 0), "x-ratelimit-reset-requests": String(now + 1_000), "x-ratelimit-reset-tokens": String(now + 3_000) })).toBe(now + 3_000);
+  });
+
+  it("retry-after still counts beside the token reset", () => {
+    expect(at({ ...live(49, 0), "retry-after": "5" })).toBe(now + 5_000);
+  });
 });

@@ -137,6 +137,20 @@ describe.each(kinds)("the limits contract: %s", (_name, make, available) => {
     expect((await s.acquirePace("k|m", ask(T0 + 1000 + MARGIN, 100))).granted).toBe(true);
   });
 
+  it.runIf(available)("tokens, live: no tokens left holds a send without an estimate too; an exact (Unix ms) token reset is its own", async () => {
+    const s = make();
+    await s.acquirePace("k|m", ask(T0));
+    // the request window resets in a minute, the token window (exact, live) 600 ms after a whole second
+    await s.observePace("k|m", told(T0 + 5, 100, 99, T0 + 60_000, { tokens: { limit: 500, remaining: 0, resetAt: T0 + 1_600, exact: true } }));
+    expect(await s.acquirePace("k|m", ask(T0 + 10))).toEqual({ granted: false, waitMs: 1_600 + MARGIN - 10 });
+    expect((await s.acquirePace("k|m", ask(T0 + 1_600 + MARGIN))).granted).toBe(true);
+    // a live token reset a fraction of a second after the request reset is not taken for it
+    const k = "k|near";
+    await s.acquirePace(k, ask(T0));
+    await s.observePace(k, told(T0 + 5, 100, 99, T0 + 1_000, { tokens: { limit: 500, remaining: 0, resetAt: T0 + 1_400, exact: true } }));
+    expect(await s.acquirePace(k, ask(T0 + 10, 50))).toEqual({ granted: false, waitMs: 1_400 + MARGIN - 10 });
+  });
+
   it.runIf(available)("a 429's pause holds every send until it ends; an answer without limits makes the key unmetered", async () => {
     const s = make();
     await s.acquirePace("k|m", ask(T0));
