@@ -55,6 +55,16 @@ export const ModelAliasListSchema = z
   .passthrough();
 export type ModelAliasList = z.infer<typeof ModelAliasListSchema>;
 
+/** List types the service has no compatibility mapping for (it answers 400: the mapping is per list). */
+export const UNMAPPED_LIST_TYPES: readonly string[] = ["all", "code"];
+
+/** Refuses (`ValidationError`, before any request) a compatibility-mapping list type the service refuses. */
+export function checkMappingType(type: string | undefined): void {
+  if (type !== undefined && UNMAPPED_LIST_TYPES.includes(type)) {
+    throw new ValidationError(`the service has no compatibility mapping for type=${type} (a 400): ask per list type, e.g. "text", "image", "embedding"; nothing was sent`);
+  }
+}
+
 /** How long a list read is used before the next background read refreshes it. */
 export const MODEL_RECORDS_TTL_MS = 60 * 60_000;
 /** After a failed read, how long background reads wait before asking again. */
@@ -247,6 +257,8 @@ export class ModelRecords {
 
   #readMapping(): Promise<ReadonlyMap<string, string> | undefined> {
     const state = this.#state;
+    // a list the service keeps no mapping for (`code`, `all`: a 400, one more failure toward its abuse block) is not asked
+    if (UNMAPPED_LIST_TYPES.includes(this.type)) return Promise.resolve(undefined);
     state.mappingReading ??= readPublic(this.#fetch, "/models/compatibility_mapping", this.type, ModelAliasListSchema)
       .then(
         (list) => {
