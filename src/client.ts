@@ -8,7 +8,7 @@ import { ConfigurationError, ValidationError } from "./http/errors.js";
 import { parseWith, serviceRequest, type RequestOptions, type ServiceApi, type ServiceResult } from "./api/request.js";
 import { createServiceFetch, type FetchStackOptions, type ServiceFetch } from "./stack.js";
 import { networkCacheFor, type NetworkCache } from "./crypto-rpc/networks.js";
-import { ModelAliasListSchema, ModelListSchema, modelRecordsFor, type ModelAliasList, type ModelRecords, type ServiceModel } from "./models/records.js";
+import { ModelAliasListSchema, ModelListSchema, checkMappingType, modelRecordsFor, type ModelAliasList, type ModelRecords, type ServiceModel } from "./models/records.js";
 import { cryptoRpc, type JsonRpcRequest, type CryptoRpcOptions, type CryptoRpcSingleResult, type CryptoRpcBatchResult } from "./crypto-rpc/rpc.js";
 import type { X402Wallet } from "./x402/wallets.js";
 import { X402BalanceSchema, type X402Balance } from "./x402/balance.js";
@@ -134,9 +134,11 @@ export class ServiceClient implements ServiceApi {
 
   /**
    * GET /models/compatibility_mapping (optionally `?type=text`): OpenAI-style or legacy id -> model id (in `data`),
-   * validated; always asked afresh. Such a name is accepted as `model` and served as the model it maps to.
+   * validated; always asked afresh. Such a name is accepted as `model` and served as the model it maps to. The
+   * service keeps one per list: `type` `all` or `code` is a `ValidationError`, unsent.
    */
   async getCompatibilityMapping(type?: string, options: { signal?: AbortSignal } = {}): Promise<ModelAliasList> {
+    checkMappingType(type); // type=all and type=code are the service's 400s
     const res = await this.request("/models/compatibility_mapping", { query: { type }, signal: options.signal });
     return parseWith(ModelAliasListSchema, res.data, "/models/compatibility_mapping", res.headers);
   }

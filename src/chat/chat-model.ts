@@ -32,7 +32,6 @@ import { responseHeaders } from "../http/fetch-stack.js";
 import { createServiceFetch, faceStackOptions, type ServiceFetch } from "../stack.js";
 import { ConfigurationError, ResponseFormatError, ValidationError } from "../http/errors.js";
 import { readResponseText } from "../http/body.js";
-import { LruMap } from "../http/bounded.js";
 import { estimateChatTokens } from "../http/token-estimate.js";
 import type { RetryOptions } from "../http/retry.js";
 import type { ServiceResponseHeaders } from "../http/headers.js";
@@ -45,6 +44,7 @@ import { withCharacterCheck } from "./character-check.js";
 import { structuredOutput } from "./structured-output.js";
 import { pickRequestFields, REQUEST_FIELD_NAMES, toWireRequestFields, validateRequestFields, wireToolChoice, type ChatRequestFields } from "./request-fields.js";
 import { checkCapabilities, profileFromRecord, schemaInPrompt, type ServiceModelProfile } from "./profile.js";
+import { checkModelRecord, learnRefusal, modelToSend, warnDeprecatedOnce, withModel } from "./model-checks.js";
 import { citationAnnotations, BLOCK_INDEX, registerContentBlockTranslator } from "./content-blocks.js";
 import { isEmpty, llmOutputOf, resultFromCompletion, type ChatReadContext } from "./completion.js";
 import { readChatStream, type StreamPiece } from "./stream.js";
@@ -57,13 +57,6 @@ export { ChatServiceBinding } from "./binding.js";
 export { ReasoningEffortSchema, type ReasoningEffort } from "./request-fields.js";
 export type { ChatServiceCallOptions, ChatServiceInput, ServiceCost, ServiceResponseFormat, ServiceToolChoice } from "./types.js";
 export type { ServiceParameters, WebSearchCitation };
-
-/**
- * Models whose deprecation was already reported in this process. Model ids come from the service's answers:
- * capped (the least recently warned forgotten first; a forgotten one only warns again), as no process serves
- * anywhere near 256 deprecated models.
- */
-const deprecationWarned = new LruMap<string, true>(256);
 
 /**
  * LangChain's `maxRetries` (BaseChatModel's AsyncCaller, ChatOpenAI's client: retries after the first attempt)
@@ -137,7 +130,7 @@ export class ChatService extends BaseChatModel<ChatServiceCallOptions, AIMessage
     return [
       "idleTimeout", "totalTimeout", "maxResponseBytes", "maxEventBytes",
       "model", "apiKey", "baseUrl", "brand", "timeout", "defaultHeaders", "modelKwargs", ...REQUEST_FIELD_NAMES, "stop",
-      "responseFormat", "toolChoice", "streaming", "streamUsage", "serviceParameters", "splitThinkTags", "profile",
+      "responseFormat", "toolChoice", "streaming", "streamUsage", "serviceParameters", "splitThinkTags", "followDeprecation", "profile",
       "disableStreaming", "outputVersion", "tags", "metadata", "verbose",
     ];
   }
@@ -152,6 +145,8 @@ export class ChatService extends BaseChatModel<ChatServiceCallOptions, AIMessage
   streamUsage: boolean;
   serviceParameters: ServiceParameters;
   splitThinkTags: boolean;
+  /** send a deprecated model's `replacementModelId` (from its `/models` record) in its place */
+  followDeprecation: boolean;
 
   readonly #fetch: ServiceFetch;
   readonly #names: BrandNames;
@@ -177,7 +172,7 @@ export class ChatService extends BaseChatModel<ChatServiceCallOptions, AIMessage
       const ok = typeof stop === "string" || (Array.isArray(stop) && stop.length >= 1 && stop.length <= 4 && stop.every((s) => typeof s === "string"));
       if (!ok) throw new ValidationError("invalid ChatService options: stop: a string or 1 to 4 strings");
     }
-    for (const key of ["streaming", "streamUsage", "splitThinkTags"] as const) {
+    for (const key of ["streaming", "streamUsage", "splitThinkTags", "followDeprecation"] as const) {
       if (fields[key] !== undefined && typeof fields[key] !== "boolean") throw new ValidationError(`${key} must be a boolean`);
     }
     const kwargs = fields.modelKwargs;
@@ -201,6 +196,7 @@ export class ChatService extends BaseChatModel<ChatServiceCallOptions, AIMessage
     this.streaming = fields.streaming ?? false;
     this.streamUsage = fields.streamUsage ?? true;
     this.splitThinkTags = fields.splitThinkTags ?? true;
+    this.followDeprecation = fields.followDeprecation ?? false;
     this.#fetch =
       fields.serviceFetch ??
       createServiceFetch({ ...faceStackOptions(fields), brand: this.brand, retry });
@@ -380,9 +376,14 @@ export class ChatService extends BaseChatModel<ChatServiceCallOptions, AIMessage
    */
   async #post(wireBody: Record<string, unknown>, options: this["ParsedCallOptions"], runManager?: CallbackManagerForLLMRun): Promise<Response> {
     options.signal?.throwIfAborted();
+    // a deprecated model: reported once, replaced only when the caller asked (./model-checks.ts)
+    const { model } = modelToSend(this.#records, this.#baseModelId, this.followDeprecation === true, this.brand);
+    const record = this.#records.get(model);
     // a model with neither response schemas nor tools gets a JSON-schema request as the schema in its prompt
-    const body = schemaInPrompt(wireBody, this.#records.get(this.#baseModelId));
-    checkCapabilities(body, this.#currentProfile(), this.#baseModelId);
+    const body = schemaInPrompt(withModel(wireBody, this.#baseModelId, model), record);
+    checkModelRecord(body, record, this.#records, model);
+    const profile = model === this.#baseModelId ? this.#currentProfile() : { ...(record ? profileFromRecord(record) : {}), ...this.#profileOverrides };
+    checkCapabilities(body, profile, model);
     this.#records.refreshInBackground();
     return withCharacterCheck(this.#fetch, body, this.#names.parameters, this.brand, () => this.#fetch(this.#url, {
       method: "POST",
@@ -390,7 +391,7 @@ export class ChatService extends BaseChatModel<ChatServiceCallOptions, AIMessage
       body: JSON.stringify(body),
       signal: options.signal,
       service: {
-        model: this.#baseModelId,
+        model,
         // its input and completion cap, for the token window: near the limit the send waits instead of drawing a 429
         estimatedTokens: estimateChatTokens(body),
         timeout: options.timeout,
@@ -400,20 +401,17 @@ export class ChatService extends BaseChatModel<ChatServiceCallOptions, AIMessage
         // this call's budgets (`invoke(x, { budget })`, the run's `configurable.budget`) and the SpendLogs among its callbacks
         spend: spendOf(options, runManager),
       },
-    }));
+    })).catch((err: unknown) => {
+      learnRefusal(err, this.#records, model); // a parameter this model refuses is refused unsent next time
+      throw err;
+    });
   }
 
   #headers(response: Response): ServiceResponseHeaders {
     const headers = responseHeaders(response, this.brand);
     const dep = headers.deprecation;
     if (dep?.warning || dep?.date) {
-      const id = headers.model?.id ?? this.#baseModelId;
-      if (!deprecationWarned.has(id)) {
-        deprecationWarned.set(id, true);
-        console.warn(
-          `[${this.brand}] model ${id} is deprecated${dep.date ? ` (date: ${dep.date})` : ""}${dep.warning ? `: ${dep.warning}` : ""}`,
-        );
-      }
+      warnDeprecatedOnce(this.brand, headers.model?.id ?? this.#baseModelId, `${dep.date ? ` (date: ${dep.date})` : ""}${dep.warning ? `: ${dep.warning}` : ""}`);
     }
     return headers;
   }
@@ -677,7 +675,4 @@ export class ChatService extends BaseChatModel<ChatServiceCallOptions, AIMessage
   }
 }
 
-/** For tests: forget which deprecations were already reported. */
-export function resetDeprecationWarnings(): void {
-  deprecationWarned.clear();
-}
+export { resetDeprecationWarnings } from "./model-checks.js";

@@ -17,6 +17,7 @@
  * | `logprobs` (this package's) | `capabilities.supportsLogProbs` |
  * | `webSearch` (this package's) | `capabilities.supportsWebSearch` |
  * | `responseFormat` (this package's) | `capabilities.supportsResponseSchema` |
+ * | `deprecation` (this package's) | `model_spec.deprecation` (`removesAt`, `replacementModelId`, …), only on a deprecated model |
  * | `pdfInputs` | always true: the service converts files to text before the model sees them |
  * | `imageToolMessage`, `pdfToolMessage` | false: a tool message's content is a string |
  * | `imageOutputs`, `audioOutputs`, `videoOutputs` | false: chat completions answer text |
@@ -24,6 +25,7 @@
 import type { ModelProfile } from "@langchain/core/language_models/profile";
 import { UnsupportedCapabilityError } from "../http/errors.js";
 import type { ServiceModel } from "../models/records.js";
+import type { ModelDeprecation } from "../models/facts.js";
 
 /** LangChain's `ModelProfile` plus what only this service publishes per model. */
 export interface ServiceModelProfile extends ModelProfile {
@@ -36,6 +38,8 @@ export interface ServiceModelProfile extends ModelProfile {
    * package can deliver: also true for a model with neither response formats nor tools (the schema in the prompt)
    */
   responseFormat?: boolean;
+  /** the model is deprecated: when it leaves the listing, and its `replacementModelId` (`followDeprecation` sends that one) */
+  deprecation?: ModelDeprecation;
 }
 
 function flag(capabilities: Record<string, unknown>, name: string): boolean | undefined {
@@ -102,6 +106,7 @@ export function profileFromRecord(record: ServiceModel): ServiceModelProfile {
   set("videoInputs", flag(caps, "supportsVideoInput"));
   set("logprobs", flag(caps, "supportsLogProbs"));
   set("webSearch", flag(caps, "supportsWebSearch"));
+  set("deprecation", spec.deprecation ? { ...spec.deprecation } : undefined);
   profile.pdfInputs = true;
   profile.imageToolMessage = false;
   profile.pdfToolMessage = false;

@@ -41,6 +41,11 @@ export interface ChatServiceInput
   /** split legacy `<think>` blocks out of content into reasoning (default true) */
   splitThinkTags?: boolean;
   /**
+   * A model whose `/models` record carries a `deprecation` with a `replacementModelId`: send the replacement in its
+   * place (default false: the model as configured, with a one-time warning naming the replacement)
+   */
+  followDeprecation?: boolean;
+  /**
    * Overrides the profile read from the service's `/models`, field by field (`{ maxInputTokens: 8000 }`,
    * `{ toolCalling: false }`); an explicit `false` also refuses requests needing that capability.
    */

@@ -215,6 +215,11 @@ export interface EmulatorOptions {
    * ./models/chat-behaviour.ts
    */
   chat?: ChatEmulatorOptions;
+  /**
+   * What model records say is refused (live default `true`): an `offline` model answers 503, a region-restricted
+   * one 403, `/models/compatibility_mapping` 400 for `type=all` and `type=code` (./models/availability.ts)
+   */
+  modelGates?: boolean;
   /** long-running jobs: their run time and failures (see JobEmulatorOptions) */
   jobs?: JobEmulatorOptions;
   /** extra routes mounted after the built-in ones (custom endpoints, server tests); same pipeline */

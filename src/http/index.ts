@@ -1,6 +1,7 @@
 /** The transport: the fetch stack, its layers, typed errors and parsed headers (no import from any floor above). */
 export * from "./errors.js";
 export * from "./status-errors.js";
+export { ModelAccessDeniedError, ModelOfflineError, UnsupportedParameterError, ContentViolationError, type ModelAccessReason } from "./model-errors.js";
 export * from "./headers.js";
 export * from "./fetch-stack.js";
 export { DEFAULT_MAX_EVENT_BYTES, DEFAULT_MAX_RESPONSE_BYTES, type BodyLimits } from "./body-guard.js";

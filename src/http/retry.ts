@@ -16,6 +16,7 @@
  * response handed back to the caller is never retried, so a stream already partly read is never re-sent.
  */
 import { AbuseBlockError, abortErrorOf } from "./errors.js";
+import { saysModelOffline } from "./model-errors.js";
 import { classify429, tooManyKind } from "./refusals.js";
 import { parseServiceHeaders, rateLimitResetAtMs, retryAfterMs } from "./headers.js";
 import type { FetchLayer } from "./types.js";
@@ -182,6 +183,8 @@ export function retryLayer(options: Partial<RetryOptions>, _brand: string): Fetc
       // Read the (small) error body, which frees the connection before waiting and keeps the answer.
       const text = await response.text().catch(() => "");
       last = { status, statusText: response.statusText, headers: response.headers, text };
+      // an offline model stays offline for longer than a backoff series: its 503 is the answer
+      if (saysModelOffline(status, text)) return new Response(text, last);
       try {
         await o.sleep(waitMs, init?.signal);
       } catch (err) {

@@ -11,6 +11,7 @@ import {
   UnexpectedStatusError,
   ModelOverloadedError,
 } from "./errors.js";
+import { ModelAccessDeniedError, ModelOfflineError, UnsupportedParameterError, modelAccessReasonOf, saysModelOffline, unsupportedParameterOf } from "./model-errors.js";
 
 export const ABUSE_BLOCK_MESSAGE =
   "Too many failed attempts (> 20) resulting in a non-success status code. Please wait 30s and try again.";
@@ -74,6 +75,9 @@ export function errorFromResponse(status: number, body: unknown, headers: Servic
   switch (status) {
     case 400: {
       const b = body as Record<string, unknown> | undefined;
+      // a parameter this model refuses (`stop` on an OpenAI reasoning model): the error names the field
+      const field = unsupportedParameterOf(body, text);
+      if (field) return new UnsupportedParameterError(`${msg("Bad request")} (${field} is not supported by this model)`, { ...base, details: b?.details ?? b?.issues, field });
       return new BadRequestError(msg("Bad request"), { ...base, details: b?.details ?? b?.issues });
     }
     case 401: {
@@ -107,8 +111,12 @@ export function errorFromResponse(status: number, body: unknown, headers: Servic
         accepts,
       });
     }
-    case 403:
+    case 403: {
+      // the model's region restrictions or the key's privacy setting
+      const reason = modelAccessReasonOf(text);
+      if (reason) return new ModelAccessDeniedError(`${msg("Forbidden")} (${reason === "region" ? "the model is not served in this region" : "the key's privacy setting forbids this model"}; not retried)`, { ...base, reason });
       return new PermissionDeniedError(msg("Forbidden"), base);
+    }
     case 404:
       if (/\bcharacter(_slug)?\b/i.test(text ?? "")) return new CharacterNotFoundError(msg("Character not found"), base);
       if (/\bmodel\b/i.test(text ?? "")) return new ModelNotFoundError(msg("Model not found"), base);
@@ -142,6 +150,7 @@ export function errorFromResponse(status: number, body: unknown, headers: Servic
         base,
       );
     default:
+      if (saysModelOffline(status, text)) return new ModelOfflineError(`${msg("Model offline")} (not retried: use another model)`, base);
       if (status >= 500) return new ServerError(msg("Server error"), base);
       return new UnexpectedStatusError(msg("Unexpected status"), base);
   }

@@ -8,6 +8,7 @@
  */
 import { z } from "zod";
 import { ResponseFormatError, ValidationError } from "../http/errors.js";
+import { ContentViolationError } from "../http/model-errors.js";
 import type { ServiceResponseHeaders } from "../http/headers.js";
 import { checkArgs, requestMedia, type ServiceApi } from "../api/request.js";
 import { readMediaInput, type MediaInput } from "./input.js";
@@ -130,6 +131,9 @@ function filePart(form: FormData, name: string, l: Extract<Loaded, { kind: "byte
 
 async function imageAnswer(client: ServiceApi, path: string, body: unknown, signal: AbortSignal | undefined, model?: string): Promise<EditedImage> {
   const res = await requestMedia(client, path, { method: "POST", body, accept: "image/*", signal, service: { model, modelType: "image" } });
+  if (res.headers.contentPolicy?.isContentViolation === true) {
+    throw new ContentViolationError(`${path} withheld the picture: the content policy refused it (x-*-is-content-violation: true)`, { status: res.status, headers: res.headers });
+  }
   if (!res.bytes || res.bytes.length === 0) throw new ResponseFormatError(`${path} answered ${res.contentType || "nothing"} instead of an image`, { body: res.json, headers: res.headers });
   const image = sniffImage(res.bytes);
   if (image.extension === "bin") throw new ResponseFormatError(`${path} answered bytes that are not an image`, { headers: res.headers });

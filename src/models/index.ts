@@ -1,4 +1,4 @@
-/** The service's `/models` records, shared by every face of the process (./records.ts). */
+/** The service's `/models` records, shared by every face of the process (./records.ts), and what they say of a model (./facts.ts). */
 export {
   ModelRecords,
   ModelRecordSchema,
@@ -14,3 +14,4 @@ export {
   type ModelAliasList,
   type ServiceModel,
 } from "./records.js";
+export { modelFacts, REASONING_EFFORTS, type ModelFacts, type ModelDeprecation, type ReasoningEffortOption } from "./facts.js";

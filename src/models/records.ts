@@ -19,6 +19,7 @@ import { LruMap } from "../http/bounded.js";
 import { ResponseFormatError, ValidationError } from "../http/errors.js";
 import { responseHeaders, type TransportFetch } from "../http/fetch-stack.js";
 import { awaitShared } from "../http/shared-wait.js";
+import { ModelCapabilitiesSchema, modelSpecFacts } from "./facts.js";
 
 /** One model of `GET /models`, as the published `ModelResponse` has it; unknown members are kept. */
 export const ModelRecordSchema = z
@@ -34,10 +35,10 @@ export const ModelRecordSchema = z
         name: z.string().optional(),
         availableContextTokens: z.number().optional(),
         maxCompletionTokens: z.number().optional(),
-        capabilities: z.record(z.string(), z.unknown()).optional(),
+        capabilities: ModelCapabilitiesSchema.optional(),
         pricing: z.record(z.string(), z.unknown()).optional(),
         traits: z.array(z.string()).optional(),
-        deprecation: z.record(z.string(), z.unknown()).optional(),
+        ...modelSpecFacts,
       })
       .passthrough()
       .optional(),
@@ -53,6 +54,16 @@ export const ModelAliasListSchema = z
   .object({ object: z.string().optional(), type: z.string().optional(), data: z.record(z.string(), z.string()) })
   .passthrough();
 export type ModelAliasList = z.infer<typeof ModelAliasListSchema>;
+
+/** List types the service has no compatibility mapping for (it answers 400: the mapping is per list). */
+export const UNMAPPED_LIST_TYPES: readonly string[] = ["all", "code"];
+
+/** Refuses (`ValidationError`, before any request) a compatibility-mapping list type the service refuses. */
+export function checkMappingType(type: string | undefined): void {
+  if (type !== undefined && UNMAPPED_LIST_TYPES.includes(type)) {
+    throw new ValidationError(`the service has no compatibility mapping for type=${type} (a 400): ask per list type, e.g. "text", "image", "embedding"; nothing was sent`);
+  }
+}
 
 /** How long a list read is used before the next background read refreshes it. */
 export const MODEL_RECORDS_TTL_MS = 60 * 60_000;
@@ -76,6 +87,8 @@ export interface ModelPricing {
   output?: ModelPrice;
   cacheInput?: ModelPrice;
   cacheWrite?: ModelPrice;
+  /** the rates above `contextTokenThreshold` input tokens (`pricing.extended`), where the model has them */
+  extended?: Omit<ModelPricing, "extended"> & { contextTokenThreshold?: number };
 }
 
 /** One published price (`{ usd, diem }`); undefined when it is not one. */
@@ -90,7 +103,20 @@ export function priceOf(value: unknown): ModelPrice | undefined {
 export function modelPricing(record: ServiceModel | undefined): ModelPricing | undefined {
   const pricing = record?.model_spec?.pricing;
   if (!pricing) return undefined;
-  const out: ModelPricing = {};
+  const out: ModelPricing = pricesOf(pricing);
+  const extended = pricing.extended;
+  if (extended && typeof extended === "object") {
+    const tier: NonNullable<ModelPricing["extended"]> = pricesOf(extended as Record<string, unknown>);
+    const threshold = (extended as { context_token_threshold?: unknown }).context_token_threshold;
+    if (typeof threshold === "number" && Number.isFinite(threshold) && threshold > 0) tier.contextTokenThreshold = threshold;
+    if (Object.keys(tier).length) out.extended = tier;
+  }
+  return out;
+}
+
+/** `input`, `output`, `cache_input`, `cache_write` of one price table. */
+function pricesOf(pricing: Record<string, unknown>): Omit<ModelPricing, "extended"> {
+  const out: Omit<ModelPricing, "extended"> = {};
   const input = priceOf(pricing.input);
   const output = priceOf(pricing.output);
   const cacheInput = priceOf(pricing.cache_input);
@@ -231,6 +257,8 @@ export class ModelRecords {
 
   #readMapping(): Promise<ReadonlyMap<string, string> | undefined> {
     const state = this.#state;
+    // a list the service keeps no mapping for (`code`, `all`: a 400, one more failure toward its abuse block) is not asked
+    if (UNMAPPED_LIST_TYPES.includes(this.type)) return Promise.resolve(undefined);
     state.mappingReading ??= readPublic(this.#fetch, "/models/compatibility_mapping", this.type, ModelAliasListSchema)
       .then(
         (list) => {

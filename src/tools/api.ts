@@ -12,6 +12,7 @@ import type { ServiceModel } from "../models/records.js";
 type ToolClient = ServiceApi & { listModels(options?: { type?: string; signal?: AbortSignal }): Promise<ServiceModel[]> };
 import { parseWith } from "../api/request.js";
 import { ResponseFormatError, ValidationError } from "../http/errors.js";
+import { ContentViolationError } from "../http/model-errors.js";
 import { responseHeaders, type ServiceRequestInit } from "../http/fetch-stack.js";
 import { readResponseBytes } from "../http/body.js";
 import type { ServiceResponseHeaders } from "../http/headers.js";
@@ -149,6 +150,15 @@ export interface GenerateImageResult {
   headers: ServiceResponseHeaders;
 }
 
+/**
+ * A 200 whose `x-<brand>-is-content-violation` header is true is a refusal, not the picture asked for (the image
+ * routes say so in that header rather than with a 422): a `ContentViolationError`.
+ */
+export function refuseViolation(headers: ServiceResponseHeaders, path: string): void {
+  if (headers.contentPolicy?.isContentViolation !== true) return;
+  throw new ContentViolationError(`${path} withheld the picture: the prompt violates the content policy (x-*-is-content-violation: true); change the prompt`, { status: 200, headers });
+}
+
 function decodeImage(b64: string, headers: ServiceResponseHeaders): GeneratedImage {
   const text = b64.replace(/^data:[^,]*;base64,/, "");
   if (!/^[A-Za-z0-9+/]*={0,2}$/.test(text)) throw new ResponseFormatError("an image is not base64", { headers });
@@ -168,6 +178,7 @@ export async function generateImage(client: ToolClient, parameters: GenerateImag
   if (p.stylePreset !== undefined) body.style_preset = p.stylePreset;
   if (p.cfgScale !== undefined) body.cfg_scale = p.cfgScale;
   const res = await client.request("/image/generate", { method: "POST", body, signal: options.signal, service: { model: p.model, modelType: "image" } });
+  refuseViolation(res.headers, "/image/generate");
   const data = parseWith(generateResponse, res.data, "/image/generate", res.headers);
   return { id: data.id, images: data.images.map((b) => decodeImage(b, res.headers)), timing: data.timing, headers: res.headers };
 }
@@ -208,6 +219,7 @@ export async function simpleGenerateImage(
   if (p.outputFormat) body.output_format = p.outputFormat;
   if (p.moderation) body.moderation = p.moderation;
   const res = await client.request("/images/generations", { method: "POST", body, signal: options.signal, service: { model: p.model, modelType: "image" } });
+  refuseViolation(res.headers, "/images/generations");
   const data = parseWith(simpleResponse, res.data, "/images/generations", res.headers);
   const images = data.data.map((item) => decodeImage(String("b64_json" in item ? item.b64_json : (item as { url: string }).url), res.headers));
   return { created: data.created, images, headers: res.headers };

@@ -12,6 +12,7 @@ import { ConfigurationError, ValidationError } from "../http/errors.js";
 import { editImage, MAX_IMAGE_BYTES, multiEditImage, removeBackground, upscaleImage, type EditedImage } from "../media/images.js";
 import { inputDirsOption, readAllowedFile } from "./input-files.js";
 import { balanceOf, clientOf, guard, outputDirOption, ToolInputError, writeOutputFile, type ServiceToolConnection, type ToolResult } from "./shared.js";
+import { policyRefusal } from "./results.js";
 
 export interface ImageEditToolOptions extends ServiceToolConnection {
   /** directory (or directories) the model may name images in (default: `outputDir`) */
@@ -96,6 +97,6 @@ export class ImageEditTool extends StructuredTool<typeof schema> {
       }
       const dataUrl = `data:${result.mimeType};base64,${Buffer.from(result.bytes).toString("base64")}`;
       return [JSON.stringify({ description, image: "attached to this tool message as a data URL (artifact.dataUrl); not shown here" }), { ...meta, dataUrl }];
-    });
+    }, policyRefusal); // a refused prompt is the model's to change: it reads why, no file is written
   }
 }

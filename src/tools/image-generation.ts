@@ -10,6 +10,7 @@ import type { ServiceClient } from "../client.js";
 import { ValidationError } from "../http/errors.js";
 import { generateImage } from "./api.js";
 import { awaitShared, balanceOf, clientOf, guard, outputDirOption, ToolInputError, writeOutputFile, type ServiceToolConnection, type ToolResult } from "./shared.js";
+import { policyRefusal } from "./results.js";
 
 export interface ImageGenerationToolOptions extends ServiceToolConnection {
   /** image model id (default: the model GET /models?type=image marks `default`) */
@@ -115,6 +116,6 @@ export class ImageGenerationTool extends StructuredTool<typeof schema> {
         JSON.stringify({ description, image: "attached to this tool message as a data URL (artifact.dataUrl); not shown here", ...(blurred ? { note: "the service blurred it (safe mode)" } : {}) }),
         { ...meta, dataUrl },
       ];
-    });
+    }, policyRefusal); // a refused prompt is the model's to change: it reads why, no file is written
   }
 }

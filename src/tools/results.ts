@@ -2,7 +2,7 @@
  * What every agent tool of the package (crypto, web, image, speech) hands back: the model's own mistakes as
  * `{"error": {code, message}}` text it can act on, the system's failures thrown to the caller.
  */
-import { BadRequestError, ValidationError } from "../http/errors.js";
+import { BadRequestError, ContentPolicyError, ValidationError } from "../http/errors.js";
 
 /** A mistake in the model's arguments: reported to the model, never thrown out of the tool. */
 export class ToolInputError extends Error {
@@ -39,4 +39,15 @@ export async function guard(body: () => Promise<ToolResult>, modelsMistake?: (er
     if (err instanceof BadRequestError) return errorContent("BAD_REQUEST", err.message, err.details === undefined ? {} : { details: err.details });
     throw err;
   }
+}
+
+/**
+ * A content-policy refusal (a 422, or a picture withheld with `x-<brand>-is-content-violation: true`) as text the
+ * model can act on: the prompt must change; nothing was made. Other errors: undefined.
+ */
+export function policyRefusal(err: unknown): ToolResult | undefined {
+  if (!(err instanceof ContentPolicyError)) return undefined;
+  return errorContent("CONTENT_POLICY", "the service refused this request under its content policy; nothing was made. Change the prompt (what it shows, not how it is worded) and try again", {
+    ...(err.suggestedPrompt ? { suggestedPrompt: err.suggestedPrompt } : {}),
+  });
 }

@@ -24,6 +24,11 @@ describe("catalog", () => {
       "emu-legacy": "S",
       "emu-basic": "XS",
       "emu-pro": "L",
+      // what live records say of availability (./live-model-gates.test.ts)
+      "emu-offline": "S",
+      "emu-regional": "S",
+      "emu-sunset": "S",
+      "emu-o-reasoner": "M",
     });
     expect(findModel("emu-reasoner")?.reasoning).toBe("details");
     expect(findModel("emu-thinker")?.reasoning).toBe("think-tags");

@@ -2,7 +2,10 @@
  * The emulator's model catalog: a handful of deterministic "models" covering every tier and behaviour the
  * client must handle (reasoning with signed details, legacy think tags, deprecation, Pro-only, and models that
  * lack a capability: `emu-legacy` takes no response schema, `emu-basic` has no function calling, response schema,
- * vision, reasoning or logprobs; only `emu-m`, `emu-l` and `emu-pro` see images, hear audio and watch video).
+ * vision, reasoning or logprobs; only `emu-m`, `emu-l` and `emu-pro` see images, hear audio and watch video), and
+ * what live records say of availability: `emu-offline` is offline (503), `emu-regional` is served only in a
+ * region no caller is in (403), `emu-sunset` is deprecated with `emu-s` as its replacement, `emu-o-reasoner` takes
+ * three reasoning efforts and refuses `stop`, `seed`, `n > 1` and penalties as OpenAI reasoning models do.
  * Ids are part of the wiring contract: tests, the demo and the server rely on them.
  */
 
@@ -28,7 +31,16 @@ export interface EmulatedModel {
   /** backend that "handled" inference (x-<brand>-model-router) */
   router: string;
   proOnly?: boolean;
-  deprecated?: { warning: string; date: string };
+  /** `replacementModelId`: the record's suggested successor; `autoRemap`: the service serves that one instead */
+  deprecated?: { warning: string; date: string; replacementModelId?: string; autoRemap?: boolean };
+  /** `model_spec.offline`: listed, but every call is a 503 (live) */
+  offline?: boolean;
+  /** `model_spec.regionRestrictions`: every caller of the emulator is outside them, so a 403 (live) */
+  regionRestrictions?: string[];
+  /** `capabilities.reasoningEffortOptions` (default: four for a `details` reasoner, none otherwise); others are a 400 */
+  reasoningEffortOptions?: string[];
+  /** refuses `stop`, `seed`, `n` ≠ 1 and non-zero penalties with a 400, as OpenAI reasoning models do (live) */
+  refusesSamplingFields?: boolean;
   /**
    * How the model exposes its thinking: "details" = reasoning_content + signed reasoning_details + a
    * `thought_signature` on the message,
@@ -156,7 +168,64 @@ export const MODELS: EmulatedModel[] = [
     contextTokens: 200_000,
     maxCompletionTokens: 65_536,
   },
+  {
+    id: "emu-offline",
+    name: "Emulator Offline",
+    tier: "S",
+    router: "emu-router-small",
+    offline: true,
+    capabilities: caps(),
+    pricing: { input: 0.15, output: 0.6 },
+    contextTokens: 65_536,
+    maxCompletionTokens: 16_384,
+  },
+  {
+    id: "emu-regional",
+    name: "Emulator Regional",
+    tier: "S",
+    router: "emu-router-small",
+    // "ZZ" is a user-assigned code: no caller is in it
+    regionRestrictions: ["ZZ"],
+    capabilities: caps(),
+    pricing: { input: 0.15, output: 0.6 },
+    contextTokens: 65_536,
+    maxCompletionTokens: 16_384,
+  },
+  {
+    id: "emu-sunset",
+    name: "Emulator Sunset",
+    tier: "S",
+    router: "emu-router-small",
+    deprecated: {
+      warning: "emu-sunset is deprecated and will be removed; use emu-s instead.",
+      date: "2030-06-01T00:00:00.000Z",
+      replacementModelId: "emu-s",
+      autoRemap: false,
+    },
+    capabilities: caps(),
+    pricing: { input: 0.15, output: 0.6 },
+    contextTokens: 65_536,
+    maxCompletionTokens: 16_384,
+  },
+  {
+    id: "emu-o-reasoner",
+    name: "Emulator O-Reasoner (OpenAI-style)",
+    tier: "M",
+    router: "emu-router-medium",
+    reasoning: "content",
+    reasoningEffortOptions: ["low", "medium", "high"],
+    refusesSamplingFields: true,
+    capabilities: caps({ supportsReasoning: true }),
+    pricing: { input: 1, output: 4 },
+    contextTokens: 131_072,
+    maxCompletionTokens: 32_768,
+  },
 ];
+
+/** The `reasoningEffortOptions` a text model publishes (undefined: it takes no effort). */
+export function reasoningEffortOptions(model: EmulatedModel): string[] | undefined {
+  return model.reasoningEffortOptions ?? (model.reasoning === "details" ? ["none", "low", "medium", "high"] : undefined);
+}
 
 const BY_ID = new Map(MODELS.map((m) => [m.id, m]));
 

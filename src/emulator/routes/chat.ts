@@ -15,6 +15,7 @@ import { randomBytes, randomUUID } from "node:crypto";
 import { z } from "zod";
 import { findModel } from "../models/catalog.js";
 import { capabilityIssues } from "../models/capabilities.js";
+import { availabilityRefusal, modelGatesOn, parameterIssues } from "../models/availability.js";
 import { chatBehaviour, inBandEventOf } from "../models/chat-behaviour.js";
 import { costUsd, planCompletion, usageOf, WEB_SEARCH_FEE_USD } from "../models/engine.js";
 import { failedStream, overloadedStream, renderCompletion, streamCompletion } from "../models/render.js";
@@ -112,8 +113,11 @@ export async function handleChatCompletion(req: EmulatorRequest, ctx: EmulatorCo
     const { id: modelId, overrides } = parseModelSuffix(request.model, names);
     const model = findModel(modelId);
     if (!model) throw badRequest(`Specified model not found: ${modelId}`, formattedDetails({ model: "Model not found; see GET /models" }));
+    // live: an offline model is a 503, a region-restricted one a 403 (../models/availability.ts)
+    const unavailable = modelGatesOn(ctx.options) ? availabilityRefusal(model) : undefined;
+    if (unavailable) return { ...unavailable, meta: { modelId: model.id } };
     // live: what the model lacks is refused before inference, and counted in the unsupported-feature budget
-    const gated = behaviour.capabilityGates ? capabilityIssues(request, model) : [];
+    const gated = behaviour.capabilityGates ? [...capabilityIssues(request, model), ...parameterIssues(request, model)] : [];
     if (gated.length) {
       const details = formattedDetails(Object.fromEntries(gated.map((i) => [i.path.join("."), i.message])));
       return { status: 400, body: { error: "Invalid request parameters", details, issues: gated }, meta: { modelId: model.id, unsupportedFeature: true } };

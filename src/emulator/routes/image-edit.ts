@@ -130,6 +130,11 @@ function charge(caller: Caller, ctx: EmulatorContext, usd: number, kind: string,
   if (caller.kind !== "anonymous") ctx.ledger.charge(caller.account, usd, { kind, modelId, requestId: requestId(kind) });
 }
 
+/** A prompt with `[[emu:blocked]]` is refused as live edits are: the content-policy 422, uncharged. */
+function refuseBlocked(prompt: string): void {
+  if (prompt.includes("[[emu:blocked]]")) throw new EmulatorHttpError(422, { error: "Your prompt violates the content policy of the service or the model provider" });
+}
+
 /** An edit: the input with the prompt's picture blended over it (40%). */
 function edited(base: Pixels, prompt: string): Pixels {
   return { ...base, rgb: blend(base, drawPicture(prompt, base.width, base.height), base.width, base.height, 0.4) };
@@ -189,6 +194,7 @@ export const imageEditRoutes: Route[] = [
     handler(req, ctx, caller) {
       const body = parseBody(req, editSchema);
       const model = editModel(body.model ?? body.modelId);
+      refuseBlocked(body.prompt);
       const out = edited(fromField(body.image, "image", false), body.prompt);
       charge(caller, ctx, model.priceUsd, "image-edit", model.id);
       return png(out, enhanced(ctx, body.prompt, body.enhance_prompt === true), model.id);
@@ -203,6 +209,7 @@ export const imageEditRoutes: Route[] = [
     async handler(req, ctx, caller) {
       const edit = await multiEditOf(req);
       const model = editModel(edit.modelId);
+      refuseBlocked(edit.prompt);
       let base = edit.images[0]!;
       for (const layer of edit.images.slice(1)) base = { ...base, rgb: blend(base, layer.rgb, layer.width, layer.height, 0.3) };
       charge(caller, ctx, model.priceUsd, "image-edit", model.id);

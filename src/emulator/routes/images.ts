@@ -4,6 +4,10 @@
  * checked against the published schemas, both closed (`additionalProperties: false`): an unknown member is a
  * 400. Charged per image from the ledger; paced in the `image` bucket (spec part 8).
  *
+ * A prompt carrying `[[emu:blocked]]` is one the content policy refuses: as live, a 200 whose
+ * `x-<brand>-is-content-violation` header is `true` (a blank picture in place of the one asked for; charged as
+ * drawn), on both routes; other answers carry the header `false`.
+ *
  * The emulator encodes PNG only (no WebP or JPEG encoder offline): a request for `webp` or `jpeg` gets PNG
  * bytes; a client should tell the format from the bytes (PNG signature), as the agent tool does.
  */
@@ -82,6 +86,20 @@ function simpleModel(req: EmulatorRequest): MediaModel {
   return (id && findImageModel(id)) || DEFAULT_IMAGE_MODEL;
 }
 
+/** The test directive of a prompt the content policy refuses. */
+const BLOCKED = "[[emu:blocked]]";
+
+/** `x-<brand>-is-blurred` and `-is-content-violation` of an image answer. */
+function policyHeaders(ctx: EmulatorContext, prompt: string): Record<string, string> {
+  const p = ctx.names.headerPrefix;
+  return { [`${p}is-blurred`]: "false", [`${p}is-content-violation`]: String(prompt.includes(BLOCKED)) };
+}
+
+/** The picture drawn for `prompt`: a blank one (all from the empty prompt) when the policy refused it. */
+function drawn(prompt: string, width: number, height: number, seed?: number): Buffer {
+  return prompt.includes(BLOCKED) ? pictureFor("", width, height, 0) : pictureFor(prompt, width, height, seed);
+}
+
 function charge(caller: Caller, ctx: EmulatorContext, model: MediaModel, images: number, id: string): void {
   if (caller.kind !== "anonymous") ctx.ledger.charge(caller.account, model.priceUsd * images, { kind: "image", modelId: model.id, requestId: id });
 }
@@ -101,10 +119,10 @@ export const imageRoutes: Route[] = [
       const height = body.height ?? 1024;
       const variants = body.variants ?? 1;
       const seed = body.seed ?? 0;
-      const images = Array.from({ length: variants }, (_, i) => pictureFor(body.prompt, width, height, seed + i));
+      const images = Array.from({ length: variants }, (_, i) => drawn(body.prompt, width, height, seed + i));
       const id = requestId("generate-image");
       charge(caller, ctx, model, variants, id);
-      const headers = { [`${ctx.names.headerPrefix}is-blurred`]: "false", [`${ctx.names.headerPrefix}is-content-violation`]: "false" };
+      const headers = policyHeaders(ctx, body.prompt);
       if (body.return_binary) return { status: 200, headers: { ...headers, "content-type": "image/png" }, body: images[0]!, meta: { modelId: model.id } };
       const total = Date.now() - started;
       return {
@@ -131,10 +149,10 @@ export const imageRoutes: Route[] = [
       const model = simpleModel(req);
       const size = body.size && body.size !== "auto" ? body.size : "1024x1024";
       const [width, height] = size.split("x").map(Number) as [number, number];
-      const png = pictureFor(body.prompt, width, height).toString("base64");
+      const png = drawn(body.prompt, width, height).toString("base64");
       charge(caller, ctx, model, 1, requestId("images-generations"));
       const item = body.response_format === "url" ? { url: `data:image/png;base64,${png}` } : { b64_json: png };
-      return { status: 200, body: { created: Math.floor(ctx.now() / 1000), data: [item] }, meta: { modelId: model.id } };
+      return { status: 200, headers: policyHeaders(ctx, body.prompt), body: { created: Math.floor(ctx.now() / 1000), data: [item] }, meta: { modelId: model.id } };
     },
   },
 ];

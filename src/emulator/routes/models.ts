@@ -4,7 +4,8 @@
  * `all` and `code` list the text models; `image` and `tts` the media models of ./media-models.ts;
  * `embedding` those of ./embeddings.ts; `all` every one; others none).
  */
-import { EMBEDDING_MODELS, MEDIA_MODELS, MODELS, compatibilityMapping, modelTraits, textTraits, type EmulatedModel } from "../models/catalog.js";
+import { EMBEDDING_MODELS, MEDIA_MODELS, MODELS, compatibilityMapping, modelTraits, reasoningEffortOptions, textTraits, type EmulatedModel } from "../models/catalog.js";
+import { modelGatesOn } from "../models/availability.js";
 import { embeddingModelRecord } from "./embeddings.js";
 import { mediaModelRecord } from "./media-models.js";
 import type { EmulatorContext, Route } from "../types.js";
@@ -19,6 +20,7 @@ export function modelRecord(model: EmulatedModel, ctx: EmulatorContext): Record<
   const price = (usd: number) => ({ usd, diem: usd });
   const pricing: Record<string, unknown> = { input: price(model.pricing.input), output: price(model.pricing.output) };
   if (model.pricing.cache_input !== undefined) pricing.cache_input = price(model.pricing.cache_input);
+  const efforts = reasoningEffortOptions(model);
   const spec: Record<string, unknown> = {
     name: model.name,
     description: `${model.name}: a deterministic ${model.tier}-tier model of the local ${ctx.names.brand} emulator`,
@@ -27,15 +29,16 @@ export function modelRecord(model: EmulatedModel, ctx: EmulatorContext): Record<
     beta: false,
     betaModel: false,
     privacy: "private",
-    offline: false,
+    offline: model.offline === true,
+    ...(model.regionRestrictions ? { regionRestrictions: model.regionRestrictions } : {}),
     modelSource: "local-emulator",
     pricing,
     capabilities: {
       // the description requires these members; the catalog's own flags override the defaults
       optimizedForCode: false,
       quantization: "fp8",
-      supportsReasoningEffort: model.reasoning === "details",
-      ...(model.reasoning === "details" ? { reasoningEffortOptions: ["none", "low", "medium", "high"], defaultReasoningEffort: "medium" } : {}),
+      supportsReasoningEffort: efforts !== undefined,
+      ...(efforts ? { reasoningEffortOptions: efforts, defaultReasoningEffort: "medium" } : {}),
       supportsMultipleImages: model.capabilities.supportsVision,
       ...(model.capabilities.supportsVision ? { maxImages: 10 } : {}),
       ...(model.capabilities.supportsVideoInput ? { maxVideos: 3 } : {}),
@@ -48,10 +51,11 @@ export function modelRecord(model: EmulatedModel, ctx: EmulatorContext): Record<
   };
   if (model.deprecated) {
     spec.deprecation = {
-      autoRemap: false,
+      autoRemap: model.deprecated.autoRemap === true,
       date: model.deprecated.date,
       startsAt: model.deprecated.date,
       removesAt: model.deprecated.date,
+      ...(model.deprecated.replacementModelId ? { replacementModelId: model.deprecated.replacementModelId } : {}),
     };
   }
   if (model.proOnly) spec.proOnly = true;
@@ -94,8 +98,12 @@ export const modelRoutes: Route[] = [
     method: "GET",
     pattern: "/models/compatibility_mapping",
     auth: "optional",
-    handler(req) {
+    handler(req, ctx) {
       const type = listType(req.query.get("type"));
+      // live: the mapping is per list; the two lists that span several are refused
+      if ((type === "all" || type === "code") && modelGatesOn(ctx.options)) {
+        throw new EmulatorHttpError(400, { error: `Invalid model type "${type}" for the compatibility mapping`, details: { type: { _errors: [`Compatibility mappings are per model type; "${type}" has none`] } } });
+      }
       return { status: 200, body: { object: "list", type, data: compatibilityMapping(type) } };
     },
   },
