@@ -9,3 +9,9 @@ export {
   type SpendLimitResume,
   type SpendWarning,
 } from "./spend-limit.js";
+export {
+  paymentApprovalMiddleware,
+  type PaymentApprovalOptions,
+  type PaymentApprovalInterrupt,
+  type PaymentApprovalMiddleware,
+} from "./payment-approval.js";
