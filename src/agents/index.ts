@@ -4,6 +4,7 @@ export {
   SPEND_WARNING_EVENT,
   SPEND_LIMIT_KEY,
   type SpendLimitOptions,
+  type SpendLimitMiddleware,
   type SpendExhaustedBehavior,
   type SpendLimitInterrupt,
   type SpendLimitResume,

@@ -68,6 +68,9 @@ export const SPEND_LIMIT_KEY = "spend_limit";
 const spendSchema = z.object({ spentUsd: z.number(), limitUsd: z.number(), calls: z.number() });
 const runSchema = z.object({ id: z.string(), limitUsd: z.number(), warned: z.boolean(), start: z.number() });
 type RunState = z.infer<typeof runSchema>;
+/** the state the middleware adds: `spend` for the caller, `spendRun` its own bookkeeping */
+const stateSchema = z.object({ spend: spendSchema.optional(), spendRun: runSchema.optional() });
+export type SpendLimitMiddleware = AgentMiddleware<typeof stateSchema>;
 
 const usd = (v: number) => (v >= 0.01 ? `$${+v.toFixed(4)}` : `$${+v.toPrecision(3)}`);
 const isUsd = (v: unknown): v is number => typeof v === "number" && Number.isFinite(v) && v >= 0;
@@ -87,7 +90,7 @@ function validate(o: SpendLimitOptions): void {
   }
 }
 
-export function spendLimitMiddleware(options: SpendLimitOptions): AgentMiddleware {
+export function spendLimitMiddleware(options: SpendLimitOptions): SpendLimitMiddleware {
   validate(options);
   const onExhausted = options.onExhausted ?? "end";
   const toolLimits = new Map(Object.entries(options.toolLimitsUsd ?? {}));
@@ -145,7 +148,7 @@ export function spendLimitMiddleware(options: SpendLimitOptions): AgentMiddlewar
     // entry loads without langchain installed
     [Symbol.for("AgentMiddleware")]: true,
     name: "SpendLimitMiddleware",
-    stateSchema: z.object({ spend: spendSchema.optional(), spendRun: runSchema.optional() }),
+    stateSchema,
 
     beforeAgent: async (state: { messages: BaseMessage[] }) => {
       const run: RunState = { id: globalThis.crypto.randomUUID().slice(0, 18), limitUsd: shared?.maxUsd ?? options.maxUsd!, warned: false, start: state.messages.length };
@@ -236,5 +239,5 @@ export function spendLimitMiddleware(options: SpendLimitOptions): AgentMiddlewar
         });
       }
     },
-  } as unknown as AgentMiddleware;
+  } as unknown as SpendLimitMiddleware;
 }
