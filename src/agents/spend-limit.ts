@@ -74,7 +74,8 @@ export type SpendLimitMiddleware = AgentMiddleware<typeof stateSchema>;
 
 const usd = (v: number) => (v >= 0.01 ? `$${+v.toFixed(4)}` : `$${+v.toPrecision(3)}`);
 const isUsd = (v: unknown): v is number => typeof v === "number" && Number.isFinite(v) && v >= 0;
-const marked = (m: BaseMessage) => (m.additional_kwargs as Record<string, unknown> | undefined)?.[SPEND_LIMIT_KEY] !== undefined;
+const marker = (m: BaseMessage) => (m.additional_kwargs as Record<string, unknown> | undefined)?.[SPEND_LIMIT_KEY];
+const marked = (m: BaseMessage) => marker(m) !== undefined;
 
 function validate(o: SpendLimitOptions): void {
   if (!o || typeof o !== "object") throw new ConfigurationError("spendLimitMiddleware needs { budget } or { maxUsd }");
@@ -120,11 +121,28 @@ export function spendLimitMiddleware(options: SpendLimitOptions): SpendLimitMidd
     });
 
   /**
+   * "error": langchain wraps what a wrapModelCall throws (MiddlewareError), so the refusal rides out of the model
+   * step on a message and is thrown as it is by afterModel, whose errors reach the caller unwrapped.
+   */
+  const errorMessage = (refusal: BudgetExceededError) =>
+    new AIMessage({
+      content: refusal.message,
+      additional_kwargs: {
+        [SPEND_LIMIT_KEY]: { exhausted: true, error: { budget: refusal.budget, spentUsd: refusal.spentUsd, reservedUsd: refusal.reservedUsd, limitUsd: refusal.limitUsd, estimateUsd: refusal.estimateUsd } },
+      },
+    });
+  const rethrow = (state: { messages: BaseMessage[] }) => {
+    const last = state.messages.at(-1);
+    const error = last && AIMessage.isInstance(last) ? (marker(last) as { error?: Omit<ConstructorParameters<typeof BudgetExceededError>[1], "cause"> } | undefined)?.error : undefined;
+    if (error) throw new BudgetExceededError(String(last!.content), { ...error, estimateUsd: error.estimateUsd ?? Infinity });
+  };
+
+  /**
    * The next model call does not fit: what `onExhausted` says. Returns the budget to go on with (a raised one),
    * or a final message.
    */
   const exhausted = async (budget: SpendBudget, neededUsd: number, refusal: BudgetExceededError): Promise<SpendBudget | AIMessage> => {
-    if (onExhausted === "error") throw refusal;
+    if (onExhausted === "error") return errorMessage(refusal);
     if (onExhausted === "end") return finalMessage(budget, neededUsd, "Nothing more was sent.");
     const { interrupt } = await import("@langchain/langgraph");
     for (;;) {
@@ -202,7 +220,8 @@ export function spendLimitMiddleware(options: SpendLimitOptions): SpendLimitMidd
         response = await withRunConfigurable({ budget }, () => handler(request));
       } catch (err) {
         // the transport refused the call after all (a fleet spent the room in between): same decision
-        if (!(err instanceof BudgetExceededError && err.budget === budget.name) || onExhausted === "error") throw err;
+        if (!(err instanceof BudgetExceededError && err.budget === budget.name)) throw err;
+        if (onExhausted === "error") return errorMessage(err);
         return finalMessage(budget, err.estimateUsd, "The call was refused before anything was sent.");
       }
       if (!raised) return response;
@@ -210,7 +229,10 @@ export function spendLimitMiddleware(options: SpendLimitOptions): SpendLimitMidd
       return new Command({ update: { spendRun: { ...run, limitUsd: budget.maxUsd } } });
     },
 
-    afterModel: async (state: { messages: BaseMessage[]; spendRun?: RunState }) => (state.spendRun ? { spend: await figures(state, state.spendRun) } : undefined),
+    afterModel: async (state: { messages: BaseMessage[]; spendRun?: RunState }) => {
+      rethrow(state);
+      return state.spendRun ? { spend: await figures(state, state.spendRun) } : undefined;
+    },
     afterAgent: async (state: { messages: BaseMessage[]; spendRun?: RunState }) => (state.spendRun ? { spend: await figures(state, state.spendRun) } : undefined),
 
     wrapToolCall: async (request: any, handler: (request: any) => Promise<any>) => {
@@ -233,7 +255,7 @@ export function spendLimitMiddleware(options: SpendLimitOptions): SpendLimitMidd
             { tool: name, limitUsd: limit, spentUsd: err.spentUsd, neededUsd: err.estimateUsd },
           );
         }
-        if (err.budget !== runBudget.name || onExhausted === "error") throw err;
+        if (err.budget !== runBudget.name) throw err; // "error" too: thrown by the next model step, as one error
         return refusal(`Not run: the run's spend budget is spent (${usd(err.spentUsd)} of ${usd(err.limitUsd)}; this call needs up to ${usd(err.estimateUsd)}).`, {
           exhausted: true, spentUsd: err.spentUsd, limitUsd: err.limitUsd, neededUsd: err.estimateUsd,
         });

@@ -8,7 +8,7 @@ import { createAgent } from "langchain";
 import { ChatOpenAI } from "@langchain/openai";
 import { AIMessage, ToolMessage, type BaseMessage } from "@langchain/core/messages";
 import { startEmulator, type Emulator } from "../../src/emulator/index.js";
-import { SpendBudget, spendLimitMiddleware, SPEND_LIMIT_KEY } from "../../src/index.js";
+import { BudgetExceededError, SpendBudget, spendLimitMiddleware, SPEND_LIMIT_KEY } from "../../src/index.js";
 import { ADDRESSES, KEY, QUESTION, RUN, balanceTools } from "./helpers.js";
 
 let emu: Emulator;
@@ -38,5 +38,16 @@ describe("spendLimitMiddleware with any chat model", () => {
     await budget.refresh();
     expect(budget.spentUsd).toBeCloseTo(0.000014, 9);
     expect(result.spend).toMatchObject({ spentUsd: budget.spentUsd, limitUsd: 0.00003 });
+  });
+
+  it('"error": a tool call the budget refused is thrown by the next model step as one BudgetExceededError (not one per refused call)', async () => {
+    const model = new ChatOpenAI({ model: "emu-m", apiKey: KEY, configuration: { baseURL: emu.url }, maxRetries: 0, maxTokens: 64 });
+    const budget = new SpendBudget({ maxUsd: 0.00003 });
+    const agent = createAgent({ model, tools: balanceTools(emu), middleware: [spendLimitMiddleware({ budget, onExhausted: "error" })] });
+    const err = await agent.invoke({ messages: [QUESTION] }, RUN).then(() => undefined, (e: unknown) => e);
+    expect(err).toBeInstanceOf(BudgetExceededError);
+    expect(err).toMatchObject({ limitUsd: 0.00003, estimateUsd: 0.000021 });
+    await budget.refresh();
+    expect(budget.spentUsd).toBeCloseTo(0.000014, 9);
   });
 });
