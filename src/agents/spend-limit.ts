@@ -219,7 +219,8 @@ export function spendLimitMiddleware(options: SpendLimitOptions): SpendLimitMidd
       try {
         response = await withRunConfigurable({ budget }, () => handler(request));
       } catch (err) {
-        // the transport refused the call after all (a fleet spent the room in between): same decision
+        // the transport refused the call after all (a fleet spent the room in between): nothing was sent; the run
+        // ends as under "end" (no person to ask about a call already refused), or throws under "error"
         if (!(err instanceof BudgetExceededError && err.budget === budget.name)) throw err;
         if (onExhausted === "error") return errorMessage(err);
         return finalMessage(budget, err.estimateUsd, "The call was refused before anything was sent.");
