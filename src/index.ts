@@ -17,4 +17,5 @@ export * from "./account/index.js";
 export * from "./x402/index.js";
 export * from "./store/index.js";
 export * from "./spend/index.js";
+export * from "./agents/index.js";
 export type { Emulator, EmulatorOptions } from "./emulator/index.js";

@@ -81,7 +81,7 @@ export class SpendBudget {
   readonly #store: BudgetStore;
   /** a store of this process answers synchronously: the figures are exact as soon as an answer ends */
   readonly #now?: MemoryBudgets;
-  readonly #key: string;
+  #key: string;
   readonly #limitNano: number;
   #figures: BudgetFigures = { spentNano: 0, reservedNano: 0 };
 
@@ -188,6 +188,17 @@ export class SpendBudget {
       settle: (actualUsd) => end(Math.max(0, toNano(actualUsd))),
       release: () => end(undefined),
     };
+  }
+
+  /**
+   * The same budget (its figures, its store, its name) under another cap: what a person raises a run's limit to.
+   * The cap is each process's own (a fleet store keeps the figures, not the limit).
+   */
+  withLimit(maxUsd: number): SpendBudget {
+    const next = new SpendBudget({ maxUsd, name: this.name, store: this.#store as PaymentStore, fees: this.fees, unpricedUsd: this.unpricedUsd });
+    next.#key = this.#key;
+    next.#figures = this.#figures;
+    return next;
   }
 
   toJSON() {

@@ -147,3 +147,21 @@ describe("SpendBudget: reserve the worst case, settle the real cost", () => {
     expect(new SpendBudget({ maxUsd: 2, name: "json" }).toJSON()).toEqual({ name: "json", maxUsd: 2, spentUsd: 0, reservedUsd: 0, remainingUsd: 2 });
   });
 });
+
+describe("SpendBudget.withLimit: the same budget under another cap", () => {
+  it("shares the figures (both ways) and the name; only the cap differs, and a bad cap is a ConfigurationError", async () => {
+    const budget = new SpendBudget({ maxUsd: 0.01 });
+    const hold = await budget.reserve(0.008);
+    await hold.settle(0.008);
+    await expect(budget.reserve(0.005)).rejects.toBeInstanceOf(BudgetExceededError);
+    const raised = budget.withLimit(0.02);
+    expect(raised.name).toBe(budget.name);
+    expect(raised.maxUsd).toBe(0.02);
+    expect(raised.spentUsd).toBe(0.008);
+    await (await raised.reserve(0.005)).settle(0.005);
+    await budget.refresh();
+    expect(budget.spentUsd).toBeCloseTo(0.013, 12);
+    expect(budget.maxUsd).toBe(0.01);
+    expect(() => budget.withLimit(-1)).toThrow(ConfigurationError);
+  });
+});
