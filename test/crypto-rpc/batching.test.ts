@@ -132,6 +132,32 @@ describe("parallel single calls become one batch", () => {
     expect(received.find((r) => !r.single)!.items.map((i) => i.method)).toEqual(["eth_blockNumber", "eth_gasPrice", "eth_chainId"]);
   });
 
+  it("a caller that gives up is out of the batch; the others are answered; coalescing can be turned off", async () => {
+    // a long window, so the caller gives up while its call waits in the open batch
+    const { client: c } = client("k3", { concurrency: { cryptoRpcBatchStallMs: 300 } });
+    await c.cryptoRpc("base-mainnet", { method: "eth_chainId" });
+    received = [];
+    const gone = new AbortController();
+    const calls = [
+      c.cryptoRpc("base-mainnet", { method: "eth_blockNumber" }),
+      c.cryptoRpc("base-mainnet", { method: "eth_gasPrice" }, { signal: gone.signal }),
+      c.cryptoRpc("base-mainnet", { method: "eth_chainId" }),
+    ];
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(received).toEqual([]); // still in the window
+    gone.abort(new Error("the caller left"));
+    const [a, b, d] = await Promise.allSettled(calls);
+    expect(b!.status).toBe("rejected");
+    const result = (r: PromiseSettledResult<{ result?: unknown }>) => (r.status === "fulfilled" ? r.value.result : r.reason);
+    expect(result(a!)).toBe("eth_blockNumber:[]");
+    expect(result(d!)).toBe("eth_chainId:[]");
+    expect(received.flatMap((r) => r.items.map((i) => i.method))).toEqual(["eth_blockNumber", "eth_chainId"]);
+
+    const off = client("k3", { concurrency: { cryptoRpcBatchMaxCount: 1 } });
+    await Promise.all([off.client.cryptoRpc("base-mainnet", { method: "eth_chainId" }), off.client.cryptoRpc("base-mainnet", { method: "eth_gasPrice" })]);
+    expect(off.statuses).toEqual([200, 200]);
+  });
+
   it("the batch's cost is cut per item: each caller's, the budget's and the log's figures sum to the batch's", async () => {
     const budget = new SpendBudget({ maxUsd: 1, name: "rpc-batch" });
     const log = new SpendLog();

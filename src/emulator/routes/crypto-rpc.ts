@@ -12,7 +12,11 @@
  * one at a time (a second waits up to 0.5 s, then `429 "Another request for this user is in flight"`), and methods
  * are checked against explicit per-family lists (src/crypto-rpc/methods.ts, shared with the client) instead of the
  * published namespaces. Seed mode keeps neither; `rateLimits.cryptoRpc.inFlightWaitMs` and
- * `cryptoRpc.methodAllowlist` win over the mode.
+ * `cryptoRpc.methodAllowlist` win over the mode. Live mode also checks and bills as the guide says
+ * (`cryptoRpc.proxyRules`): a node's own non-2xx passes through with cost headers (4xx 5 credits an item, 402/429/5xx
+ * 0), the balance must cover the full estimated cost before forwarding (402), batch ids are unique (400), and every
+ * request, 400s and replays included, counts toward the per-minute cap. The service's own refusals carry no cost
+ * headers.
  *
  * Idempotency, as the live proxy does it in both modes: the cache is read when a request arrives and written when
  * its answer is ready, so a replay after the original finished is answered from it (not billed, though it counts
