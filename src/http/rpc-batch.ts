@@ -142,7 +142,8 @@ export class RpcBatcher {
     const answers = entries.map((_, i) => (items ? items.get(String(i + 1)) : undefined));
     const network = decodeURIComponent(new URL(url).pathname.split("/").pop() ?? "");
     const weights = entries.map((e, i) => {
-      const failed = items ? !answers[i] || "error" in (answers[i] as object) : true;
+      const answer = answers[i];
+      const failed = !answer || typeof answer !== "object" || "error" in answer;
       return this.options.itemCredits?.(network, String(e.request.method), failed) ?? 1;
     });
     const credits = shares(Number(res.headers.get(this.options.creditsHeader) ?? NaN), weights);

@@ -11,6 +11,7 @@ import { ServiceClient, SpendBudget, SpendLog } from "../../src/index.js";
 import { startEmulator, type Emulator } from "../../src/emulator/index.js";
 
 const CREDIT_USD = 7e-7;
+type Item = { id: unknown; params?: unknown[] };
 let node: { url: string; calls: number; server: Server };
 let emu: Emulator;
 
@@ -21,15 +22,17 @@ beforeAll(async () => {
     req.on("data", (c: Buffer) => chunks.push(c));
     req.on("end", () => {
       state.calls++;
-      const body = JSON.parse(Buffer.concat(chunks).toString("utf8")) as { id: unknown; params?: unknown[] };
-      const status = typeof body.params?.[0] === "number" ? (body.params[0] as number) : 200;
+      const body = JSON.parse(Buffer.concat(chunks).toString("utf8")) as Item | Item[];
+      const items = Array.isArray(body) ? body : [body];
+      const status = (items.map((i) => i.params?.[0]).find((p) => typeof p === "number") as number | undefined) ?? 200;
+      const answers = items.map((i) => (status === 200 ? { jsonrpc: "2.0", id: i.id, result: "0x1" } : { jsonrpc: "2.0", id: i.id, error: { code: -32000, message: "no" } }));
       res.writeHead(status, { "content-type": "application/json" });
-      res.end(JSON.stringify(status === 200 ? { jsonrpc: "2.0", id: body.id, result: "0x1" } : { jsonrpc: "2.0", id: body.id, error: { code: -32000, message: "no" } }));
+      res.end(JSON.stringify(Array.isArray(body) ? answers : answers[0]));
     });
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   node = Object.assign(state, { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, server });
-  emu = await startEmulator({ apiKeys: ["k", "k2", "k3", { key: "poor", usd: 0.00001, diem: 0 }], upstreams: { "base-mainnet": node.url }, networks: ["base-mainnet"] });
+  emu = await startEmulator({ apiKeys: ["k", "k2", "k3", "k5", { key: "poor", usd: 0.00001, diem: 0 }], upstreams: { "base-mainnet": node.url }, networks: ["base-mainnet"] });
 });
 
 afterAll(async () => {
@@ -77,5 +80,18 @@ describe("crypto RPC costs as a budget and a log see them", () => {
     expect(poor.budget.spentUsd).toBe(0);
     expect(poor.budget.reservedUsd).toBe(0);
     expect(poor.log.charges).toEqual([]);
+  });
+
+  it("a node's 4xx to a coalesced batch: each caller gets the error and its 5 credits, summing to the batch's 10", async () => {
+    const { budget, log, client } = faces("k5");
+    await client.cryptoRpc("base-mainnet", { method: "eth_chainId" });
+    const spent = budget.spentUsd;
+    const both = await Promise.allSettled([
+      client.cryptoRpc("base-mainnet", { method: "eth_call", params: [403], id: 1 }),
+      client.cryptoRpc("base-mainnet", { method: "eth_blockNumber", id: 1 }),
+    ]);
+    expect(both.map((r) => (r.status === "rejected" ? (r.reason as { status?: number }).status : 200))).toEqual([403, 403]);
+    expect(log.charges.slice(1).map((c) => c.rpcCredits)).toEqual([5, 5]);
+    expect(Math.round((budget.spentUsd - spent) * 1e9)).toBe(10 * 700);
   });
 });
