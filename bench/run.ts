@@ -16,6 +16,7 @@ const sections: Record<string, () => Promise<BenchRow[]>> = {
   x402: async () => (await import("./x402.js")).benchX402(),
   pacing: async () => (await import("./pacing.js")).benchPacing(),
   crypto: async () => (await import("./crypto.js")).benchCrypto(),
+  "crypto-parallel": async () => (await import("./crypto-parallel.js")).benchCryptoParallel(),
   memory: async () => (await import("./memory.js")).benchMemory(),
   sse: async () => (await import("./sse.js")).benchSse(),
   package: async () => (await import("./package.js")).benchPackage(),

@@ -21,6 +21,7 @@ import { SpendBudget } from "./spend/budget.js";
 import { SpendLog } from "./spend/log.js";
 import { spendLayer } from "./spend/layer.js";
 import { modelRecordsFor } from "./models/records.js";
+import { itemCredits } from "./crypto-rpc/methods.js";
 
 export interface FetchStackOptions extends Omit<TransportOptions, "limitStore"> {
   /**
@@ -150,6 +151,8 @@ export function createServiceFetch(options: FetchStackOptions = {}): ServiceFetc
       },
     }),
     limitStore: sharedLimitStore(store),
+    // a coalesced crypto RPC batch's cost is cut per item by the proxy's pricing
+    concurrency: transport.concurrency === false ? false : { cryptoRpcItemCredits: itemCredits, ...transport.concurrency },
   }) as ServiceFetch;
   self = stack;
   Object.defineProperties(stack, {

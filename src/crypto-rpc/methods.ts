@@ -209,3 +209,15 @@ export function exampleReads(family: NetworkFamily): string[] {
       return ["starknet_blockNumber", "starknet_chainId", "starknet_call", "starknet_getTransactionReceipt", "starknet_getStorageAt"];
   }
 }
+
+/** Credits the proxy bills an item that comes back with a JSON-RPC error (or an item of a node's 4xx). */
+export const RPC_ERROR_CREDITS = 5;
+
+/**
+ * The credits of one item on `network`: base by chain (30 zkSync and Solana, else 20) × method tier, or the flat
+ * error price. The fetch stack cuts a coalesced batch's cost per item by these weights.
+ */
+export function itemCredits(network: string, method: string, failed: boolean): number {
+  if (failed) return RPC_ERROR_CREDITS;
+  return (network.startsWith("zksync-") || network.startsWith("solana-") ? 30 : 20) * methodTier(method);
+}

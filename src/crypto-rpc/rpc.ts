@@ -41,9 +41,12 @@ export interface JsonRpcResponse<T = unknown> {
 
 /** What the proxy charged and how it answered (from the response headers). */
 export interface CryptoRpcBilling {
-  /** `x-<brand>-rpc-credits` */
+  /**
+   * `x-<brand>-rpc-credits`: this call's credits (its share when the stack coalesced it into a batch); on a replay
+   * (`idempotentReplayed`) the original's, not billed again
+   */
   credits?: number;
-  /** `x-<brand>-rpc-cost-usd` */
+  /** `x-<brand>-rpc-cost-usd`, as `credits` */
   costUsd?: number;
   /** `x-request-id`: quote it to support */
   requestId?: string;

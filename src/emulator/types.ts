@@ -106,6 +106,7 @@ export interface JobEmulatorOptions {
  * | unsupported-feature budget | > 200 capability 400s in 30 s block (`UNSUPPORTED_FEATURE_REQUESTS`); they are not failures | none: they count as failures |
  * | request body limit (`maxBodyBytes`) | 35 MiB, 413 "Request body exceeds the maximum allowed size." | 10 MiB |
  * | a malformed crypto RPC `Idempotency-Key` (`cryptoRpc.malformedIdempotencyKey`) | ignored: served and billed as without one | 400 |
+ * | crypto RPC checks and billing (`cryptoRpc.proxyRules`) | a node's non-2xx passed through (its 4xx 5 credits an item, 402/429/5xx 0); 402 unless the balance covers the full estimated cost; duplicate batch ids 400; every request (400s, replays) counts toward the cap | a node's JSON answer is a 200 whatever its status; 402 only at a zero balance; duplicate ids accepted; 400s not counted |
  * | `anon_user_id`, `reasoning.enabled` | accepted (1–128 printable ASCII without `||`; `enabled: false` turns thinking off) | `anon_user_id` is an unknown member (400) |
  */
 export type EmulatorMode = "live" | "seed";
@@ -163,6 +164,14 @@ export interface CryptoRpcEmulatorOptions {
    * `"refuse"` (seed default), a 400, as the published parameter's `pattern` says.
    */
   malformedIdempotencyKey?: "ignore" | "refuse";
+  /**
+   * `"live"` (live default): a node's non-2xx passes through with its cost headers (4xx: 5 credits an item; 402,
+   * 429, 5xx: 0); the full estimated cost is checked before forwarding (402); batch ids must be unique (400); every
+   * request, 400s and replays included, counts toward the per-minute cap. `"seed"` (seed default): a node's JSON
+   * answer is a 200 billed as usual, non-JSON a 500; 402 only at a zero balance; duplicate ids pass; a 400 is not
+   * counted.
+   */
+  proxyRules?: "live" | "seed";
 }
 
 export interface EmulatorOptions {

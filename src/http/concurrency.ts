@@ -11,10 +11,9 @@
  * calls take their one-at-a-time place first, then the wallet's: one order for every request, so no two requests
  * ever wait on each other's places.
  *
- * Concurrent single crypto RPC calls to one network are NOT coalesced into one batch: the proxy refuses a batch
- * whole when one of its methods is refused (a 400 naming every offender), credits, errors and `Idempotency-Key`s
- * are per request, and a queue keeps each call's own answer, error and cost. Callers who want the throughput batch
- * explicitly (`cryptoRpcBatch`: up to 100 calls count as one request).
+ * Concurrent single crypto RPC calls of one stack to one network are coalesced into one JSON-RPC batch (rpc-batch.ts,
+ * as ethers' provider does): one request, one place in the queue, one round trip for up to 100 calls; each caller
+ * still gets its own answer and its own share of the cost. Calls with an `Idempotency-Key` go alone.
  *
  * An API-key request that is not crypto RPC passes through without an `await` or an allocation.
  */
@@ -23,6 +22,7 @@ import { sleep } from "./retry.js";
 import { SharedRegistry } from "./bounded.js";
 import { randomId, viaStore, type LimitStore } from "./shared-limits.js";
 import { sameOrigin } from "./redirects.js";
+import { RpcBatcher, singleCall, type RpcItemCredits } from "./rpc-batch.js";
 import type { FetchLayer, FetchLike } from "./types.js";
 
 export interface ConcurrencyOptions {
@@ -30,9 +30,15 @@ export interface ConcurrencyOptions {
   perWallet: number;
   /** crypto RPC requests in flight per caller, API key or wallet (default 1: the proxy serves one at a time) */
   cryptoRpc: number;
+  /** how long a single crypto RPC call waits for others to join its batch (ms, default 10: ethers' `batchStallTime`) */
+  cryptoRpcBatchStallMs: number;
+  /** crypto RPC calls coalesced into one batch at most (default 100, the proxy's cap; 1: never coalesce) */
+  cryptoRpcBatchMaxCount: number;
+  /** an item's credits, to cut a batch's cost per item (the client's pricing; default: equal shares) */
+  cryptoRpcItemCredits?: RpcItemCredits;
 }
 
-export const DEFAULT_CONCURRENCY: ConcurrencyOptions = { perWallet: 5, cryptoRpc: 1 };
+export const DEFAULT_CONCURRENCY: ConcurrencyOptions = { perWallet: 5, cryptoRpc: 1, cryptoRpcBatchStallMs: 10, cryptoRpcBatchMaxCount: 100 };
 
 /** `POST /crypto/rpc/{network}` (not the public network list) */
 const CRYPTO_RPC_CALL = /\/crypto\/rpc\/(?!networks(?:[/?#]|$))[^/?#]+(?:[?#]|$)/;
@@ -202,8 +208,14 @@ export function concurrencyLayer(
   wallet: boolean,
   options: Partial<ConcurrencyOptions> = {},
   shared?: SharedConcurrency,
+  rpcCostHeaders?: { creditsHeader: string; costUsdHeader: string },
 ): FetchLayer {
   const o: ConcurrencyOptions = { ...DEFAULT_CONCURRENCY, ...options };
+  // this stack's open batches (a batch goes out through one stack's layers below: its transport, its headers)
+  const batcher =
+    o.cryptoRpcBatchMaxCount > 1 && rpcCostHeaders
+      ? new RpcBatcher({ stallMs: o.cryptoRpcBatchStallMs, maxCount: Math.min(o.cryptoRpcBatchMaxCount, 100), itemCredits: o.cryptoRpcItemCredits, ...rpcCostHeaders })
+      : undefined;
   const scope = `${origin}|${identity}`;
   const gateOf = (kind: string, limit: number): Gate => {
     const gate = gates.get(`${scope}|${kind}`, () => new Gate(limit));
@@ -218,6 +230,8 @@ export function concurrencyLayer(
     const rpc = isCryptoRpcCall(url);
     // an API key's request that is not crypto RPC (the common case) waits for nothing: not even a promise of ours
     if ((!walletGate && !rpc) || init?.service?.auth === false || !sameOrigin(url, origin)) return next(input, init);
+    const call = rpc && batcher && (typeof input === "string" || input instanceof URL) ? singleCall(init) : undefined;
+    if (call) return batcher!.add(url, init!, call, (batchInit) => held(next, url, true, url, batchInit));
     return held(next, url, rpc, input, init);
   };
 

@@ -414,7 +414,9 @@ export function createTransport(options: TransportOptions = {}): TransportFetch 
   else if (options.pacing !== false) f = pacingLayer(`${baseUrl}|${identity}`, options.pacing || {}, fleetStore && { store: fleetStore, label: brand })(f);
   if (options.concurrency !== false && auth) {
     const wallet = auth.kind === "wallet" || identity.startsWith("wallet:");
-    f = concurrencyLayer(new URL(baseUrl).origin, identity, wallet, options.concurrency || {}, fleetStore && { store: fleetStore, label: brand })(f);
+    const names = brandNames(brand);
+    const rpcCost = { creditsHeader: names.rpcCreditsHeader, costUsdHeader: names.rpcCostUsdHeader };
+    f = concurrencyLayer(new URL(baseUrl).origin, identity, wallet, options.concurrency || {}, fleetStore && { store: fleetStore, label: brand }, rpcCost)(f);
   }
   if (options.retry !== false) f = retryLayer(options.retry ?? {}, brand)(f);
   if (paymentLayer) f = paymentLayer(f);

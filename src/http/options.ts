@@ -108,7 +108,7 @@ export function validateStackOptions(options: {
   checkGroup(
     options.concurrency,
     "concurrency",
-    { perWallet: positiveInt, cryptoRpc: positiveInt },
+    { perWallet: positiveInt, cryptoRpc: positiveInt, cryptoRpcBatchStallMs: delay, cryptoRpcBatchMaxCount: positiveInt, cryptoRpcItemCredits: fn },
     true,
   );
   checkGroup(

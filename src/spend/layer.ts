@@ -119,7 +119,9 @@ async function metered(
     await Promise.all(holds.map((h) => (neverCharged(err) ? h.release() : h.settle(h.reservedUsd)).catch(() => undefined)));
     throw err;
   }
-  if (!res.ok) {
+  // the service's own refusals carry no cost headers and cost nothing; a node's non-2xx it relays carries them and
+  // is billed (crypto RPC: a node's 4xx 5 credits an item)
+  if (!res.ok && !(shape.kind === "crypto-rpc" && res.headers.has(o.headers.rpcCostUsdHeader))) {
     await Promise.all(holds.map((h) => h.release().catch(() => undefined)));
     return res;
   }
@@ -166,6 +168,7 @@ function settle(
     source,
     tokens: reading.tokens,
     rpcCredits: reading.rpcCredits,
+    ...(reading.replayed ? { replayed: true as const } : {}),
     budgets: budgets.length ? budgets.map((b) => b.name) : undefined,
   };
   for (const l of logs) l.recordCharge(record_);

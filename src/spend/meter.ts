@@ -13,6 +13,8 @@ export interface MeterReading {
   costDiem?: number;
   tokens?: { input?: number; output?: number; cached?: number; reasoning?: number };
   rpcCredits?: number;
+  /** `Idempotent-Replayed: true`: the answer repeats the original's cost headers, but the replay is not billed */
+  replayed?: boolean;
 }
 
 export interface MeterHeaders {
@@ -55,12 +57,18 @@ export function meterResponse(res: Response, kind: MeteredKind, headers: MeterHe
   const headerId = res.headers.get("x-request-id") ?? res.headers.get("cf-ray") ?? undefined;
   const reading: MeterReading = {};
   if (kind === "crypto-rpc") {
+    reading.requestId = headerId;
+    if (res.headers.get("idempotent-replayed") === "true") {
+      // the original was charged (and counted) already: a replay costs nothing, whatever its headers repeat
+      Object.assign(reading, { costUsd: 0, costDiem: 0, rpcCredits: 0, replayed: true });
+      onEnd(reading, true);
+      return res;
+    }
     reading.costUsd = Number(res.headers.get(headers.rpcCostUsdHeader) ?? NaN);
     if (!Number.isFinite(reading.costUsd)) reading.costUsd = undefined;
     else reading.costDiem = 0;
     const credits = Number(res.headers.get(headers.rpcCreditsHeader) ?? NaN);
     if (Number.isFinite(credits)) reading.rpcCredits = credits;
-    reading.requestId = headerId;
     onEnd(reading, true);
     return res;
   }

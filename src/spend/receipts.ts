@@ -38,6 +38,8 @@ export interface ChargeRecord {
   source: "reported" | "priced" | "estimated" | "unknown";
   tokens?: { input?: number; output?: number; cached?: number; reasoning?: number };
   rpcCredits?: number;
+  /** an idempotent replay of a crypto RPC call: not billed (cost and credits 0; the original's record has them) */
+  replayed?: true;
   /** the budgets it was charged to, by name */
   budgets?: string[];
 }

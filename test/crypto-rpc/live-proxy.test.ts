@@ -178,7 +178,7 @@ describe("one request at a time per caller (live)", () => {
   it("gives the turn back whatever the answer: an upstream failure, a 402, a refused method", async () => {
     // no wait at all: a turn not given back would turn the next request into a 429 at once
     const emu = await emulator({ rateLimits: { cryptoRpc: { inFlightWaitMs: 0 } } });
-    expect((await rpc(emu, "base-mainnet", call("eth_call", ["fail"]))).status).toBe(500);
+    expect((await rpc(emu, "base-mainnet", call("eth_call", ["fail"]))).status).toBe(502); // the node's own, passed through
     expect((await rpc(emu, "base-mainnet", call("debug_notAMethod"))).status).toBe(400);
     expect((await rpc(emu, "base-mainnet", call("eth_chainId"))).status).toBe(200);
     expect((await rpc(emu, "base-mainnet", call("eth_chainId"), "broke")).status).toBe(402);

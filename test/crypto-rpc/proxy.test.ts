@@ -193,7 +193,7 @@ describe("POST /crypto/rpc/{network}", () => {
     expect(otherCaller.headers.get("idempotent-replayed")).toBeNull();
   });
 
-  it("answers 400 for a published slug it has no node for (not listed); 500 when the upstream is down or answers non-JSON", async () => {
+  it("answers 400 for a published slug it has no node for (not listed); 500 when the upstream is down; a node's own non-2xx passes through (live)", async () => {
     const none = await rpc("starknet-mainnet", { jsonrpc: "2.0", id: 1, method: "starknet_blockNumber" });
     expect(none.status).toBe(400);
     expect(none.json.details.reason).toMatch(/no upstream node for starknet-mainnet/);
@@ -201,8 +201,8 @@ describe("POST /crypto/rpc/{network}", () => {
     expect(down.status).toBe(500);
     expect(down.json.error).toMatch(/Upstream RPC request failed/);
     const html = await rpc("linea-sepolia", { jsonrpc: "2.0", id: 1, method: "eth_chainId" });
-    expect(html.status).toBe(500);
-    expect(html.json.error).toMatch(/non-JSON/);
+    expect(html.status).toBe(502);
+    expect(html.json.error).toMatch(/Upstream RPC error \(HTTP 502\)/);
   });
 
   it("needs credentials (402 discovery without, 401 with a bad key) and balance (402)", async () => {

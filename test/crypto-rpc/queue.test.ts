@@ -27,11 +27,12 @@ beforeAll(async () => {
       state.active++;
       state.calls++;
       state.maxActive = Math.max(state.maxActive, state.active);
-      const body = JSON.parse(Buffer.concat(chunks).toString("utf8")) as { id: number };
+      const body = JSON.parse(Buffer.concat(chunks).toString("utf8")) as { id: number } | { id: number }[];
+      const answer = (item: { id: number }) => ({ jsonrpc: "2.0", id: item.id, result: "0x2105" });
       setTimeout(() => {
         state.active--;
         res.writeHead(200, { "content-type": "application/json" });
-        res.end(JSON.stringify({ jsonrpc: "2.0", id: body.id, result: "0x2105" }));
+        res.end(JSON.stringify(Array.isArray(body) ? body.map(answer) : answer(body)));
       }, state.delayMs);
     });
   });
@@ -56,7 +57,7 @@ function wire() {
 }
 
 describe("crypto RPC, one call at a time per credential", () => {
-  it("four parallel calls of one API key, from two client objects: all answered, 0 in-flight 429s, one at a time upstream", async () => {
+  it("four parallel calls of one API key, from two client objects: all answered, one batch per client object, 0 in-flight 429s, one at a time upstream", async () => {
     const w = wire();
     const a = new ServiceClient({ apiKey: "k", baseUrl: emu.url, fetch: w.fetch });
     const b = new ServiceClient({ apiKey: "k", baseUrl: emu.url, fetch: w.fetch });
@@ -68,7 +69,9 @@ describe("crypto RPC, one call at a time per credential", () => {
       b.cryptoRpc("base-mainnet", { method: "eth_chainId", id: 4 }),
     ]);
     expect(results.map((r) => r.result)).toEqual(["0x2105", "0x2105", "0x2105", "0x2105"]);
-    expect(w.statuses).toEqual([200, 200, 200, 200]);
+    expect(results.map((r) => r.response.id)).toEqual([1, 2, 3, 4]);
+    // each client object's two calls went out as one batch; the two batches one after the other
+    expect(w.statuses).toEqual([200, 200]);
     expect(node.maxActive).toBe(1);
   });
 
@@ -76,13 +79,16 @@ describe("crypto RPC, one call at a time per credential", () => {
     const w = wire();
     const client = new ServiceClient({ wallet: new EvmWallet(Wallet.createRandom().privateKey), baseUrl: emu.url, fetch: w.fetch });
     const rpc = new CryptoRpcToolkit({ client }).getTools().find((t) => t.name === "crypto_rpc")!;
+    // a wallet's first request goes alone (the payment layer learns the wallet's state from it)
+    await client.cryptoRpc("base-mainnet", { method: "eth_chainId" });
     const outputs = await Promise.all(
       [1, 2, 3].map((i) =>
         rpc.invoke({ id: `call_${i}`, name: "crypto_rpc", args: { network: "base-mainnet", method: "eth_chainId", params: [] }, type: "tool_call" }),
       ),
     );
     for (const out of outputs) expect(String((out as { content: unknown }).content)).toContain("0x2105");
-    expect(w.statuses).toEqual([200, 200, 200]);
+    // the first call, then the three parallel ones as one batch
+    expect(w.statuses).toEqual([200, 200]);
   });
 
   it("two calls under one Idempotency-Key are never sent at once: the second is a late replay, billed once", async () => {

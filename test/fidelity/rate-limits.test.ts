@@ -214,7 +214,8 @@ describe("client: pacing learns the crypto RPC cap from X-RateLimit-*", () => {
   it("a concurrent burst: after the first reset no send draws a 429, and no call is refused twice", async () => {
     const emu = await emulator({ rateLimits: { cryptoRpc: { requests: 3, windowMs: 2_000 } } });
     const w = wire();
-    const client = new ServiceClient({ baseUrl: emu.url, apiKey: "a", fetch: w.fetch });
+    // nine sends, not one batch: coalescing off, so pacing meets the cap
+    const client = new ServiceClient({ baseUrl: emu.url, apiKey: "a", fetch: w.fetch, concurrency: { cryptoRpcBatchMaxCount: 1 } });
     const results = await Promise.all(Array.from({ length: 9 }, () => client.cryptoRpc("base-mainnet", ETH_CHAIN_ID, { networks: false })));
     expect(results.every((r) => r.result === "0x2105")).toBe(true);
     const sends = w.to(RPC_PATH);

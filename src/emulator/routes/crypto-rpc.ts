@@ -12,7 +12,11 @@
  * one at a time (a second waits up to 0.5 s, then `429 "Another request for this user is in flight"`), and methods
  * are checked against explicit per-family lists (src/crypto-rpc/methods.ts, shared with the client) instead of the
  * published namespaces. Seed mode keeps neither; `rateLimits.cryptoRpc.inFlightWaitMs` and
- * `cryptoRpc.methodAllowlist` win over the mode.
+ * `cryptoRpc.methodAllowlist` win over the mode. Live mode also checks and bills as the guide says
+ * (`cryptoRpc.proxyRules`): a node's own non-2xx passes through with cost headers (4xx 5 credits an item, 402/429/5xx
+ * 0), the balance must cover the full estimated cost before forwarding (402), batch ids are unique (400), and every
+ * request, 400s and replays included, counts toward the per-minute cap. The service's own refusals carry no cost
+ * headers.
  *
  * Idempotency, as the live proxy does it in both modes: the cache is read when a request arrives and written when
  * its answer is ready, so a replay after the original finished is answered from it (not billed, though it counts
@@ -118,6 +122,11 @@ function stateOf(ctx: EmulatorContext): RouteState {
 
 function options(ctx: EmulatorContext): CryptoRpcEmulatorOptions {
   return ctx.options.cryptoRpc ?? {};
+}
+
+/** The live proxy's checks and billing, or the seed's (see `CryptoRpcEmulatorOptions.proxyRules`). */
+function liveRules(ctx: EmulatorContext): boolean {
+  return (options(ctx).proxyRules ?? (isLiveMode(ctx.options) ? "live" : "seed")) === "live";
 }
 
 function methodAllowlist(ctx: EmulatorContext): "explicit" | "namespaces" {
@@ -228,7 +237,14 @@ function admit(ctx: EmulatorContext, account: Account): void {
   }
 }
 
-async function forward(url: string, body: Buffer, timeoutMs: number): Promise<unknown> {
+/** What the node answered: its status, and its body as JSON when it is JSON. */
+interface NodeAnswer {
+  status: number;
+  json?: unknown;
+  text: string;
+}
+
+async function forward(url: string, body: Buffer, timeoutMs: number): Promise<NodeAnswer> {
   let res: Response;
   try {
     res = await fetch(url, {
@@ -243,18 +259,24 @@ async function forward(url: string, body: Buffer, timeoutMs: number): Promise<un
     throw new EmulatorHttpError(500, { error: `Upstream RPC request failed: ${why}` });
   }
   const text = await res.text().catch(() => "");
-  let json: unknown;
   try {
-    json = JSON.parse(text);
+    return { status: res.status, text, json: JSON.parse(text) as unknown };
   } catch {
+    return { status: res.status, text };
+  }
+}
+
+/** The seed's reading of a node's answer: JSON-RPC whatever the status, else the service's own 500. */
+function seedAnswer({ status, text, json }: NodeAnswer): unknown {
+  if (json === undefined) {
     throw new EmulatorHttpError(500, {
-      error: `Upstream RPC returned a non-JSON response (HTTP ${res.status})`,
-      details: { upstreamStatus: res.status, preview: text.slice(0, 120) },
+      error: `Upstream RPC returned a non-JSON response (HTTP ${status})`,
+      details: { upstreamStatus: status, preview: text.slice(0, 120) },
     });
   }
   const valid = Array.isArray(json) ? json.length > 0 && json.every(isRpcResponse) : isRpcResponse(json);
   if (!valid) {
-    throw new EmulatorHttpError(500, { error: `Upstream RPC returned an invalid JSON-RPC response (HTTP ${res.status})` });
+    throw new EmulatorHttpError(500, { error: `Upstream RPC returned an invalid JSON-RPC response (HTTP ${status})` });
   }
   return json;
 }
@@ -262,6 +284,8 @@ async function forward(url: string, body: Buffer, timeoutMs: number): Promise<un
 async function handle(req: EmulatorRequest, ctx: EmulatorContext, caller: Caller): Promise<EmulatorResponse> {
   if (caller.kind === "anonymous") return ctx.x402.discovery402(req, ctx);
   const account = caller.account;
+  // live: every request counts toward the per-minute cap, the ones refused 400 below and replays included
+  if (liveRules(ctx)) admit(ctx, account);
   const slug = req.params.network ?? "";
   const networks = cryptoNetworks(ctx);
   const family = describeNetwork(slug).family;
@@ -292,6 +316,17 @@ async function handle(req: EmulatorRequest, ctx: EmulatorContext, caller: Caller
     if (parsed.length > RPC_MAX_BATCH) throw badRequest(`Batch too large: ${parsed.length} requests (max ${RPC_MAX_BATCH})`);
   }
   const methods = items.map((item, i) => checkItem(item, Array.isArray(parsed) ? `item ${i}` : "request").method);
+  // live: billing pairs answers to requests by id, so a batch's ids must be unique
+  if (Array.isArray(parsed) && liveRules(ctx)) {
+    const seen = new Set<string>();
+    for (const item of items) {
+      const id = (item as { id?: unknown }).id;
+      if (id === undefined || id === null) continue;
+      const key = JSON.stringify(id);
+      if (seen.has(key)) throw badRequest(`Invalid JSON-RPC batch: duplicate id ${key}; give every item a unique id`);
+      seen.add(key);
+    }
+  }
   const allowlist = methodAllowlist(ctx);
   const refused = [...new Set(methods)]
     .map((m) => ({ method: m, reason: unsupportedReason(family, m, allowlist) }))
@@ -350,7 +385,7 @@ function lookUp(call: RpcCall, idempotencyKey: string): Idempotent {
   const hit = stateOf(ctx).idempotency.get(cacheKey);
   if (!hit || ctx.now() - hit.at >= RPC_IDEMPOTENCY_TTL_MS) return { cacheKey, bodyHash };
   if (hit.bodyHash !== bodyHash) throw badRequest("Idempotency-Key was already used with a different request body");
-  admit(ctx, account);
+  if (!liveRules(ctx)) admit(ctx, account); // live: counted on arrival
   return { cacheKey, bodyHash, replay: { ...hit.response, headers: { ...hit.response.headers, "idempotent-replayed": "true" } } };
 }
 
@@ -360,7 +395,8 @@ function lookUp(call: RpcCall, idempotencyKey: string): Idempotent {
  */
 async function serveAndKeep(call: RpcCall, idempotent: Idempotent | undefined): Promise<EmulatorResponse> {
   const response = await serve(call);
-  if (idempotent && response.status === 200) {
+  // a node's own answer is kept whatever its status (it carries the cost headers); the service's refusals are not
+  if (idempotent && (response.status === 200 || response.headers?.[call.ctx.names.rpcCreditsHeader] !== undefined)) {
     const { ctx } = call;
     const cache = stateOf(ctx).idempotency;
     cache.set(idempotent.cacheKey, { bodyHash: idempotent.bodyHash, at: ctx.now(), response });
@@ -371,19 +407,26 @@ async function serveAndKeep(call: RpcCall, idempotent: Idempotent | undefined): 
 
 /** Admits, checks the balance, forwards and bills one (already validated) request. */
 async function serve({ req, ctx, caller, account, slug, items, methods }: RpcCall): Promise<EmulatorResponse> {
-  admit(ctx, account);
-  if (caller.kind === "apiKey" && ctx.ledger.available(account) <= 0) {
+  const live = liveRules(ctx);
+  if (!live) admit(ctx, account);
+  // live: the balance must cover the full-tier cost of every item before anything is forwarded
+  const estimateUsd = live ? methods.reduce((sum, m) => sum + rpcCredits(slug, m), 0) * RPC_PRICE_PER_CREDIT_USD : 0;
+  const short = () => (live ? ctx.ledger.available(account) < estimateUsd : ctx.ledger.available(account) <= 0);
+  if (caller.kind === "apiKey" && short()) {
     return { status: 402, body: { error: "Insufficient balance", code: "INSUFFICIENT_BALANCE" } };
   }
   if (caller.kind === "wallet") {
     const refused = ctx.x402.walletRefusal(req, ctx, account);
     if (refused) return refused;
+    if (live && short()) return { status: 402, body: { error: "Insufficient balance" } };
   }
 
   // --- forward ---
   const upstream = upstreamOf(ctx, slug);
   if (!upstream) throw new EmulatorHttpError(500, { error: `Upstream RPC request failed: no upstream node for ${slug}` });
-  const answer = await forward(upstream, req.body, options(ctx).upstreamTimeoutMs ?? RPC_UPSTREAM_TIMEOUT_MS);
+  const node = await forward(upstream, req.body, options(ctx).upstreamTimeoutMs ?? RPC_UPSTREAM_TIMEOUT_MS);
+  if (live && (node.status < 200 || node.status > 299)) return relayNodeFailure(ctx, caller, account, node, items.length);
+  const answer = seedAnswer(node);
 
   // --- bill: per item, errors at 5 credits ---
   const answers = (Array.isArray(answer) ? answer : [answer]) as Record<string, unknown>[];
@@ -395,10 +438,14 @@ async function serve({ req, ctx, caller, account, slug, items, methods }: RpcCal
     if (a.error !== undefined) credits += RPC_ERROR_CREDITS;
     else credits += rpcCredits(slug, methodById.get(JSON.stringify(a.id ?? null)) ?? methods[i] ?? "");
   });
+  return { status: 200, headers: bill(ctx, caller, account, credits), body: answer };
+}
+
+/** Charges `credits` (none at 0) and names them in the cost headers every answer relayed from a node carries. */
+function bill(ctx: EmulatorContext, caller: Caller, account: Account, credits: number): Record<string, string> {
   const costUsd = credits * RPC_PRICE_PER_CREDIT_USD;
   const requestId = randomBytes(16).toString("hex");
-  ctx.ledger.charge(account, costUsd, { kind: "crypto-rpc", requestId });
-
+  if (credits > 0) ctx.ledger.charge(account, costUsd, { kind: "crypto-rpc", requestId });
   const headers: Record<string, string> = {
     "content-type": "application/json",
     [ctx.names.rpcCreditsHeader]: String(credits),
@@ -406,7 +453,20 @@ async function serve({ req, ctx, caller, account, slug, items, methods }: RpcCal
     "x-request-id": requestId,
   };
   if (caller.kind === "wallet" && ctx.x402.balanceHeader) headers["x-balance-remaining"] = account.usd.toFixed(6);
-  return { status: 200, headers, body: answer };
+  return headers;
+}
+
+/**
+ * Live: a node's non-2xx passes through with its status, its body sanitized (node internals stripped, a non-JSON
+ * body replaced by a note), billed as the guide says: a 4xx 5 credits an item, a 402, 429 or 5xx nothing.
+ */
+function relayNodeFailure(ctx: EmulatorContext, caller: Caller, account: Account, node: NodeAnswer, count: number): EmulatorResponse {
+  const billed = node.status >= 400 && node.status < 500 && node.status !== 402 && node.status !== 429;
+  const sanitize = (v: unknown): unknown =>
+    v && typeof v === "object" && !Array.isArray(v) && "error" in v ? { ...(v as object), error: stripErrorInternals((v as { error: unknown }).error) } : v;
+  const body =
+    node.json === undefined ? { error: `Upstream RPC error (HTTP ${node.status})` } : Array.isArray(node.json) ? node.json.map(sanitize) : sanitize(node.json);
+  return { status: node.status, headers: bill(ctx, caller, account, billed ? RPC_ERROR_CREDITS * count : 0), body };
 }
 
 export const cryptoRpcRoutes: Route[] = [

@@ -1,0 +1,187 @@
+/**
+ * Coalescing of concurrent single crypto RPC calls into one JSON-RPC batch, as ethers' `JsonRpcProvider` does
+ * (`batchStallTime`, `batchMaxCount`): the proxy serves one request per caller at a time and a batch of up to 100
+ * items is one request, so ten parallel reads sent one by one take ten round trips, and one batch takes one.
+ *
+ * Single calls of one stack to one network URL (with the same headers) that arrive within `stallMs` of the first
+ * go out as one batch of at most `maxCount` items, re-numbered 1..n on the wire (unique ids), through the caller's
+ * queue place like any request. The answer is split back: each caller gets its own item under its own id, with the
+ * batch's status and headers, and the cost headers cut per item (weighted by `itemCredits`: a failed item is
+ * billed flat, the others by tier) so that the items' figures sum to the batch's exactly. A batch of one is sent
+ * as the call it is. Calls with an `Idempotency-Key` are never coalesced (the key is per request).
+ */
+import { ResponseFormatError, abortErrorOf } from "./errors.js";
+import { requestHeader } from "./request-size.js";
+import type { ServiceRequestInit } from "./types.js";
+
+/** How a batch item is weighed when the batch's cost is cut per item: its credits (`failed`: a JSON-RPC error). */
+export type RpcItemCredits = (network: string, method: string, failed: boolean) => number;
+
+export interface RpcBatchOptions {
+  /** how long the first call waits for others to join it (ms; ethers' `batchStallTime`, default 10) */
+  stallMs: number;
+  /** items in one batch at most (ethers' `batchMaxCount`; default 100, the proxy's cap; 1: no coalescing) */
+  maxCount: number;
+  /** the names of the cost headers to cut per item */
+  creditsHeader: string;
+  costUsdHeader: string;
+  itemCredits?: RpcItemCredits;
+}
+
+/** Sends one request through the caller's queue place (the concurrency layer's `held`). */
+type Send = (init: ServiceRequestInit) => Promise<Response>;
+
+interface Entry {
+  request: Record<string, unknown>;
+  init: ServiceRequestInit;
+  resolve(res: Response): void;
+  reject(err: unknown): void;
+  settled: boolean;
+  unwatch(): void;
+}
+
+interface OpenBatch {
+  entries: Entry[];
+  send: Send;
+  url: string;
+  timer?: ReturnType<typeof setTimeout>;
+}
+
+/** The call as the batcher takes it: a single JSON-RPC object in a string body, without an Idempotency-Key. */
+export function singleCall(init: ServiceRequestInit | undefined): Record<string, unknown> | undefined {
+  if (!init || typeof init.body !== "string" || (init.method ?? "GET").toUpperCase() !== "POST") return undefined;
+  if (requestHeader(init.headers, "idempotency-key") !== undefined) return undefined;
+  const text = init.body.trimStart();
+  if (!text.startsWith("{")) return undefined;
+  try {
+    const parsed = JSON.parse(text) as unknown;
+    if (!parsed || typeof parsed !== "object" || Array.isArray(parsed)) return undefined;
+    return typeof (parsed as { method?: unknown }).method === "string" ? (parsed as Record<string, unknown>) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function headersKey(headers: HeadersInit | undefined): string {
+  return JSON.stringify([...new Headers(headers ?? {})].sort());
+}
+
+export class RpcBatcher {
+  readonly #open = new Map<string, OpenBatch>();
+  constructor(readonly options: RpcBatchOptions) {}
+
+  /** Queues `request` (the parsed body of `init`) to go out in the open batch of its URL and headers. */
+  add(url: string, init: ServiceRequestInit, request: Record<string, unknown>, send: Send): Promise<Response> {
+    const key = `${url}\n${headersKey(init.headers)}`;
+    let batch = this.#open.get(key);
+    if (!batch) {
+      const opened: OpenBatch = { entries: [], send, url };
+      opened.timer = setTimeout(() => this.#flush(key, opened), this.options.stallMs);
+      this.#open.set(key, (batch = opened));
+    }
+    const open = batch;
+    const done = new Promise<Response>((resolve, reject) => {
+      const signal = init.signal;
+      const onAbort = () => settle(entry, () => reject(abortErrorOf(signal!.reason)));
+      const entry: Entry = { request, init, resolve, reject, settled: false, unwatch: () => signal?.removeEventListener("abort", onAbort) };
+      if (signal?.aborted) return reject(abortErrorOf(signal.reason));
+      signal?.addEventListener("abort", onAbort, { once: true });
+      open.entries.push(entry);
+    });
+    if (open.entries.length >= this.options.maxCount) this.#flush(key, open);
+    return done;
+  }
+
+  #flush(key: string, batch: OpenBatch): void {
+    clearTimeout(batch.timer);
+    if (this.#open.get(key) === batch) this.#open.delete(key);
+    const entries = batch.entries.filter((e) => !e.settled);
+    if (entries.length === 0) return;
+    if (entries.length === 1) {
+      // a batch of one is the call as it was made
+      const only = entries[0]!;
+      batch.send(only.init).then(
+        (res) => settle(only, () => only.resolve(res)),
+        (err: unknown) => settle(only, () => only.reject(err)),
+      );
+      return;
+    }
+    void this.#sendBatch(batch, entries);
+  }
+
+  async #sendBatch(batch: OpenBatch, entries: Entry[]): Promise<void> {
+    // the batch goes on while any caller waits for it; it is cancelled when every one has given up
+    const controller = new AbortController();
+    const watch = () => {
+      if (entries.every((e) => e.settled)) controller.abort(new DOMException("every caller of the batch gave up", "AbortError"));
+    };
+    for (const e of entries) e.init.signal?.addEventListener("abort", watch, { once: true });
+    const wire = entries.map((e, i) => ({ ...e.request, jsonrpc: "2.0", id: i + 1 }));
+    const first = entries[0]!.init;
+    try {
+      const res = await batch.send({ ...first, body: JSON.stringify(wire), signal: controller.signal });
+      const text = await res.text();
+      const parts = this.#split(batch.url, res, text, entries);
+      entries.forEach((e, i) => settle(e, () => (parts[i] instanceof Response ? e.resolve(parts[i]) : e.reject(parts[i]))));
+    } catch (err) {
+      for (const e of entries) settle(e, () => e.reject(err));
+    } finally {
+      for (const e of entries) e.init.signal?.removeEventListener("abort", watch);
+    }
+  }
+
+  /** Each caller's answer: its own item (or the batch's whole body when it is not an array), its share of the cost. */
+  #split(url: string, res: Response, text: string, entries: Entry[]): (Response | Error)[] {
+    let json: unknown;
+    try {
+      json = JSON.parse(text);
+    } catch {
+      json = undefined;
+    }
+    const items = Array.isArray(json) ? new Map(json.map((item: unknown) => [JSON.stringify((item as { id?: unknown })?.id ?? null), item])) : undefined;
+    const answers = entries.map((_, i) => (items ? items.get(String(i + 1)) : undefined));
+    const network = decodeURIComponent(new URL(url).pathname.split("/").pop() ?? "");
+    const weights = entries.map((e, i) => {
+      const answer = answers[i];
+      const failed = !answer || typeof answer !== "object" || "error" in answer;
+      return this.options.itemCredits?.(network, String(e.request.method), failed) ?? 1;
+    });
+    const credits = shares(Number(res.headers.get(this.options.creditsHeader) ?? NaN), weights);
+    const nano = shares(Math.round(Number(res.headers.get(this.options.costUsdHeader) ?? NaN) * 1e9), weights);
+    return entries.map((e, i) => {
+      let body = text;
+      if (items) {
+        const answer = answers[i];
+        if (!answer) return new ResponseFormatError(`the batch's answer has no item for ${String(e.request.method)}`, { status: res.status, body: json });
+        body = JSON.stringify({ ...(answer as object), id: e.request.id ?? null });
+      }
+      const headers = new Headers(res.headers);
+      headers.delete("content-length");
+      if (credits) headers.set(this.options.creditsHeader, String(credits[i]));
+      if (nano) headers.set(this.options.costUsdHeader, (nano[i]! / 1e9).toFixed(9));
+      const out = new Response(body, { status: res.status, statusText: res.statusText, headers });
+      if (res.url) Object.defineProperty(out, "url", { value: res.url });
+      return out;
+    });
+  }
+}
+
+/** `total` cut in proportion to `weights`, in whole units, summing to `total` exactly (largest remainders first). */
+export function shares(total: number, weights: number[]): number[] | undefined {
+  if (!Number.isFinite(total) || total < 0) return undefined;
+  const sum = weights.reduce((a, b) => a + b, 0);
+  if (sum <= 0) return weights.map((_, i) => (i === 0 ? total : 0));
+  const exact = weights.map((w) => (total * w) / sum);
+  const out = exact.map(Math.floor);
+  let left = total - out.reduce((a, b) => a + b, 0);
+  const order = exact.map((x, i) => [x - Math.floor(x), i] as const).sort((a, b) => b[0] - a[0]);
+  for (let k = 0; left > 0 && k < order.length; k++, left--) out[order[k]![1]]!++;
+  return out;
+}
+
+function settle(entry: Entry, fn: () => void): void {
+  if (entry.settled) return;
+  entry.settled = true;
+  entry.unwatch();
+  fn();
+}
