@@ -282,7 +282,7 @@ export async function createX402Hooks(ctx: EmulatorContext): Promise<X402Hooks &
     async verifySiwx(header, req) {
       let who: Awaited<ReturnType<typeof verifySiwxHeader>>;
       try {
-        who = await verifySiwxHeader(header, req, nonces, ctx.now(), behaviour.signInCodes);
+        who = await verifySiwxHeader(header, req, nonces, ctx.now(), behaviour.signInRules);
       } catch (err) {
         // live: the read routes answer a generic 401, without the reason inference routes name
         if (err instanceof EmulatorHttpError && READ_ROUTE.test(req.path) && behaviour.liveReadAuth) throw new EmulatorHttpError(401, { error: SIWX_INVALID.error });
