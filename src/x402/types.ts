@@ -80,5 +80,7 @@ export interface PendingPayment {
   signedAt: number;
   /** these bytes went out at least once (an answer may have been lost) */
   sent?: boolean;
+  /** the wallet's credit before this payment, when known: a balance at or above it plus the amount shows it credited */
+  balanceBeforeUsd?: number;
 }
 

@@ -34,6 +34,11 @@ export interface X402EmulatorOptions {
    */
   resendWhileSettling?: "409" | "wait";
   /**
+   * a re-send of a payment already credited: `"409"` answers `409 PAYMENT_IN_PROGRESS` ("already processed", live:
+   * the same code as while settling); `"400"` answers `400 PAYMENT_VERIFICATION_FAILED`, its nonce used (seed)
+   */
+  resendAfterSettled?: "409" | "400";
+  /**
    * the top-up's 400 codes (in `error`): `"live"` (`INVALID_PAYMENT_FORMAT`, `UNSUPPORTED_NETWORK`,
    * `UNSUPPORTED_TOKEN`, `INVALID_PAYMENT_RECIPIENT`, `AMOUNT_TOO_LOW`, …) or `"seed"` (`X402_INVALID_PAYMENT`)
    */
@@ -122,6 +127,9 @@ export class X402Behaviour {
   }
   get resend409(): boolean {
     return (this.o.resendWhileSettling ?? (this.live ? "409" : "wait")) === "409";
+  }
+  get settled409(): boolean {
+    return (this.o.resendAfterSettled ?? (this.live ? "409" : "400")) === "409";
   }
   get liveCodes(): boolean {
     return (this.o.refusalCodes ?? (this.live ? "live" : "seed")) === "live";
