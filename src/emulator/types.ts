@@ -76,6 +76,11 @@ export interface JobEmulatorOptions {
   failures?: { first?: number; rate?: number; status?: 400 | 422 | 500 };
   /** how long unfetched media is kept, ms (default 24 h) */
   retentionMs?: number;
+  /**
+   * `/video/complete` with a queue id from `/video/queue`: `"refuse"` (live: every one is refused; retrieve's
+   * `delete_media_on_completion` deletes the media) or `"delete"` (seed: deletes the job's media)
+   */
+  videoComplete?: "refuse" | "delete";
 }
 
 /**

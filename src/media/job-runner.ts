@@ -255,8 +255,9 @@ export async function runJob(client: ServiceApi, kind: JobKind, parameters: Vide
       if (!queued.downloadUrl) throw new ResponseFormatError(`${kind} job ${queueId} is COMPLETED but the service sent no media and no download URL`, { headers });
       ({ bytes, contentType, headers } = await guard(() => download(client, queued!.downloadUrl!, signal)));
     }
-    // retrieve deleted what it delivered (delete_media_on_completion); a file fetched from its URL is deleted here
-    if (queued.downloadUrl && !options.keepMedia) await completeJob(client, kind, { model, queueId }, { signal }).catch(() => false);
+    // retrieve deleted what it delivered (delete_media_on_completion); an audio file fetched from its URL is deleted
+    // here. A video never is: the service refuses /video/complete for every queue id (retrieve asked it to delete).
+    if (queued.downloadUrl && !options.keepMedia && kind !== "video") await completeJob(client, kind, { model, queueId }, { signal }).catch(() => false);
     await progress({ phase: "completed", fraction: 1 });
     return { kind, model, queueId, quoteUsd, bytes, contentType: contentType ?? "application/octet-stream", polls, elapsedMs: Date.now() - sentAt, recovered, headers };
   }

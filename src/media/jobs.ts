@@ -1,14 +1,15 @@
 /**
  * The service's long-running jobs, one shape for video (`/video/quote|queue|retrieve|complete`) and asynchronous
  * audio (music, sound effects, long narration: `/audio/quote|queue|retrieve|complete`): price, enqueue (charged
- * when the provider accepts the job), poll (a status, or the media bytes), clean up. Arguments are checked with
+ * when the provider accepts the job), poll (a status, or the media bytes), clean up (a video by its retrieve's
+ * `delete_media_on_completion`: the service refuses `/video/complete` for queue ids). Arguments are checked with
  * zod before any request; answers are validated. `runJob` (./job-runner.ts) strings them together.
  *
  * A queue request is sent once: never retried by the stack, since an answer that did not arrive may still have
  * queued (and charged) a job. What to do then is the runner's (poll the ledger for the job, never queue again).
  */
 import { z } from "zod";
-import { InsufficientBalanceError, ResponseFormatError } from "../http/errors.js";
+import { InsufficientBalanceError, ResponseFormatError, ValidationError } from "../http/errors.js";
 import type { ServiceResponseHeaders } from "../http/headers.js";
 import type { ModelType } from "../http/types.js";
 import { LruMap } from "../http/bounded.js";
@@ -313,9 +314,18 @@ export async function retrieveJob(
   return { status: "PROCESSING", averageExecutionTimeMs: s.average_execution_time, executionDurationMs: s.execution_duration, headers: res.headers };
 }
 
-/** POST /{kind}/complete: deletes the job's stored media (after it was saved); `false` when the delete did not go through. */
+/**
+ * POST /{kind}/complete: deletes the job's stored media (after it was saved); `false` when the delete did not go
+ * through. Audio only: the live service refuses `/video/complete` for every queue id `/video/queue` gives, so a video
+ * is deleted by retrieving it with `deleteMediaOnCompletion` (what `generate` does), and this is a `ValidationError`.
+ */
 export async function completeJob(client: ServiceApi, kind: JobKind, ref: JobRef, options: CallOptions = {}): Promise<boolean> {
   const r = checkArgs(refArgs, ref, `${kind} job reference`);
+  if (kind === "video") {
+    throw new ValidationError(
+      "video.complete: the service refuses /video/complete for every queue id from /video/queue; retrieve the video with deleteMediaOnCompletion: true instead (nothing was sent)",
+    );
+  }
   const { prefix, modelType } = PATHS[kind];
   const res = await client.request(`${prefix}/complete`, { method: "POST", body: { model: r.model, queue_id: r.queueId }, signal: options.signal, service: { model: r.model, modelType } });
   return parseWith(completeResponse, res.data, `${prefix}/complete`, res.headers).success;
