@@ -7,8 +7,8 @@
  * Options (`startEmulator({ x402: {...} })`, X402EmulatorOptions in options.ts): minimumBalanceUsd (0.10),
  * suggestedTopUpUsd (10), minimumTopUpUsd (5), maximumTopUpUsd (10000), solana (true: a LiteSVM rail when
  * `litesvm` is installed), the slow and failing top-up knobs, and where the live service and the seed differ
- * (`X-Balance-Remaining`, 409 while settling, the refusal codes of top-ups and of sign-ins, route limits, the
- * read routes' sign-in answers).
+ * (`X-Balance-Remaining`, 409 while settling and once credited, the refusal codes of top-ups and of sign-ins, how a
+ * sign-in's domain and time are checked, which of two credentials wins, route limits, the read routes' sign-in answers).
  */
 import { randomUUID } from "node:crypto";
 import { SIWX_LEGACY_HEADER, SIWX_HEADER } from "../../x402/siwx.js";
