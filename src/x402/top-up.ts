@@ -335,7 +335,7 @@ export class TopUpFlight {
       }
       await ctx.emit(listener, "payment.requested", decision);
       // the credit before paying, when known (the 402's own figure, else a fresh one): a 409 that may mean "already
-      // processed" is then told apart from "settling" by one balance read (settlement.ts)
+      // processed" and a payment still settling are then told apart by one balance read (settlement.ts)
       const balanceBeforeUsd = currentBalanceOf(ask.after402) ?? (s.balance.fresh() ? s.balance.usd : undefined);
       let signed: SignedPayment;
       try {
