@@ -5,6 +5,7 @@
  */
 import { createHash } from "node:crypto";
 import type { Ledger } from "./ledger.js";
+import type { X402EmulatorOptions } from "./x402/options.js";
 import { EmulatorHttpError, isLiveMode, type Account, type Caller, type EmulatorContext, type EmulatorRequest, type Route } from "./types.js";
 
 export const SIWX_HEADER = "sign-in-with-x";
@@ -86,7 +87,8 @@ const BEARER_ONLY = /^\/(api_keys|billing|characters)(\/|$)/;
  */
 function walletWins(req: EmulatorRequest, ctx: EmulatorContext): boolean {
   if (BEARER_ONLY.test(req.path)) return false;
-  const chosen = (ctx.options.x402 as { bothCredentials?: "wallet" | "key" } | undefined)?.bothCredentials;
+  // read here (auth runs before the x402 hooks' behaviour is consulted): X402EmulatorOptions.bothCredentials
+  const chosen = (ctx.options.x402 as Pick<X402EmulatorOptions, "bothCredentials"> | undefined)?.bothCredentials;
   return (chosen ?? (isLiveMode(ctx.options) ? "wallet" : "key")) === "wallet";
 }
 

@@ -146,10 +146,6 @@ export class X402Behaviour {
     const domains = this.o.signInDomains ?? [new URL(this.ctx.publicOrigin).host, `api.${brand}.ai`, `${brand}.ai`];
     return { codes, domains, futureSkewMs: SIWX_LIVE_FUTURE_SKEW_MS };
   }
-  /** both credentials sent: whether the sign-in wins */
-  get walletWins(): boolean {
-    return (this.o.bothCredentials ?? (this.live ? "wallet" : "key")) === "wallet";
-  }
   get liveReadAuth(): boolean {
     return (this.o.readRouteAuth ?? (this.live ? "live" : "seed")) === "live";
   }
