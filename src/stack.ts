@@ -22,6 +22,7 @@ import { SpendLog } from "./spend/log.js";
 import { spendLayer } from "./spend/layer.js";
 import { modelRecordsFor } from "./models/records.js";
 import { itemCredits } from "./crypto-rpc/methods.js";
+import { normalizeSignInDomain } from "./x402/sign-in-domain.js";
 
 export interface FetchStackOptions extends Omit<TransportOptions, "limitStore"> {
   /**
@@ -29,6 +30,12 @@ export interface FetchStackOptions extends Omit<TransportOptions, "limitStore"> 
    * to pay with (x402 top-up on 402, within `payment`).
    */
   wallet?: X402Wallet;
+  /**
+   * The domain wallet sign-ins name (with `wallet`). The service checks it against its own hosts, not the host a
+   * request reached: through a proxy or a custom base URL, set the service's host (e.g. `api.example.ai`). Default:
+   * the base URL's host.
+   */
+  signInDomain?: string;
   /** the owner's payment policy for automatic top-ups (with `wallet`); share one instance to share its caps */
   payment?: PaymentPolicy | PaymentPolicyOptions;
   /** called on each payment event (with `wallet`) */
@@ -61,7 +68,7 @@ export type { ServiceFetch } from "./api/service-fetch.js";
 /** The stack options a face (ChatService, ServiceEmbeddings) takes among its own fields, under the same names. */
 const FACE_STACK_OPTIONS = [
   "apiKey", "baseUrl", "brand", "timeout", "idleTimeout", "totalTimeout", "maxResponseBytes", "maxEventBytes", "maxRequestBytes", "fetch", "retry",
-  "abuseGuard", "auth", "wallet", "payment", "onPayment", "solanaRpcUrl", "topUp", "store", "pacing", "concurrency", "defaultHeaders",
+  "abuseGuard", "auth", "wallet", "signInDomain", "payment", "onPayment", "solanaRpcUrl", "topUp", "store", "pacing", "concurrency", "defaultHeaders",
   "budget", "spendLog",
 ] as const satisfies readonly (keyof FetchStackOptions)[];
 
@@ -73,8 +80,8 @@ export function faceStackOptions(fields: Pick<FetchStackOptions, (typeof FACE_ST
 }
 
 /** Wallet sign-in whose signing code loads on the first request. */
-function lazyWalletAuth(wallet: X402Wallet, x402: Promise<typeof import("./x402/index.js")>): AuthProvider {
-  const provider = x402.then((m) => m.createWalletAuth(wallet));
+function lazyWalletAuth(wallet: X402Wallet, x402: Promise<typeof import("./x402/index.js")>, signInDomain: string | undefined): AuthProvider {
+  const provider = x402.then((m) => m.createWalletAuth(wallet, { signInDomain }));
   provider.catch(() => {});
   return {
     identity: `wallet:${wallet.address}`,
@@ -91,7 +98,9 @@ export function createServiceFetch(options: FetchStackOptions = {}): ServiceFetc
   if (wallet !== undefined && typeof (wallet as { address?: unknown })?.address !== "string") {
     throw new ConfigurationError("wallet must be an EvmWallet or a SolanaWallet");
   }
-  const { wallet: _w, payment, onPayment: ownerOnPayment, solanaRpcUrl, topUp, store, paymentLayer: customPayment, budget, spendLog, ...transport } = options;
+  const { wallet: _w, signInDomain: domain, payment, onPayment: ownerOnPayment, solanaRpcUrl, topUp, store, paymentLayer: customPayment, budget, spendLog, ...transport } = options;
+  // checked now, before any request (the signing code loads later)
+  const signInDomain = domain !== undefined ? normalizeSignInDomain(domain) : undefined;
   if (budget !== undefined && !(budget instanceof SpendBudget)) throw new ConfigurationError("budget must be a SpendBudget");
   if (spendLog !== undefined && !(spendLog instanceof SpendLog)) throw new ConfigurationError("spendLog must be a SpendLog");
   // the stack's log records its payments as the owner's listener hears them
@@ -134,7 +143,7 @@ export function createServiceFetch(options: FetchStackOptions = {}): ServiceFetc
   const recordsByType = new Map<string, ReturnType<typeof modelRecordsFor>>();
   const stack = createTransport({
     ...transport,
-    auth: options.auth ?? (wallet && x402 ? lazyWalletAuth(wallet, x402) : undefined),
+    auth: options.auth ?? (wallet && x402 ? lazyWalletAuth(wallet, x402, signInDomain) : undefined),
     paymentLayer,
     spendLayer: spendLayer({
       budget,

@@ -5,7 +5,8 @@
  */
 import { createHash } from "node:crypto";
 import type { Ledger } from "./ledger.js";
-import { EmulatorHttpError, type Account, type Caller, type EmulatorContext, type EmulatorRequest, type Route } from "./types.js";
+import type { X402EmulatorOptions } from "./x402/options.js";
+import { EmulatorHttpError, isLiveMode, type Account, type Caller, type EmulatorContext, type EmulatorRequest, type Route } from "./types.js";
 
 export const SIWX_HEADER = "sign-in-with-x";
 export const LEGACY_SIWX_HEADER = "x-sign-in-with-x";
@@ -77,6 +78,20 @@ export function publicAccountId(account: Account): string {
   return `key_${createHash("sha256").update(account.id).digest("hex").slice(0, 16)}`;
 }
 
+/** Routes that take an API key only (a sign-in alone is refused there, and beside a key it is ignored). */
+const BEARER_ONLY = /^\/(api_keys|billing|characters)(\/|$)/;
+
+/**
+ * Both credentials on a route that takes a wallet: the live service signs the wallet in and bills it (the key is
+ * not read); the seed used the key (option `x402.bothCredentials`).
+ */
+function walletWins(req: EmulatorRequest, ctx: EmulatorContext): boolean {
+  if (BEARER_ONLY.test(req.path)) return false;
+  // read here (auth runs before the x402 hooks' behaviour is consulted): X402EmulatorOptions.bothCredentials
+  const chosen = (ctx.options.x402 as Pick<X402EmulatorOptions, "bothCredentials"> | undefined)?.bothCredentials;
+  return (chosen ?? (isLiveMode(ctx.options) ? "wallet" : "key")) === "wallet";
+}
+
 /**
  * Decides the caller of a route. Bad credentials answer 401; no credentials on a "required" route answer the
  * x402 discovery 402 (thrown as an EmulatorHttpError so the server writes it like any other error).
@@ -84,12 +99,12 @@ export function publicAccountId(account: Account): string {
 export async function authenticate(route: Route, req: EmulatorRequest, ctx: EmulatorContext): Promise<Caller> {
   if (route.auth === "public") return { kind: "anonymous" };
   const token = bearerToken(req.headers);
-  if (token !== undefined) {
+  const siwx = siwxHeader(req.headers);
+  if (token !== undefined && !(siwx && walletWins(req, ctx))) {
     const account = token ? ctx.ledger.apiKey(token) : undefined;
     if (!account) throw new EmulatorHttpError(401, { error: "Authentication failed" });
     return { kind: "apiKey", account };
   }
-  const siwx = siwxHeader(req.headers);
   if (siwx) {
     const { address, chain } = await ctx.x402.verifySiwx(siwx, req, ctx);
     const account = ctx.ledger.wallet(address, ctx.options.walletStartingUsd ?? 0);

@@ -76,6 +76,11 @@ export interface JobEmulatorOptions {
   failures?: { first?: number; rate?: number; status?: 400 | 422 | 500 };
   /** how long unfetched media is kept, ms (default 24 h) */
   retentionMs?: number;
+  /**
+   * `/video/complete` with a queue id from `/video/queue`: `"refuse"` (live: every one is refused; retrieve's
+   * `delete_media_on_completion` deletes the media) or `"delete"` (seed: deletes the job's media)
+   */
+  videoComplete?: "refuse" | "delete";
 }
 
 /**
@@ -100,6 +105,11 @@ export interface JobEmulatorOptions {
  * | API-key 402 | no code | `INSUFFICIENT_BALANCE` |
  * | `/x402/*` route limits | top-up 10/min, balance 30/min, transactions 20/min | none |
  * | a re-send of a payment still settling | `409 PAYMENT_IN_PROGRESS` | waits for the settlement |
+ * | a re-send of a payment already credited (`x402.resendAfterSettled`) | `409 PAYMENT_IN_PROGRESS` | 400 `PAYMENT_VERIFICATION_FAILED` |
+ * | a sign-in's domain (`x402.signInCheck`, `signInDomains`) | one of the service's hosts, port stripped; `uri` unchecked; 30 s ahead | the public origin's host:port and uri; 5 s ahead |
+ * | Bearer and sign-in both (`x402.bothCredentials`) | the wallet, billed | the key |
+ * | `/video/complete` with a queue id (`jobs.videoComplete`) | 400 | deletes the media |
+ * | `/api_keys/rate_limits/log` | an ADMIN key | any key |
  * | top-up 400 codes | `INVALID_PAYMENT_FORMAT`, `AMOUNT_TOO_LOW`, … | `X402_INVALID_PAYMENT` |
  * | `/x402/balance`, `/x402/transactions` without sign-in | 402 (empty `accepts`); a bad one: generic 401 | 401 |
  * | capability gates (tools, response formats, images, audio, video, logprobs) | 400 with `issues[]` before inference | images and `json_schema` only, refused by the engine |

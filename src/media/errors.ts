@@ -3,7 +3,7 @@
  * queued), a job that failed after it was charged (with the refund the ledger shows), a queue answer that was
  * lost and could not be found again (never queued twice), and a run cancelled while its job was out.
  */
-import { AbortError, PaymentPolicyError, ServiceError, type ServiceErrorInit } from "../http/errors.js";
+import { AbortError, InsufficientBalanceError, PaymentPolicyError, ServiceError, type ServiceErrorInit } from "../http/errors.js";
 
 export type JobKind = "video" | "audio";
 
@@ -39,6 +39,28 @@ export class QuoteRefusedError extends PaymentPolicyError {
   }
   override toJSON(): Record<string, unknown> {
     return { ...super.toJSON(), rule: this.rule, kind: this.kind, model: this.model, quoteUsd: this.quoteUsd, limitUsd: this.limitUsd };
+  }
+}
+
+/**
+ * A wallet's job queue refused with the service's plain 402 ("Insufficient USD or Diem balance…", no code): the
+ * wallet's credit is above the $0.10 it needs to be served but below the job's quote. Nothing was queued or charged.
+ * No automatic top-up follows such a 402; `runJob` (and `generate`) top up within the policy and queue again.
+ */
+export class CreditBelowQuoteError extends InsufficientBalanceError {
+  override name = "CreditBelowQuoteError";
+  readonly kind: JobKind;
+  readonly model: string;
+  /** the job's quote, when known */
+  readonly quoteUsd?: number;
+  constructor(message: string, init: ServiceErrorInit & { kind: JobKind; model: string; quoteUsd?: number }) {
+    super(message, init);
+    this.kind = init.kind;
+    this.model = init.model;
+    this.quoteUsd = init.quoteUsd;
+  }
+  override toJSON(): Record<string, unknown> {
+    return { ...super.toJSON(), kind: this.kind, model: this.model, quoteUsd: this.quoteUsd };
   }
 }
 

@@ -2,7 +2,8 @@
  * One long-running job from price to bytes, as a wallet-paid agent must run it:
  *
  *   quote -> check the quote (the caller's `maxQuoteUsd`; a wallet's policy caps, topping up first when its credit
- *   is short) -> queue ONCE -> (answer lost: find the job in the ledger, never queue again) -> poll with backoff,
+ *   is short) -> queue ONCE (a wallet's plain 402, its credit spent since it was read: top up within the policy and
+ *   queue once more; that 402 queued nothing) -> (answer lost: find the job in the ledger, never queue again) -> poll with backoff,
  *   within the route's rate limit, reporting progress -> the media (deleted from the service as it is delivered)
  *
  * A job that fails after it was charged is a `JobFailedError` carrying the ledger's `REFUND` row; a cancelled run
@@ -16,7 +17,7 @@ import { assertPublicHttpUrl } from "../tools/url-guard.js";
 import { sleep } from "../http/retry.js";
 import type { ServiceResponseHeaders } from "../http/headers.js";
 import type { ServiceApi } from "../api/request.js";
-import { JobCancelledError, JobFailedError, JobOutcomeUnknownError, QuoteRefusedError, type JobKind, type JobRefund } from "./errors.js";
+import { CreditBelowQuoteError, JobCancelledError, JobFailedError, JobOutcomeUnknownError, QuoteRefusedError, type JobKind, type JobRefund } from "./errors.js";
 import { completeJob, jobBody, queueJob, quoteJob, rememberQueueId, retrieveJob, type AudioJobParameters, type QueuedJob, type VideoJobParameters } from "./jobs.js";
 import { findQueuedJob, findRefund } from "./job-recovery.js";
 import { runSpend } from "../spend/call-options.js";
@@ -98,10 +99,21 @@ async function checkQuote(client: ServiceApi, kind: JobKind, model: string, quot
   for (const budget of new Set([client.fetch.budget, ...(runSpend()?.budgets ?? [])])) {
     if (budget) await budget.check(quoteUsd, `the ${kind} job (${model})`);
   }
+  await topUpForQuote(client, kind, model, quoteUsd);
+}
+
+/**
+ * A wallet whose credit is short of a quote is topped up, within its policy's caps (QuoteRefusedError when they do
+ * not allow it), by what is missing (at least the policy's amount). Nothing happens for a key, or when the credit
+ * cannot be read. True when a top-up was made.
+ */
+async function topUpForQuote(client: ServiceApi, kind: JobKind, model: string, quoteUsd: number): Promise<boolean> {
+  const refuse = (rule: "maxPerTopUp" | "maxPerPeriod", limitUsd: number, why: string) =>
+    new QuoteRefusedError(`the ${kind} job costs $${quoteUsd} (quote), ${why}: nothing was queued`, { rule, kind, model, quoteUsd, limitUsd });
   const controller = await client.fetch.paymentController();
-  if (!controller || !client.wallet) return;
+  if (!controller || !client.wallet) return false;
   const balance = await controller.currentBalanceUsd();
-  if (balance === undefined || quoteUsd <= balance) return;
+  if (balance === undefined || quoteUsd <= balance) return false;
   const policy = controller.policy;
   const amount = Math.max(policy.amountUsd ?? 5, Math.ceil((quoteUsd - balance) * 100) / 100);
   if (amount > policy.maxPerTopUpUsd) throw refuse("maxPerTopUp", balance + policy.maxPerTopUpUsd, `more than the wallet's credit ($${balance}) and one top-up (at most $${policy.maxPerTopUpUsd}) can cover`);
@@ -109,6 +121,7 @@ async function checkQuote(client: ServiceApi, kind: JobKind, model: string, quot
   const room = Math.max(0, policy.maxPerPeriodUsd - spent);
   if (amount > room) throw refuse("maxPerPeriod", balance + room, `more than the wallet's credit ($${balance}) and what its policy may still top up this period ($${room}) can cover`);
   await controller.explicitTopUp(client.fetch, client.fetch.url("/x402/top-up"), amount);
+  return true;
 }
 
 /** The next wait between polls: growing from `initial` to `max`, nearer the service's own estimate, never under the floor. */
@@ -162,6 +175,7 @@ export async function runJob(client: ServiceApi, kind: JobKind, parameters: Vide
   // 2. queue once (a 429 queued nothing: wait and ask again)
   let queued: QueuedJob | undefined;
   let recovered = false;
+  let toppedUpFor402 = false;
   sentAt = Date.now();
   const sentAtService = serviceClock.now(client.fetch.url("/"));
   for (let limited = 0; !queued; limited++) {
@@ -172,6 +186,12 @@ export async function runJob(client: ServiceApi, kind: JobKind, parameters: Vide
         const wait = err.resetAt ? Math.max(0, err.resetAt.getTime() - Date.now()) : 2_000 * (limited + 1);
         await guard(() => sleep(Math.min(wait, 60_000), signal));
         continue;
+      }
+      // the wallet's credit was short of the quote after all (spent since it was read, or unreadable then): the
+      // plain 402 queued nothing, so top up within the policy, as for a quote known short, and queue once more
+      if (err instanceof CreditBelowQuoteError && !toppedUpFor402) {
+        toppedUpFor402 = true;
+        if (await guard(() => topUpForQuote(client, kind, model, quoteUsd))) continue;
       }
       if (!answerLost(err)) throw err;
       // the answer was lost: the job may exist (and be charged). Find it in the ledger; never queue again.
@@ -235,8 +255,9 @@ export async function runJob(client: ServiceApi, kind: JobKind, parameters: Vide
       if (!queued.downloadUrl) throw new ResponseFormatError(`${kind} job ${queueId} is COMPLETED but the service sent no media and no download URL`, { headers });
       ({ bytes, contentType, headers } = await guard(() => download(client, queued!.downloadUrl!, signal)));
     }
-    // retrieve deleted what it delivered (delete_media_on_completion); a file fetched from its URL is deleted here
-    if (queued.downloadUrl && !options.keepMedia) await completeJob(client, kind, { model, queueId }, { signal }).catch(() => false);
+    // retrieve deleted what it delivered (delete_media_on_completion); an audio file fetched from its URL is deleted
+    // here. A video never is: the service refuses /video/complete for every queue id (retrieve asked it to delete).
+    if (queued.downloadUrl && !options.keepMedia && kind !== "video") await completeJob(client, kind, { model, queueId }, { signal }).catch(() => false);
     await progress({ phase: "completed", fraction: 1 });
     return { kind, model, queueId, quoteUsd, bytes, contentType: contentType ?? "application/octet-stream", polls, elapsedMs: Date.now() - sentAt, recovered, headers };
   }

@@ -1,19 +1,20 @@
 /**
  * The service's long-running jobs, one shape for video (`/video/quote|queue|retrieve|complete`) and asynchronous
  * audio (music, sound effects, long narration: `/audio/quote|queue|retrieve|complete`): price, enqueue (charged
- * when the provider accepts the job), poll (a status, or the media bytes), clean up. Arguments are checked with
+ * when the provider accepts the job), poll (a status, or the media bytes), clean up (a video by its retrieve's
+ * `delete_media_on_completion`: the service refuses `/video/complete` for queue ids). Arguments are checked with
  * zod before any request; answers are validated. `runJob` (./job-runner.ts) strings them together.
  *
  * A queue request is sent once: never retried by the stack, since an answer that did not arrive may still have
  * queued (and charged) a job. What to do then is the runner's (poll the ledger for the job, never queue again).
  */
 import { z } from "zod";
-import { ResponseFormatError } from "../http/errors.js";
+import { InsufficientBalanceError, ResponseFormatError, ValidationError } from "../http/errors.js";
 import type { ServiceResponseHeaders } from "../http/headers.js";
 import type { ModelType } from "../http/types.js";
 import { LruMap } from "../http/bounded.js";
 import { checkArgs, parseWith, requestMedia, type ServiceApi } from "../api/request.js";
-import type { JobKind } from "./errors.js";
+import { CreditBelowQuoteError, type JobKind } from "./errors.js";
 
 export type { JobKind } from "./errors.js";
 
@@ -246,16 +247,34 @@ export async function quoteJob(client: ServiceApi, kind: JobKind, parameters: Vi
 export async function queueJob(client: ServiceApi, kind: JobKind, parameters: VideoJobParameters | AudioJobParameters, options: QueueOptions = {}): Promise<QueuedJob> {
   const body = jobBody(kind, parameters);
   const { prefix, modelType } = PATHS[kind];
-  const res = await client.request(`${prefix}/queue`, {
-    method: "POST",
-    body,
-    signal: options.signal,
-    // its quote is what a spend budget holds for it, and what it is charged once the provider accepts it
-    service: { model: String(body.model), modelType, retry: false, ...(options.quoteUsd !== undefined ? { spend: { estimateUsd: options.quoteUsd } } : {}) },
-  });
+  const res = await client
+    .request(`${prefix}/queue`, {
+      method: "POST",
+      body,
+      signal: options.signal,
+      // its quote is what a spend budget holds for it, and what it is charged once the provider accepts it
+      service: { model: String(body.model), modelType, retry: false, ...(options.quoteUsd !== undefined ? { spend: { estimateUsd: options.quoteUsd } } : {}) },
+    })
+    .catch((err: unknown) => {
+      throw walletShortOfQuote(client, kind, String(body.model), options.quoteUsd, err);
+    });
   const data = parseWith(queueResponse, res.data, `${prefix}/queue`, res.headers);
   rememberQueueId(client.fetch.identity, data.queue_id);
   return { kind, model: data.model, queueId: data.queue_id, ...(data.download_url ? { downloadUrl: data.download_url } : {}), headers: res.headers };
+}
+
+/**
+ * A wallet's plain 402 on a queue (no code): its credit is above the service's floor but under the quote, not an
+ * API-key account out of funds (what the plain 402 means for a key).
+ */
+function walletShortOfQuote(client: ServiceApi, kind: JobKind, model: string, quoteUsd: number | undefined, err: unknown): unknown {
+  if (!client.wallet || !(err instanceof InsufficientBalanceError) || err.code !== undefined) return err;
+  const price = quoteUsd !== undefined ? ` ($${quoteUsd})` : "";
+  return new CreditBelowQuoteError(
+    `402 the wallet's credit is under this ${kind} job's quote${price} (above the service's $0.10 floor, so no top-up was asked for): ` +
+      "nothing was queued; top up within your policy (topUp) and queue again, or run it with generate(), which tops up first",
+    { status: err.status, body: err.body, headers: err.headers, requestId: err.requestId, kind, model, quoteUsd, cause: err },
+  );
 }
 
 /** a job reference: `{model, queueId}`, or anything carrying them (a QueuedJob, a JobResult) */
@@ -295,9 +314,18 @@ export async function retrieveJob(
   return { status: "PROCESSING", averageExecutionTimeMs: s.average_execution_time, executionDurationMs: s.execution_duration, headers: res.headers };
 }
 
-/** POST /{kind}/complete: deletes the job's stored media (after it was saved); `false` when the delete did not go through. */
+/**
+ * POST /{kind}/complete: deletes the job's stored media (after it was saved); `false` when the delete did not go
+ * through. Audio only: the live service refuses `/video/complete` for every queue id `/video/queue` gives, so a video
+ * is deleted by retrieving it with `deleteMediaOnCompletion` (what `generate` does), and this is a `ValidationError`.
+ */
 export async function completeJob(client: ServiceApi, kind: JobKind, ref: JobRef, options: CallOptions = {}): Promise<boolean> {
   const r = checkArgs(refArgs, ref, `${kind} job reference`);
+  if (kind === "video") {
+    throw new ValidationError(
+      "video.complete: the service refuses /video/complete for every queue id from /video/queue; retrieve the video with deleteMediaOnCompletion: true instead (nothing was sent)",
+    );
+  }
   const { prefix, modelType } = PATHS[kind];
   const res = await client.request(`${prefix}/complete`, { method: "POST", body: { model: r.model, queue_id: r.queueId }, signal: options.signal, service: { model: r.model, modelType } });
   return parseWith(completeResponse, res.data, `${prefix}/complete`, res.headers).success;

@@ -3,8 +3,11 @@
  * bytes are kept until the outcome is known, and only ever re-sent unchanged (their nonce makes a re-send
  * idempotent: the service credits a signed payment at most once). What each answer means:
  * - 200: settled (also "already used" for bytes sent before: an earlier send settled and its answer was lost);
- * - `409 PAYMENT_IN_PROGRESS`: this very payment is still settling: wait and re-send the same bytes, waits
- *   growing, for as long as the payment can still settle (its `validBefore`); never a failure meanwhile;
+ * - `409 PAYMENT_IN_PROGRESS`: this very payment is still settling, or (live) it was already processed: after each
+ *   409 the balance is read (`GET /x402/balance`, within its route's pacing), and a credit of the payment's amount
+ *   over the credit before it means it landed: settled, no more re-sends. Else wait and re-send the same bytes, waits
+ *   growing, for as long as the payment can still settle (its `validBefore`); never a failure meanwhile. When the
+ *   credit before it is not known, the wallet's transactions say whether it landed;
  * - `504 SETTLEMENT_TIMEOUT`, another 5xx, a timeout, a reset: it may still land: the same bytes are re-sent
  *   (`maxResends`), then the wallet's transactions decide; while unknown, the payment is kept (the next top-up
  *   re-sends it, never signs a new one until it has expired and shows no settlement);
@@ -22,6 +25,7 @@ import { readBody, type FetchLike } from "../http/fetch-stack.js";
 import type { PaymentEventListener } from "./events.js";
 import { nonceOf } from "./payment.js";
 import { nextRouteWait, sendWaitingOut429, sleep } from "./retry-429.js";
+import { readBalance } from "./balance.js";
 import type { PendingPayment, TopUpResult } from "./types.js";
 import type { PaymentContext } from "./wallet-state.js";
 
@@ -103,7 +107,10 @@ export async function deliver(ctx: PaymentContext, send: FetchLike, pending: Pen
     const code = codeOf(body);
     const what = `HTTP ${res.status}${code ? ` ${code}` : ""}`;
     if (res.status === 409) {
-      // this payment is still settling: the same bytes again, later; never a failure while it can still land
+      // "settling" or "already processed": the balance (else the transactions) tells which; landed, it is settled
+      const landed = await creditedSince(ctx, send, pending);
+      if (landed) return settled(ctx, undefined, landed.balanceUsd === undefined ? undefined : { data: { newBalance: landed.balanceUsd } }, pending, sends - 1, listener, true);
+      // still settling: the same bytes again, later; never a failure while it can still land
       settlingWait = settlingWait === undefined ? Math.max(resendDelayMs, 1) : Math.min(settlingWait * 2, MAX_SETTLING_WAIT_MS);
       lastProblem = `${what}: still settling when it could no longer settle`;
       if (!within(settlingWait)) break;
@@ -160,6 +167,20 @@ export async function deliver(ctx: PaymentContext, send: FetchLike, pending: Pen
   const reason = `top-up outcome unknown (${lastProblem}); the same signed payment will be re-sent, never re-signed, until it expires`;
   await ctx.emit(listener, "payment.failed", decision, { reason, resends: sends - 1 });
   throw new PaymentFailedError(reason);
+}
+
+/**
+ * Whether a payment answered 409 was credited already: the balance is up by its amount on the credit before it (or,
+ * that credit unknown, the transactions show it). Undefined when not (or when it cannot be read).
+ */
+async function creditedSince(ctx: PaymentContext, send: FetchLike, pending: PendingPayment): Promise<{ balanceUsd?: number } | undefined> {
+  const before = pending.balanceBeforeUsd;
+  if (before === undefined) return (await reconcile(ctx, send, pending)) === "settled" ? {} : undefined;
+  const base = pending.topUpUrl.replace(/\/x402\/top-up$/, "");
+  // the route's own 429 is waited out only while the payment could still settle
+  const balance = await readBalance(ctx, send, base, Math.min(pending.expiresAt, Date.now() + MAX_SETTLING_WAIT_MS));
+  if (!balance || balance.balanceUsd < before + pending.decision.amountUsd - 1e-6) return undefined;
+  return { balanceUsd: balance.balanceUsd };
 }
 
 /** The payment settled: the epoch moves on, credit is known to be there, and the outcome is reported. */

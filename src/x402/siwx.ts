@@ -1,8 +1,9 @@
 /**
  * Sign-In-With-X as the service speaks it: header `SIGN-IN-WITH-X` = base64 of JSON
  * `{address, message, signature, timestamp, chainId, type?}`. EVM signs an EIP-4361 message (built with
- * `siwe`), Solana signs the Solana SIWX text with Ed25519. Domain (host with port) and URI (origin) come from
- * the request URL; nonce and `issuedAt` are fresh for every call, because the service accepts each nonce
+ * `siwe`), Solana signs the Solana SIWX text with Ed25519. The domain is `signInDomain` when given (the service
+ * checks it against its own hosts, not the host a request reached: a proxy or custom base URL needs it), else the
+ * request URL's host with port; the URI is the request's origin (the service does not check it); nonce and `issuedAt` are fresh for every call, because the service accepts each nonce
  * once and wants `issuedAt` at most 5 minutes old: every attempt, retries included, signs anew.
  */
 import { loadWalletPeer } from "./peers.js";
@@ -11,6 +12,7 @@ import type { AuthProvider } from "../http/fetch-stack.js";
 import { serviceClock } from "../http/clock.js";
 import { ConfigurationError } from "../http/errors.js";
 import { toBase64Json } from "./encoding.js";
+import { normalizeSignInDomain } from "./sign-in-domain.js";
 import { BASE_CHAIN_ID, SOLANA_MAINNET, isX402Wallet, type X402Wallet } from "./wallets.js";
 
 export const SIWX_HEADER = "SIGN-IN-WITH-X";
@@ -48,6 +50,8 @@ export interface SiwxOptions {
   nonce?: string;
   statement?: string;
   ttlMs?: number;
+  /** the domain to sign in to (the service's host, e.g. behind a proxy); default: the request URL's host */
+  signInDomain?: string;
 }
 
 /** 16 hex digits: SIWE wants at least 8 alphanumerics, the service's docs show 16 hex. */
@@ -134,7 +138,7 @@ export async function createSiwxPayload(wallet: X402Wallet, url: string | URL, o
   const target = requestOrigin(url);
   const now = options.now ?? Date.now();
   const fields: SiwxFields = {
-    domain: target.host,
+    domain: options.signInDomain !== undefined ? normalizeSignInDomain(options.signInDomain) : target.host,
     uri: target.origin,
     address: wallet.address,
     nonce: options.nonce ?? siwxNonce(),
@@ -161,6 +165,8 @@ export async function createSiwxHeader(wallet: X402Wallet, url: string | URL, op
  */
 export function createWalletAuth(wallet: X402Wallet, options: Omit<SiwxOptions, "now" | "nonce"> = {}): AuthProvider {
   if (!isX402Wallet(wallet)) throw new ConfigurationError("wallet must be an EvmWallet or a SolanaWallet");
+  // a bad domain is refused as the auth is made, before any request
+  if (options.signInDomain !== undefined) options = { ...options, signInDomain: normalizeSignInDomain(options.signInDomain) };
   return {
     identity: `wallet:${wallet.address}`,
     clockSensitive: true,

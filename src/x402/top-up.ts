@@ -65,6 +65,12 @@ export function paymentSourceOf(body: unknown, headers: Headers): PaymentSource 
   return { accepts, resource, extensions };
 }
 
+/** The credit a wallet-short 402 reports (`currentBalanceUsd`), when it names a usable one. */
+function currentBalanceOf(body: unknown): number | undefined {
+  const v = body && typeof body === "object" ? (body as { currentBalanceUsd?: unknown }).currentBalanceUsd : undefined;
+  return typeof v === "number" && Number.isFinite(v) && v >= 0 ? v : undefined;
+}
+
 /** The top-up single flight of one controller's wallet. */
 export class TopUpFlight {
   /** when reading the store's epoch last failed */
@@ -328,6 +334,9 @@ export class TopUpFlight {
         return this.#refused(err, listener);
       }
       await ctx.emit(listener, "payment.requested", decision);
+      // the credit before paying, when known (the 402's own figure, else a fresh one): a 409 that may mean "already
+      // processed" and a payment still settling are then told apart by one balance read (settlement.ts)
+      const balanceBeforeUsd = currentBalanceOf(ask.after402) ?? (s.balance.fresh() ? s.balance.usd : undefined);
       let signed: SignedPayment;
       try {
         signed = await signPayment(wallet, decision, {
@@ -346,7 +355,7 @@ export class TopUpFlight {
       await authorization.commit();
       const signedAt = Date.now();
       const expiresAt = (signed.validBefore ?? Math.floor(signedAt / 1000) + decision.requirement.maxTimeoutSeconds) * 1000;
-      const pending: PendingPayment = { id: globalThis.crypto.randomUUID(), signed, decision, topUpUrl, expiresAt, signedAt };
+      const pending: PendingPayment = { id: globalThis.crypto.randomUUID(), signed, decision, topUpUrl, expiresAt, signedAt, balanceBeforeUsd };
       const stored = await this.#storePending(pending);
       if (stored !== true) {
         // never sent, so dropped; its budget stays counted (the cap errs on the safe side)

@@ -18,6 +18,11 @@ export interface X402PaymentOptions {
   brand?: string;
   /** base URL including /api/v1; default: derived from each request URL */
   baseUrl?: string;
+  /**
+   * the domain sign-ins name (`withX402`): the service's own host when it is reached through a proxy or another
+   * host name (default: the request URL's host)
+   */
+  signInDomain?: string;
   /** Solana RPC for building Solana payments: the mint and a blockhash (default: @x402/svm's public mainnet RPC;
    *  against the emulator: `${emulator.url}/x402/solana/rpc`) */
   solanaRpcUrl?: string;
@@ -75,5 +80,7 @@ export interface PendingPayment {
   signedAt: number;
   /** these bytes went out at least once (an answer may have been lost) */
   sent?: boolean;
+  /** the wallet's credit before this payment, when known: a balance at or above it plus the amount shows it credited */
+  balanceBeforeUsd?: number;
 }
 

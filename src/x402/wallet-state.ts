@@ -70,8 +70,8 @@ export function stateOf(wallet: X402Wallet): WalletState {
 
 /** A pending payment as the store keeps it (for another process to re-send or reconcile). */
 export function pendingRecord(p: PendingPayment): PendingPaymentRecord {
-  const { id, expiresAt, signed, decision, topUpUrl, signedAt } = p;
-  const data = JSON.stringify({ signed, decision, topUpUrl, signedAt }, (_k, v: unknown) => (typeof v === "bigint" ? { bigint: v.toString() } : v));
+  const { id, expiresAt, signed, decision, topUpUrl, signedAt, balanceBeforeUsd } = p;
+  const data = JSON.stringify({ signed, decision, topUpUrl, signedAt, balanceBeforeUsd }, (_k, v: unknown) => (typeof v === "bigint" ? { bigint: v.toString() } : v));
   return { id, expiresAt, data };
 }
 

@@ -1,7 +1,8 @@
 /**
- * `withX402(fetch, {wallet, policy, onPayment})`: wallet sign-in on every request plus automatic top-ups, around
- * any fetch (the issue's name for it). Inside the package's own stack the same two parts are used as
- * `createWalletAuth` (auth) and `x402PaymentLayer` (payment).
+ * `withX402(fetch, {wallet, policy, onPayment, signInDomain})`: wallet sign-in on every request plus automatic
+ * top-ups, around any fetch (the issue's name for it). Inside the package's own stack the same two parts are used as
+ * `createWalletAuth` (auth) and `x402PaymentLayer` (payment). A request it signs never carries the caller's
+ * `Authorization`: with both, the service signs the wallet in and bills it, so the key would be sent for nothing.
  */
 import { TimeoutError } from "../http/errors.js";
 import type { FetchLike, ServiceRequestInit } from "../http/fetch-stack.js";
@@ -13,7 +14,7 @@ export type X402Fetch = FetchLike & { controller: X402PaymentController };
 
 export function withX402(fetchImpl: FetchLike | typeof globalThis.fetch, options: X402PaymentOptions): X402Fetch {
   const controller = new X402PaymentController(options);
-  const auth = createWalletAuth(options.wallet);
+  const auth = createWalletAuth(options.wallet, { signInDomain: options.signInDomain });
   const base = fetchImpl as FetchLike;
   const signed: FetchLike = async (input, init: ServiceRequestInit = {}) => {
     const url = typeof input === "string" ? input : input instanceof URL ? input.href : input.url;
@@ -21,7 +22,12 @@ export function withX402(fetchImpl: FetchLike | typeof globalThis.fetch, options
     const headers = new Headers(rest.headers);
     // credentials only to the service's origin; its redirects are followed by hand (see sendFollowingSafely)
     const signs = hints?.auth !== false && controller.isServiceUrl(url);
-    if (signs) for (const [k, v] of Object.entries(await auth.headers(url, init))) headers.set(k, v);
+    if (signs) {
+      // The service bills the wallet whenever a sign-in comes, even beside an API key: a caller's Authorization
+      // would only travel along (a secret sent for nothing), so it is dropped from signed requests.
+      headers.delete("authorization");
+      for (const [k, v] of Object.entries(await auth.headers(url, init))) headers.set(k, v);
+    }
     // the stack's per-request timeout hint, honoured here for plain fetch
     let signal = rest.signal ?? undefined;
     let timer: ReturnType<typeof setTimeout> | undefined;

@@ -18,6 +18,8 @@ import { startEmulator, type Emulator, type EmulatorOptions } from "../../src/em
 import { ChatService } from "../../src/chat/index.js";
 import { GatewayTimeoutError, RateLimitError, ServerError, ServiceClient, createServiceFetch, type FetchLike } from "../../src/index.js";
 import { bearer, probeRoute } from "../emulator/helpers.js";
+import { createSiwxHeader } from "../../src/x402/siwx.js";
+import { EvmWallet } from "../../src/x402/wallets.js";
 
 // --- fixtures ----------------------------------------------------------------------------------------
 
@@ -254,6 +256,23 @@ describe("client: the rate-limit log", () => {
     expect(log).toHaveLength(1);
     expect(log[0]).toMatchObject({ modelId: "emu-l", rateLimitType: "RPM", rateLimitTier: "paid" });
     expect(w.sends.map((s) => `${s.status} ${s.path}`)).toEqual(["200 /api/v1/api_keys/rate_limits/log"]);
+  });
+});
+
+describe("emulator: the rate-limit log takes an ADMIN key (live)", () => {
+  it("an inference key is 401 'Admin API key required', a wallet 401, an admin key served; seed mode serves any key", async () => {
+    const keys = [{ key: "admin", usd: 5, diem: 0 }, { key: "inference", usd: 5, diem: 0, admin: false }];
+    const log = (emu: Emulator, headers: Record<string, string>) => fetch(`${emu.url}/api_keys/rate_limits/log`, { headers });
+    const live = await emulator({ apiKeys: keys, walletStartingUsd: 1 });
+    expect((await log(live, bearer("admin"))).status).toBe(200);
+    const inference = await log(live, bearer("inference"));
+    expect(inference.status).toBe(401);
+    expect(await inference.json()).toEqual({ error: "Admin API key required" });
+    const wallet = EvmWallet.random();
+    const url = `${live.url}/api_keys/rate_limits/log`;
+    expect((await log(live, { "sign-in-with-x": await createSiwxHeader(wallet, url) })).status).toBe(401);
+    const seed = await emulator({ apiKeys: keys, mode: "seed" });
+    expect((await log(seed, bearer("inference"))).status).toBe(200);
   });
 });
 

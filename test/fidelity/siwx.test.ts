@@ -1,8 +1,9 @@
 /**
  * Fidelity: wallet sign-in (SIWX) as strict as the published contract, on the wire, and the client's clock.
  *
- * Emulator: a sign-in whose `issuedAt` is more than a few seconds ahead is refused; domain and uri are checked
- * against the emulator's public origin (an option, default its loopback origin), never the request line; a
+ * Emulator: a sign-in whose `issuedAt` is more than 30 s ahead is refused (live; 5 s in seed mode); the domain is
+ * checked against the service's own hosts, the emulator's public origin among them (an option, default its loopback
+ * origin), never the request line (siwx-live.test.ts has the live rule's details); a
  * refused sign-in proves no identity, so it counts toward the abuse block of its sender's address, not of the
  * wallet it names; a refusal is a 401 with the live service's code for its cause (`X402_SIGN_IN_…`; the seed's
  * single `X402_INVALID_SIGN_IN` in `mode: "seed"`: siwx-codes.test.ts has each cause); `Date` follows the emulator's
@@ -85,9 +86,9 @@ function recording(statuses: number[]): FetchLike {
 }
 
 describe("emulator: SIWX issuedAt and the emulator's clock", () => {
-  it("refuses an issuedAt 10 s or 30 s ahead with the live 401 X402_SIGN_IN_FUTURE_TIMESTAMP, accepts one signed now", async () => {
+  it("refuses an issuedAt 40 s or 60 s ahead with the live 401 X402_SIGN_IN_FUTURE_TIMESTAMP, accepts one signed now", async () => {
     emu = await start();
-    for (const ahead of [10_000, 30_000]) {
+    for (const ahead of [40_000, 60_000]) {
       const res = await probe(emu, await signed(victim, emu, { now: Date.now() + ahead }));
       expect(res.status).toBe(401);
       expect(await res.json()).toMatchObject({ ...live401("FUTURE_TIMESTAMP"), details: { reason: "issued_in_future" } });
@@ -96,12 +97,12 @@ describe("emulator: SIWX issuedAt and the emulator's clock", () => {
   });
 
   it("the Date header is the emulator's clock (ctx.now), so a test can run it behind the client", async () => {
-    emu = await start({ now: () => Date.now() - 30_000 });
+    emu = await start({ now: () => Date.now() - 45_000 });
     const res = await fetch(`${emu.url}/models`);
     const skew = Date.parse(res.headers.get("date")!) - Date.now();
-    expect(skew).toBeGreaterThan(-32_000);
-    expect(skew).toBeLessThan(-28_000);
-    // and its SIWX check uses the same clock: a header signed by a machine clock 30 s ahead is refused
+    expect(skew).toBeGreaterThan(-47_000);
+    expect(skew).toBeLessThan(-43_000);
+    // and its SIWX check uses the same clock: a header signed by a machine clock 45 s ahead is refused
     expect((await probe(emu, await signed(victim, emu))).status).toBe(401);
   });
 });
@@ -127,11 +128,9 @@ describe("emulator: SIWX domain and uri against the public origin, never the req
     const forLoopback = await probe(emu, await signed(victim, emu));
     expect(forLoopback.status).toBe(401);
     expect(await forLoopback.json()).toMatchObject({ ...live401("DOMAIN_MISMATCH"), details: { reason: "domain_mismatch" } });
-    // a uri on another origin, with the right domain
+    // a uri on another origin, with the right domain: the live service does not check the uri
     const otherUri = await createSiwxHeader(victim, "http://api.example/api/v1");
-    const res = await probe(emu, otherUri);
-    expect(res.status).toBe(401);
-    expect(await res.json()).toMatchObject({ ...live401("DOMAIN_MISMATCH"), details: { reason: "uri_mismatch" } });
+    expect((await probe(emu, otherUri)).status).toBe(200);
     // the discovery 402's challenge names the public origin
     const discovery = await probe(emu, undefined);
     expect(discovery.status).toBe(402);

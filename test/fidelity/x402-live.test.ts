@@ -190,25 +190,30 @@ describe("top-up answers", () => {
     await new Promise((r) => setTimeout(r, 100));
     expect(await send(slow)).toEqual({ status: 409, error: "PAYMENT_IN_PROGRESS" });
     expect((await first).status).toBe(200);
+    // credited: live, 409 too ("already processed"); the seed's "already used" 400 with resendAfterSettled: "400"
+    expect(await send(slow)).toEqual({ status: 409, error: "PAYMENT_IN_PROGRESS" });
+    x402.resendAfterSettled = "400";
     expect(await send(slow)).toEqual({ status: 400, error: "PAYMENT_VERIFICATION_FAILED" });
+    delete x402.resendAfterSettled;
     // the seed's way: the re-send waits for the settlement
-    Object.assign(x402, { settleDelayMs: 300, delayedSettlements: 2, resendWhileSettling: "wait" });
+    Object.assign(x402, { settleDelayMs: 300, delayedSettlements: 2, resendWhileSettling: "wait", resendAfterSettled: "400" });
     const waited = await sign();
     const firstWaited = send(waited);
     await new Promise((r) => setTimeout(r, 100));
     expect(await send(waited)).toEqual({ status: 400, error: "PAYMENT_VERIFICATION_FAILED" });
     expect((await firstWaited).status).toBe(200);
     delete x402.resendWhileSettling;
+    delete x402.resendAfterSettled;
     delete x402.settleDelayMs;
     expect(credited()).toBe(2);
 
-    // 504: it lands anyway (a re-send is then "already used"), or it never does (a re-send settles it)
+    // 504: it lands anyway (a re-send is then "already processed", live 409), or it never does (a re-send settles it)
     x402.settlementTimeouts = 2;
     const lands = await sign();
     expect(await send(lands)).toEqual({ status: 504, error: "SETTLEMENT_TIMEOUT" });
     // it lands in the background: waited for, not guessed (a loaded machine settles later than an idle one)
     await vi.waitFor(() => expect(credited()).toBe(3), { timeout: 10_000, interval: 50 });
-    expect((await send(lands)).status).toBe(400);
+    expect((await send(lands)).status).toBe(409);
     x402.settlementTimeoutLands = false;
     const lost = await sign();
     expect(await send(lost)).toEqual({ status: 504, error: "SETTLEMENT_TIMEOUT" });

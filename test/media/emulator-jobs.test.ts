@@ -123,14 +123,24 @@ describe("/video/retrieve and /video/complete", () => {
     expect(gone.status).toBe(404);
   });
 
-  it("complete deletes the media ({success: true}); another caller's or an unknown queue id is 400 'Request ID is invalid.'", async () => {
+  it("complete refuses every queue id live (the media stays); jobs.videoComplete: \"delete\" (seed) deletes it; another caller's or an unknown queue id is 400 'Request ID is invalid.'", async () => {
     const { json } = await post("/video/queue", { model: "emu-video", prompt: "rain", duration: "2s" });
     expect((await post("/video/retrieve", { model: "emu-video", queue_id: json.queue_id }, "other")).json).toEqual({ error: "Request ID is invalid." });
     expect((await post("/video/retrieve", { model: "emu-video", queue_id: "no-such-id" })).status).toBe(400);
     expect((await post("/video/retrieve", { model: "emu-video-private", queue_id: json.queue_id })).status).toBe(400);
     await sleep(1_050);
-    expect((await post("/video/complete", { model: "emu-video", queue_id: json.queue_id })).json).toEqual({ success: true });
-    expect((await post("/video/retrieve", { model: "emu-video", queue_id: json.queue_id })).status).toBe(404);
+    const refused = await post("/video/complete", { model: "emu-video", queue_id: json.queue_id });
+    expect(refused.status).toBe(400);
+    expect(refused.json.error).toMatch(/delete_media_on_completion/);
+    expect((await post("/video/retrieve", { model: "emu-video", queue_id: json.queue_id })).type).toBe("video/mp4");
+    const jobs = (emu.context.options.jobs ??= {});
+    jobs.videoComplete = "delete";
+    try {
+      expect((await post("/video/complete", { model: "emu-video", queue_id: json.queue_id })).json).toEqual({ success: true });
+      expect((await post("/video/retrieve", { model: "emu-video", queue_id: json.queue_id })).status).toBe(404);
+    } finally {
+      delete jobs.videoComplete;
+    }
   });
 
   it("a privately hosted model answers a download_url at queue time and only COMPLETED on retrieve; the URL serves the MP4", async () => {

@@ -1,7 +1,8 @@
 /**
  * Long-running jobs through the emulator: `client.video` / `client.audio` (quote, queue, retrieve, complete) and the
  * whole run (`generate`): progress in order, polls never closer than the route's floor, the media deleted as it is
- * delivered. Money: a quote over `maxQuoteUsd` or beyond the wallet policy's reach is refused with nothing queued; a
+ * delivered (a video by retrieve's `delete_media_on_completion`: the live service refuses `/video/complete` for every
+ * queue id, so it is never called). Money: a quote over `maxQuoteUsd` or beyond the wallet policy's reach is refused with nothing queued; a
  * lost queue answer is found again in the ledger (a wallet's transactions, an admin key's usage) with exactly one
  * charge and one queue request, and never queued again when the ledger cannot tell; a failed job's error carries its
  * refund; a cancelled run stops polling and names its queue id.
@@ -37,19 +38,21 @@ const video = { model: "emu-video", prompt: "waves rolling onto a beach", durati
 const videoCharges = (id: string) => emu.account(id)!.entries.filter((e) => e.type === "CHARGE" && e.kind === "video");
 
 describe("client.video and client.audio: the four routes", () => {
-  it("quote, queue, retrieve (PROCESSING, then the bytes), complete", async () => {
-    const { client } = recordingClient(emu, { apiKey: "admin" });
+  it("quote, queue, retrieve (PROCESSING, then the bytes, deleted as delivered); complete refused unsent", async () => {
+    const { client, count } = recordingClient(emu, { apiKey: "admin" });
     expect((await client.video.quote(video)).quoteUsd).toBe(0.1);
     const queued = await client.video.queue(video);
     expect(queued).toMatchObject({ kind: "video", model: "emu-video", queueId: expect.any(String) });
     const running = await client.video.retrieve(queued);
     expect(running).toMatchObject({ status: "PROCESSING", averageExecutionTimeMs: expect.any(Number), executionDurationMs: expect.any(Number) });
     await new Promise((r) => setTimeout(r, 1_050));
-    const done = await client.video.retrieve(queued);
+    const done = await client.video.retrieve({ ...queued, deleteMediaOnCompletion: true });
     expect(done.status).toBe("COMPLETED");
     expect(done.status === "COMPLETED" && decodeMp4(done.bytes!).durationSeconds).toBe(2);
-    expect(await client.video.complete(queued)).toBe(true);
     await expect(client.video.retrieve(queued)).rejects.toMatchObject({ status: 404 });
+    // the service refuses /video/complete for every queue id: refused here, before sending
+    await expect(client.video.complete(queued)).rejects.toBeInstanceOf(ValidationError);
+    expect(count("/video/complete")).toBe(0);
   });
 
   it("client.audio: quote (by duration, or by characters for the voice model), queue, retrieve, complete", async () => {
@@ -117,12 +120,14 @@ describe("generate: the whole run", () => {
     for (let i = 1; i < retrieves.length; i++) expect(retrieves[i]!.at - retrieves[i - 1]!.at).toBeGreaterThanOrEqual(POLL_FLOOR_MS.audio - 5);
   });
 
-  it("a privately hosted model's file is fetched from its download_url, then completed", async () => {
+  it("a privately hosted model's file is fetched from its download_url; /video/complete is never called", async () => {
     const { client, sent } = recordingClient(emu, { apiKey: "admin" });
     const result = await client.video.generate({ model: "emu-video-private", prompt: "a harbour at dawn", duration: "2s" }, fast);
     expect(decodeMp4(result.bytes).durationSeconds).toBe(2);
     expect(sent.filter((s) => s.path.startsWith("/video/download/"))).toHaveLength(1);
-    expect(sent.filter((s) => s.path === "/video/complete")).toHaveLength(1);
+    expect(sent.filter((s) => s.path === "/video/complete")).toHaveLength(0);
+    // retrieve asked the service to delete it instead
+    expect(sent.filter((s) => s.path === "/video/retrieve").length).toBeGreaterThan(0);
   });
 });
 

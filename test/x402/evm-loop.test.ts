@@ -288,11 +288,22 @@ describe("the emulator's top-up endpoint refuses bad payments", () => {
     const receipt = JSON.parse(Buffer.from(first.headers.get("payment-response")!, "base64").toString()) as Record<string, unknown>;
     expect(receipt).toMatchObject({ success: true, network: "eip155:8453", payer: wallet.address });
     for (const header of ["PAYMENT-SIGNATURE", "X-PAYMENT"]) {
+      // live: "already processed" is a 409, as while settling
       const again = await post({ [header]: signed.header });
-      expect(again.status).toBe(400);
-      const body = await errorOf(again);
-      expect(body.error).toBe("PAYMENT_VERIFICATION_FAILED");
-      expect(body.message).toMatch(/nonce was already used/);
+      expect(again.status).toBe(409);
+      expect((await errorOf(again)).error).toBe("PAYMENT_IN_PROGRESS");
+    }
+    x402Options.resendAfterSettled = "400"; // the seed's answer
+    try {
+      for (const header of ["PAYMENT-SIGNATURE", "X-PAYMENT"]) {
+        const again = await post({ [header]: signed.header });
+        expect(again.status).toBe(400);
+        const body = await errorOf(again);
+        expect(body.error).toBe("PAYMENT_VERIFICATION_FAILED");
+        expect(body.message).toMatch(/nonce was already used/);
+      }
+    } finally {
+      delete x402Options.resendAfterSettled;
     }
     expect(topUps(wallet.address)).toHaveLength(before + 1);
 

@@ -3,6 +3,8 @@
  * - a 402 that a top-up cannot cure (a wallet linked to an account with staking-token credit) is not paid again;
  * - a top-up still settling (`409 PAYMENT_IN_PROGRESS`) or timed out (`504 SETTLEMENT_TIMEOUT`) is waited for and
  *   re-sent with the same bytes, never failed and never re-signed; `402 SETTLEMENT_FAILED` lets a new one be signed;
+ *   a 409 that means "already processed" (a re-send of a payment credited, its first answer lost) ends the re-sends
+ *   once the balance shows the credit;
  *   `503 X402_NOT_CONFIGURED` is `PaymentsUnavailableError`;
  * - the credit left comes from `GET /x402/balance`, read when asked and stale, never on the request path.
  */
@@ -22,8 +24,8 @@ let emu: Emulator;
 const x402Options: X402EmulatorOptions = {};
 
 beforeAll(async () => {
-  // payers 1..11 (0 deploys, the last is the treasury)
-  emu = await startPaidEmulator({ chain: { accounts: 13 }, x402: x402Options as Record<string, unknown> });
+  // payers 1..12 (0 deploys, the last is the treasury)
+  emu = await startPaidEmulator({ chain: { accounts: 14 }, x402: x402Options as Record<string, unknown> });
 });
 afterAll(async () => {
   await emu?.close();
@@ -32,6 +34,8 @@ afterAll(async () => {
 interface Sent {
   path: string;
   status?: number;
+  /** the signed payment a top-up carried */
+  payment?: string;
 }
 
 /** A wallet client (chain account `index`) that records what it sent and how each answer came back. */
@@ -40,7 +44,8 @@ function walletClient(index: number, topUp: Record<string, number> = {}, on: Emu
   const events: PaymentEvent[] = [];
   const sent: Sent[] = [];
   const recording: FetchLike = async (input, init) => {
-    const entry: Sent = { path: `${init?.method ?? "GET"} ${new URL(String(input)).pathname}` };
+    const payment = new Headers(init?.headers).get("payment-signature") ?? undefined;
+    const entry: Sent = { path: `${init?.method ?? "GET"} ${new URL(String(input)).pathname}`, ...(payment ? { payment } : {}) };
     sent.push(entry);
     const res = await globalThis.fetch(input, init);
     entry.status = res.status;
@@ -160,6 +165,33 @@ describe("slow settlement", () => {
       delete x402Options.delayedSettlements;
     }
   });
+
+  it("409 for a payment already processed (its first answer lost): the balance shows the credit, so no more re-sends; one payment, served", async () => {
+    x402Options.topUpFailures = 1; // the first payment settles, then its answer is a 503
+    try {
+      const { wallet, chat, signed, paid, sent } = walletClient(12);
+      // the re-send of the credited payment: 409 live (seed: a 400 saying its nonce was used)
+      expect((await chat()).status).toBe(200);
+      expect(signed()).toBe(1);
+      // one send, one re-send: the 409 was not re-sent again (before, it was until the payment's validity ended)
+      expect(paid().map((s) => s.status)).toEqual([503, 409]);
+      expect(sent.filter((s) => s.path.includes("/x402/balance/")).length).toBeGreaterThanOrEqual(1);
+      expect(topUps(wallet.address)).toHaveLength(1);
+      // the emulator: the same bytes once more are 409 live, and 400 (nonce used) with resendAfterSettled: "400"
+      const bytes = sent.find((s) => s.payment)!.payment!;
+      const again = async () => {
+        const res = await globalThis.fetch(`${emu.url}/x402/top-up`, { method: "POST", headers: { "PAYMENT-SIGNATURE": bytes } });
+        return [res.status, ((await res.json()) as { error: string }).error];
+      };
+      expect(await again()).toEqual([409, "PAYMENT_IN_PROGRESS"]);
+      x402Options.resendAfterSettled = "400";
+      expect(await again()).toEqual([400, "PAYMENT_VERIFICATION_FAILED"]);
+      expect(topUps(wallet.address)).toHaveLength(1);
+    } finally {
+      delete x402Options.topUpFailures;
+      delete x402Options.resendAfterSettled;
+    }
+  }, 20_000);
 
   it("504 SETTLEMENT_TIMEOUT, the payment landing later: re-sent, never re-signed; credited once", async () => {
     Object.assign(x402Options, { settlementTimeouts: 1, settleDelayMs: 600, delayedSettlements: 1 });

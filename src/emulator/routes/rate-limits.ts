@@ -1,7 +1,7 @@
 /**
  * GET /api_keys/rate_limits (the caller's balances and limits, the canonical source of them) and the log of
  * exceeded limits, served at both `/api_keys/rate_limit_logs` (spec 4.4) and `/api_keys/rate_limits/log`
- * (the published description). Shapes follow openapi-subset.yaml.
+ * (the published description); live, the log takes an ADMIN key. Shapes follow openapi-subset.yaml.
  */
 import { accountIdentity } from "../auth.js";
 import { EMBEDDING_MODELS, MODELS } from "../models/catalog.js";
@@ -65,6 +65,11 @@ const rateLimitsHandler: RouteHandler = (_req, ctx, caller) => {
 
 const rateLimitLogHandler: RouteHandler = (_req, ctx, caller) => {
   const account = accountOf(caller);
+  // live: the log is an ADMIN key's (an inference key or a wallet is refused), as /billing/* is
+  if (isLiveMode(ctx.options)) {
+    if (caller.kind !== "apiKey") throw new EmulatorHttpError(401, { error: "Authentication failed" });
+    if (account.admin === false) throw new EmulatorHttpError(401, { error: "Admin API key required" });
+  }
   return { status: 200, body: { object: "list", data: limiterOf(ctx).logFor(accountIdentity(account)) } };
 };
 

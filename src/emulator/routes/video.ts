@@ -2,7 +2,8 @@
  * Video jobs: POST /video/quote (the price, nothing charged), /video/queue (checked against the model's durations,
  * resolutions and aspect ratios; charged its quote; `{model, queue_id}`, plus `download_url` for a privately hosted
  * model), /video/retrieve (`{status: "PROCESSING", average_execution_time, execution_duration}`, then the MP4 of
- * ../media/mp4.ts, or the job's error once it failed and was refunded), /video/complete (deletes the media), and the
+ * ../media/mp4.ts, or the job's error once it failed and was refunded), /video/complete (live: refuses every queue id
+ * from /video/queue, as the service does; seed: deletes the media), and the
  * download URL of privately hosted models. The job machinery is ../media/jobs.ts; queues are paced in the `video`
  * bucket (spec part 8: 40 a minute).
  */
@@ -10,7 +11,7 @@ import { z } from "zod";
 import { findMediaModel, type MediaModel } from "../models/catalog.js";
 import { videoFor } from "../media/mp4.js";
 import { fundsOf, jobStore, shortOfQuote } from "../media/jobs.js";
-import { EmulatorHttpError, type EmulatorContext, type Route } from "../types.js";
+import { EmulatorHttpError, isLiveMode, type EmulatorContext, type Route } from "../types.js";
 import { badRequest, parseBody } from "./strict-body.js";
 
 const DURATIONS = [...Array.from({ length: 16 }, (_, i) => `${i + 1}s`), "18s", "20s", "25s", "30s", "1 gen", "Auto"] as const;
@@ -149,6 +150,13 @@ export const videoRoutes: Route[] = [
       const body = parseBody(req, completeSchema);
       const store = jobStore(ctx);
       const job = store.find(body.queue_id, "video", body.model, caller.kind === "anonymous" ? undefined : caller.account);
+      // live: no queue id from /video/queue is accepted here (the media is deleted by retrieve's delete_media_on_completion)
+      if ((ctx.options.jobs?.videoComplete ?? (isLiveMode(ctx.options) ? "refuse" : "delete")) === "refuse") {
+        throw badRequest("This queue_id cannot be completed: pass delete_media_on_completion to /video/retrieve instead", {
+          _errors: [],
+          queue_id: { _errors: ["Not a completable video id"] },
+        });
+      }
       store.delete(job);
       return { status: 200, body: { success: true } };
     },

@@ -7,8 +7,8 @@
  * Options (`startEmulator({ x402: {...} })`, X402EmulatorOptions in options.ts): minimumBalanceUsd (0.10),
  * suggestedTopUpUsd (10), minimumTopUpUsd (5), maximumTopUpUsd (10000), solana (true: a LiteSVM rail when
  * `litesvm` is installed), the slow and failing top-up knobs, and where the live service and the seed differ
- * (`X-Balance-Remaining`, 409 while settling, the refusal codes of top-ups and of sign-ins, route limits, the
- * read routes' sign-in answers).
+ * (`X-Balance-Remaining`, 409 while settling and once credited, the refusal codes of top-ups and of sign-ins, how a
+ * sign-in's domain and time are checked, which of two credentials wins, route limits, the read routes' sign-in answers).
  */
 import { randomUUID } from "node:crypto";
 import { SIWX_LEGACY_HEADER, SIWX_HEADER } from "../../x402/siwx.js";
@@ -282,7 +282,7 @@ export async function createX402Hooks(ctx: EmulatorContext): Promise<X402Hooks &
     async verifySiwx(header, req) {
       let who: Awaited<ReturnType<typeof verifySiwxHeader>>;
       try {
-        who = await verifySiwxHeader(header, req, nonces, ctx.now(), behaviour.signInCodes);
+        who = await verifySiwxHeader(header, req, nonces, ctx.now(), behaviour.signInRules);
       } catch (err) {
         // live: the read routes answer a generic 401, without the reason inference routes name
         if (err instanceof EmulatorHttpError && READ_ROUTE.test(req.path) && behaviour.liveReadAuth) throw new EmulatorHttpError(401, { error: SIWX_INVALID.error });

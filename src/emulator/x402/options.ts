@@ -4,6 +4,7 @@
  * default). Options are read on each request, so a test may change them on a running emulator.
  */
 import { isLiveMode, type EmulatorContext, type Route } from "../types.js";
+import { SIWX_FUTURE_SKEW_MS, SIWX_LIVE_FUTURE_SKEW_MS, type SiwxRules } from "./siwx.js";
 
 export interface X402EmulatorOptions {
   /** minimum wallet credit to be served (default 0.10) */
@@ -33,6 +34,11 @@ export interface X402EmulatorOptions {
    */
   resendWhileSettling?: "409" | "wait";
   /**
+   * a re-send of a payment already credited: `"409"` answers `409 PAYMENT_IN_PROGRESS` ("already processed", live:
+   * the same code as while settling); `"400"` answers `400 PAYMENT_VERIFICATION_FAILED`, its nonce used (seed)
+   */
+  resendAfterSettled?: "409" | "400";
+  /**
    * the top-up's 400 codes (in `error`): `"live"` (`INVALID_PAYMENT_FORMAT`, `UNSUPPORTED_NETWORK`,
    * `UNSUPPORTED_TOKEN`, `INVALID_PAYMENT_RECIPIENT`, `AMOUNT_TOO_LOW`, …) or `"seed"` (`X402_INVALID_PAYMENT`)
    */
@@ -60,6 +66,22 @@ export interface X402EmulatorOptions {
    * `X402_INVALID_SIGN_IN` to them all
    */
   signInCodes?: "live" | "seed";
+  /**
+   * how a sign-in's domain and times are checked: `"live"` compares its domain, stripped of protocol, port and path,
+   * with `signInDomains` (never the request's `Host`; `uri` unchecked) and allows `issuedAt` 30 s ahead; `"seed"`
+   * wants the public origin's host with port as domain and a uri on it, and 5 s ahead
+   */
+  signInCheck?: "live" | "seed";
+  /**
+   * the service's own hosts a live sign-in's domain must name (default: the public origin's host, `api.<brand>.ai`
+   * and `<brand>.ai`, as a real deployment lists them)
+   */
+  signInDomains?: string[];
+  /**
+   * a request with both `Authorization: Bearer` and a sign-in, on a route that takes a wallet: `"wallet"` signs in
+   * the wallet and bills it, the key unread (live); `"key"` uses the key (seed). Bearer-only routes always use the key.
+   */
+  bothCredentials?: "wallet" | "key";
 
   // --- top-up answers on demand (both modes; each counts the signed payments it applies to) ---
   /** answer the first N signed payments `504 SETTLEMENT_TIMEOUT`; they settle anyway, later (`settlementTimeoutLands`, default true) or not */
@@ -106,12 +128,23 @@ export class X402Behaviour {
   get resend409(): boolean {
     return (this.o.resendWhileSettling ?? (this.live ? "409" : "wait")) === "409";
   }
+  get settled409(): boolean {
+    return (this.o.resendAfterSettled ?? (this.live ? "409" : "400")) === "409";
+  }
   get liveCodes(): boolean {
     return (this.o.refusalCodes ?? (this.live ? "live" : "seed")) === "live";
   }
   /** the codes of a refused sign-in: the live service's specific ones, or the seed's single one */
   get signInCodes(): "live" | "seed" {
     return this.o.signInCodes ?? (this.live ? "live" : "seed");
+  }
+  /** how sign-ins are checked (see `signInCheck`) */
+  get signInRules(): SiwxRules {
+    const codes = this.signInCodes;
+    if ((this.o.signInCheck ?? (this.live ? "live" : "seed")) === "seed") return { codes, futureSkewMs: SIWX_FUTURE_SKEW_MS };
+    const brand = this.ctx.names.brand;
+    const domains = this.o.signInDomains ?? [new URL(this.ctx.publicOrigin).host, `api.${brand}.ai`, `${brand}.ai`];
+    return { codes, domains, futureSkewMs: SIWX_LIVE_FUTURE_SKEW_MS };
   }
   get liveReadAuth(): boolean {
     return (this.o.readRouteAuth ?? (this.live ? "live" : "seed")) === "live";

@@ -1,9 +1,10 @@
 /**
  * The emulator's SIWX check, done for real: EIP-4361 parsed by `siwe` and the signer recovered with ethers;
- * Solana's text parsed here and its Ed25519 signature verified with Node's crypto. Domain (host with port),
- * URI (the origin or any URL on it, since the service's own SDK signs the request URL), chain, `issuedAt`
- * window, expiry and single-use nonces are checked. Domain and URI are compared with `req.url`, which the server
- * builds on the emulator's public origin (never from the request line).
+ * Solana's text parsed here and its Ed25519 signature verified with Node's crypto. Chain, `issuedAt` window, expiry
+ * and single-use nonces are checked, and the domain: live, as the service does it, against a list of the
+ * service's own hosts after stripping protocol, port and path (not the request's `Host`; `uri` is not checked),
+ * with 30 s of future skew; seed, domain (host with port) and URI (the origin or any URL on it) against `req.url`,
+ * which the server builds on the emulator's public origin (never from the request line), with 5 s of skew.
  *
  * Every failure is a 401 `{error: "Invalid Sign-in-with-x signature", code, details: {reason, message}}`. Its
  * `code` is the live service's for the check that failed (its auth guide's `X402_SIGN_IN_*` list: `EXPIRED`,
@@ -25,6 +26,8 @@ export const SIWX_MAX_AGE_MS = 5 * 60_000;
  * should sign with the service's time (its `Date` header), not their own.
  */
 export const SIWX_FUTURE_SKEW_MS = 5_000;
+/** The live service's figure (its auth guide): `issuedAt` at most 30 s in the future. */
+export const SIWX_LIVE_FUTURE_SKEW_MS = 30_000;
 export const SIWX_INVALID = { error: "Invalid Sign-in-with-x signature", code: "X402_INVALID_SIGN_IN" } as const;
 
 /**
@@ -47,6 +50,26 @@ export type SignInCode =
 
 /** Which codes a refusal carries: the live service's specific ones, or the seed contract's single one. */
 export type SignInCodes = "live" | "seed";
+
+/** How a sign-in is checked beyond its signature. */
+export interface SiwxRules {
+  codes?: SignInCodes;
+  /**
+   * the service's own hosts: the message's domain, stripped of protocol, port and path, must be one of them (its
+   * `uri` is not checked). Absent: the domain must be `req.url.host` and the uri on `req.url.origin` (the seed's).
+   */
+  domains?: readonly string[];
+  /** how far ahead of `now` an `issuedAt` may be (default SIWX_FUTURE_SKEW_MS) */
+  futureSkewMs?: number;
+}
+
+/** A domain as the live service compares it: protocol, port and path stripped, lower case. */
+export function bareHost(domain: string): string {
+  const noProtocol = domain.trim().replace(/^[a-z][a-z0-9+.-]*:\/\//i, "");
+  const authority = noProtocol.split(/[/?#]/, 1)[0]!.replace(/^[^@]*@/, "");
+  const host = authority.startsWith("[") ? authority.slice(0, authority.indexOf("]") + 1) : authority.replace(/:\d*$/, "");
+  return host.toLowerCase();
+}
 
 const HeaderSchema = z.object({
   address: z.string().min(1),
@@ -165,8 +188,9 @@ export async function verifySiwxHeader(
   req: EmulatorRequest,
   nonces: NonceStore,
   now: number,
-  codes: SignInCodes = "live",
+  rules: SignInCodes | SiwxRules = "live",
 ): Promise<SiwxIdentity> {
+  const { codes = "live", domains, futureSkewMs = SIWX_FUTURE_SKEW_MS } = typeof rules === "string" ? { codes: rules } : rules;
   function fail(code: SignInCode, reason: string, message: string): never {
     throw new EmulatorHttpError(401, { error: SIWX_INVALID.error, code: signInCode(code, codes), details: { reason, message } });
   }
@@ -195,18 +219,23 @@ export async function verifySiwxHeader(
     fail("CHAIN_MISMATCH", "chain_mismatch", "Sign-in message chain does not match a supported chain");
   }
 
-  if (fields.domain !== req.url.host) fail("DOMAIN_MISMATCH", "domain_mismatch", `Sign-in domain must be ${req.url.host}`);
-  let uriOrigin: string | undefined;
-  try {
-    uriOrigin = new URL(fields.uri).origin;
-  } catch {
-    uriOrigin = undefined;
+  if (domains) {
+    // live: the service's own hosts, whatever host the request reached (a proxy, a custom base URL)
+    if (!domains.some((d) => bareHost(d) === bareHost(fields.domain))) fail("DOMAIN_MISMATCH", "domain_mismatch", `Sign-in domain must be one of ${domains.map(bareHost).join(", ")}`);
+  } else {
+    if (fields.domain !== req.url.host) fail("DOMAIN_MISMATCH", "domain_mismatch", `Sign-in domain must be ${req.url.host}`);
+    let uriOrigin: string | undefined;
+    try {
+      uriOrigin = new URL(fields.uri).origin;
+    } catch {
+      uriOrigin = undefined;
+    }
+    if (uriOrigin !== req.url.origin) fail("DOMAIN_MISMATCH", "uri_mismatch", `Sign-in URI must be on ${req.url.origin}`);
   }
-  if (uriOrigin !== req.url.origin) fail("DOMAIN_MISMATCH", "uri_mismatch", `Sign-in URI must be on ${req.url.origin}`);
 
   const issuedAt = Date.parse(fields.issuedAt);
   if (!Number.isFinite(issuedAt)) fail("INVALID_MESSAGE", "malformed", "Sign-in message has no valid Issued At");
-  if (issuedAt > now + SIWX_FUTURE_SKEW_MS) fail("FUTURE_TIMESTAMP", "issued_in_future", "Sign-in message issued in the future: sign with the service's time (its Date header)");
+  if (issuedAt > now + futureSkewMs) fail("FUTURE_TIMESTAMP", "issued_in_future", "Sign-in message issued in the future: sign with the service's time (its Date header)");
   if (now - issuedAt > SIWX_MAX_AGE_MS) fail("EXPIRED", "stale", "Sign-in message is older than 5 minutes; sign a fresh one");
   const expiresAt = fields.expirationTime ? Date.parse(fields.expirationTime) : issuedAt + SIWX_MAX_AGE_MS;
   if (!Number.isFinite(expiresAt) || expiresAt <= now) fail("EXPIRED", "expired", "Sign-in message has expired");
@@ -239,7 +268,7 @@ export async function verifySiwxHeader(
   }
 
   // only a message that passed every check uses up its nonce
-  if (!nonces.use(`${address}:${fields.nonce}`, now, Math.max(expiresAt, issuedAt + SIWX_MAX_AGE_MS) + SIWX_FUTURE_SKEW_MS)) {
+  if (!nonces.use(`${address}:${fields.nonce}`, now, Math.max(expiresAt, issuedAt + SIWX_MAX_AGE_MS) + futureSkewMs)) {
     fail("NONCE_REUSED", "nonce_reused", "Sign-in nonce already used; sign a fresh message for every request");
   }
   return { address, chain: solana ? "solana" : "evm" };

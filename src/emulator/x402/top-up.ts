@@ -6,8 +6,8 @@
  * `PAYMENT-SIGNATURE` takes x402 v2 payloads whose `accepted` is exactly one offered requirement (the $5 minimum);
  * `X-402-Payment` / `X-PAYMENT` also take v1 payloads (as the service's own wallet SDK sends them) of any amount from
  * $5 to $10,000. A signed payment is credited at most once however often it is sent: a re-send while it is still
- * settling is `409 PAYMENT_IN_PROGRESS` (live; the seed waits for the settlement), and a re-send after it settled is a
- * 400 `PAYMENT_VERIFICATION_FAILED` (its nonce was already used).
+ * settling is `409 PAYMENT_IN_PROGRESS` (live; the seed waits for the settlement), and so is a re-send after it
+ * settled (live: "already processed"; the seed answers 400 `PAYMENT_VERIFICATION_FAILED`, its nonce used).
  *
  * Answers on demand (see X402EmulatorOptions): `504 SETTLEMENT_TIMEOUT` (it settles anyway, later, or not),
  * `402 SETTLEMENT_FAILED` (no funds moved), `503 X402_NOT_CONFIGURED`, a slow facilitator, a late or lost answer.
@@ -206,6 +206,8 @@ export function createTopUp(deps: TopUpDeps): (req: EmulatorRequest) => Promise<
         return { status: 409, body: { error: "PAYMENT_IN_PROGRESS", message: "This payment is still settling; retry shortly" } };
       }
       await earlier.done;
+      // live: "already processed" is a 409 too, so a client cannot tell it from settling by the status alone
+      if (b.settled409) return { status: 409, body: { error: "PAYMENT_IN_PROGRESS", message: "This payment was already processed" } };
       paymentError(400, "PAYMENT_VERIFICATION_FAILED", "Payment verification failed: the authorization's nonce was already used", {
         reason: "nonce_already_used",
       });
