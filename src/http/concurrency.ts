@@ -30,7 +30,7 @@ export interface ConcurrencyOptions {
   perWallet: number;
   /** crypto RPC requests in flight per caller, API key or wallet (default 1: the proxy serves one at a time) */
   cryptoRpc: number;
-  /** how long a single crypto RPC call waits for others to join its batch (ms, default 10: ethers' `batchStallTime`) */
+  /** how long a single crypto RPC call waits for others to join its batch (ms; default 0: the next turn of the event loop) */
   cryptoRpcBatchStallMs: number;
   /** crypto RPC calls coalesced into one batch at most (default 100, the proxy's cap; 1: never coalesce) */
   cryptoRpcBatchMaxCount: number;
@@ -38,7 +38,7 @@ export interface ConcurrencyOptions {
   cryptoRpcItemCredits?: RpcItemCredits;
 }
 
-export const DEFAULT_CONCURRENCY: ConcurrencyOptions = { perWallet: 5, cryptoRpc: 1, cryptoRpcBatchStallMs: 10, cryptoRpcBatchMaxCount: 100 };
+export const DEFAULT_CONCURRENCY: ConcurrencyOptions = { perWallet: 5, cryptoRpc: 1, cryptoRpcBatchStallMs: 0, cryptoRpcBatchMaxCount: 100 };
 
 /** `POST /crypto/rpc/{network}` (not the public network list) */
 const CRYPTO_RPC_CALL = /\/crypto\/rpc\/(?!networks(?:[/?#]|$))[^/?#]+(?:[?#]|$)/;
@@ -231,7 +231,7 @@ export function concurrencyLayer(
     // an API key's request that is not crypto RPC (the common case) waits for nothing: not even a promise of ours
     if ((!walletGate && !rpc) || init?.service?.auth === false || !sameOrigin(url, origin)) return next(input, init);
     const call = rpc && batcher && (typeof input === "string" || input instanceof URL) ? singleCall(init) : undefined;
-    if (call) return batcher!.add(url, init!, call, (batchInit) => held(next, url, true, url, batchInit));
+    if (call) return batcher!.add(url, init!, call, (build, signal) => held((i) => next(i, build()), url, true, url, { signal }));
     return held(next, url, rpc, input, init);
   };
 

@@ -18,7 +18,10 @@ import type { ServiceRequestInit } from "./types.js";
 export type RpcItemCredits = (network: string, method: string, failed: boolean) => number;
 
 export interface RpcBatchOptions {
-  /** how long the first call waits for others to join it (ms; ethers' `batchStallTime`, default 10) */
+  /**
+   * how long the first call waits for others to join it (ms, as ethers' `batchStallTime`; default 0: the next turn of
+   * the event loop). A batch still waiting for its place in the caller's queue takes in every call that arrives.
+   */
   stallMs: number;
   /** items in one batch at most (ethers' `batchMaxCount`; default 100, the proxy's cap; 1: no coalescing) */
   maxCount: number;
@@ -28,8 +31,11 @@ export interface RpcBatchOptions {
   itemCredits?: RpcItemCredits;
 }
 
-/** Sends one request through the caller's queue place (the concurrency layer's `held`). */
-type Send = (init: ServiceRequestInit) => Promise<Response>;
+/**
+ * Sends one request through the caller's queue place (the concurrency layer's `held`), waiting for the place with
+ * `signal`; `build` makes the request once the place is held, so the batch takes in every call that came meanwhile.
+ */
+type Send = (build: () => ServiceRequestInit, signal: AbortSignal) => Promise<Response>;
 
 interface Entry {
   request: Record<string, unknown>;
@@ -45,6 +51,19 @@ interface OpenBatch {
   send: Send;
   url: string;
   timer?: ReturnType<typeof setTimeout>;
+  /** waiting for its place: still open to new calls until it has it */
+  flushing?: boolean;
+  /** called when a caller gives up: the batch is cancelled once every caller has */
+  gaveUp?: () => void;
+}
+
+/** The first call's wait for others: a given number of ms, or (0) the next turn of the event loop. */
+function afterStall(ms: number, fn: () => void): ReturnType<typeof setTimeout> | undefined {
+  if (ms > 0) return setTimeout(fn, ms);
+  // calls made together (a graph's parallel tool calls) all arrive within one turn: a lone call waits for nothing more
+  if (typeof setImmediate === "function") setImmediate(fn);
+  else setTimeout(fn, 0);
+  return undefined;
 }
 
 /** The call as the batcher takes it: a single JSON-RPC object in a string body, without an Idempotency-Key. */
@@ -76,58 +95,63 @@ export class RpcBatcher {
     let batch = this.#open.get(key);
     if (!batch) {
       const opened: OpenBatch = { entries: [], send, url };
-      opened.timer = setTimeout(() => this.#flush(key, opened), this.options.stallMs);
+      opened.timer = afterStall(this.options.stallMs, () => this.#flush(key, opened));
       this.#open.set(key, (batch = opened));
     }
     const open = batch;
     const done = new Promise<Response>((resolve, reject) => {
       const signal = init.signal;
-      const onAbort = () => settle(entry, () => reject(abortErrorOf(signal!.reason)));
+      const onAbort = () => {
+        settle(entry, () => reject(abortErrorOf(signal!.reason)));
+        open.gaveUp?.();
+      };
       const entry: Entry = { request, init, resolve, reject, settled: false, unwatch: () => signal?.removeEventListener("abort", onAbort) };
       if (signal?.aborted) return reject(abortErrorOf(signal.reason));
       signal?.addEventListener("abort", onAbort, { once: true });
       open.entries.push(entry);
     });
-    if (open.entries.length >= this.options.maxCount) this.#flush(key, open);
+    if (open.entries.length >= this.options.maxCount) {
+      // full: later calls open the next batch
+      if (this.#open.get(key) === open) this.#open.delete(key);
+      this.#flush(key, open);
+    }
     return done;
   }
 
+  /**
+   * Sends the batch once its place in the caller's queue is free; until then it stays open, so calls that arrive
+   * while an earlier request is in flight go out together next (two round trips at most for any burst).
+   */
   #flush(key: string, batch: OpenBatch): void {
-    clearTimeout(batch.timer);
-    if (this.#open.get(key) === batch) this.#open.delete(key);
-    const entries = batch.entries.filter((e) => !e.settled);
-    if (entries.length === 0) return;
-    if (entries.length === 1) {
-      // a batch of one is the call as it was made
-      const only = entries[0]!;
-      batch.send(only.init).then(
-        (res) => settle(only, () => only.resolve(res)),
-        (err: unknown) => settle(only, () => only.reject(err)),
-      );
-      return;
-    }
-    void this.#sendBatch(batch, entries);
-  }
-
-  async #sendBatch(batch: OpenBatch, entries: Entry[]): Promise<void> {
+    if (batch.timer !== undefined) clearTimeout(batch.timer);
+    if (batch.flushing) return;
+    batch.flushing = true;
     // the batch goes on while any caller waits for it; it is cancelled when every one has given up
     const controller = new AbortController();
-    const watch = () => {
-      if (entries.every((e) => e.settled)) controller.abort(new DOMException("every caller of the batch gave up", "AbortError"));
+    batch.gaveUp = () => {
+      if (batch.entries.every((e) => e.settled)) controller.abort(new DOMException("every caller of the batch gave up", "AbortError"));
     };
-    for (const e of entries) e.init.signal?.addEventListener("abort", watch, { once: true });
-    const wire = entries.map((e, i) => ({ ...e.request, jsonrpc: "2.0", id: i + 1 }));
-    const first = entries[0]!.init;
-    try {
-      const res = await batch.send({ ...first, body: JSON.stringify(wire), signal: controller.signal });
-      const text = await res.text();
-      const parts = this.#split(batch.url, res, text, entries);
-      entries.forEach((e, i) => settle(e, () => (parts[i] instanceof Response ? e.resolve(parts[i]) : e.reject(parts[i]))));
-    } catch (err) {
-      for (const e of entries) settle(e, () => e.reject(err));
-    } finally {
-      for (const e of entries) e.init.signal?.removeEventListener("abort", watch);
-    }
+    batch.gaveUp();
+    let entries: Entry[] = [];
+    const build = (): ServiceRequestInit => {
+      if (this.#open.get(key) === batch) this.#open.delete(key);
+      entries = batch.entries.filter((e) => !e.settled);
+      controller.signal.throwIfAborted();
+      // a batch of one is the call as it was made
+      if (entries.length === 1) return { ...entries[0]!.init, signal: controller.signal };
+      const wire = entries.map((e, i) => ({ ...e.request, jsonrpc: "2.0", id: i + 1 }));
+      return { ...entries[0]!.init, body: JSON.stringify(wire), signal: controller.signal };
+    };
+    batch.send(build, controller.signal).then(
+      async (res) => {
+        if (entries.length === 1) return settle(entries[0]!, () => entries[0]!.resolve(res));
+        const text = await res.text();
+        const parts = this.#split(batch.url, res, text, entries);
+        entries.forEach((e, i) => settle(e, () => (parts[i] instanceof Response ? e.resolve(parts[i]) : e.reject(parts[i]))));
+      },
+    ).catch((err: unknown) => {
+      for (const e of batch.entries) settle(e, () => e.reject(err));
+    });
   }
 
   /** Each caller's answer: its own item (or the batch's whole body when it is not an array), its share of the cost. */

@@ -24,6 +24,8 @@ let received: { items: Item[]; single: boolean }[] = [];
 let server: Server;
 let nodeUrl: string;
 let emu: Emulator;
+/** when set, the node holds its next answer until this settles (a request kept in flight for as long as a test needs) */
+let holdNext: Promise<void> | undefined;
 
 beforeAll(async () => {
   server = createServer((req, res) => {
@@ -38,11 +40,13 @@ beforeAll(async () => {
           ? { jsonrpc: "2.0", id: i.id, error: { code: -32602, message: "invalid params" } }
           : { jsonrpc: "2.0", id: i.id, result: `${i.method}:${JSON.stringify(i.params ?? [])}` },
       );
+      const held = holdNext ?? Promise.resolve();
+      holdNext = undefined;
       // a little latency, so a call sent beside another would meet the proxy's one-at-a-time rule
-      setTimeout(() => {
+      void held.then(() => setTimeout(() => {
         res.writeHead(200, { "content-type": "application/json" });
         res.end(JSON.stringify(Array.isArray(body) ? answers : answers[0]));
-      }, 50);
+      }, 50));
     });
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
@@ -187,5 +191,26 @@ describe("parallel single calls become one batch", () => {
     const records = log.charges.slice(before.records);
     expect(records.map((r) => r.rpcCredits)).toEqual([20, 40, 5, 20]);
     expect(records.every((r) => r.requestId === results[0]!.requestId)).toBe(true);
+  });
+
+  it("calls that arrive one by one while a request is in flight go out together next: two requests on the wire, not one each", async () => {
+    const { client: c, statuses } = client("k4");
+    await c.cryptoRpc("base-mainnet", { method: "eth_chainId" });
+    received = [];
+    let release!: () => void;
+    holdNext = new Promise<void>((resolve) => (release = resolve));
+    const first = c.cryptoRpc("base-mainnet", { method: "eth_blockNumber" });
+    while (received.length === 0) await new Promise((resolve) => setTimeout(resolve, 2));
+    // three more, each in a later turn and further apart than any batching window, while the first is still out
+    const later: Promise<{ result?: unknown }>[] = [];
+    for (const method of ["eth_gasPrice", "eth_chainId", "net_version"]) {
+      later.push(c.cryptoRpc("base-mainnet", { method }));
+      await new Promise((resolve) => setTimeout(resolve, 25));
+    }
+    release();
+    const answers = await Promise.all([first, ...later]);
+    expect(answers.map((a) => a.result)).toEqual(["eth_blockNumber:[]", "eth_gasPrice:[]", "eth_chainId:[]", "net_version:[]"]);
+    expect(received.map((r) => r.items.map((i) => i.method))).toEqual([["eth_blockNumber"], ["eth_gasPrice", "eth_chainId", "net_version"]]);
+    expect(statuses.filter((s) => s === 429)).toEqual([]);
   });
 });
