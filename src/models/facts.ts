@@ -75,12 +75,25 @@ interface RecordLike {
   };
 }
 
-/** The facts of one record (undefined record: none). */
+const NONE: ModelFacts = Object.freeze({});
+/** `maxImages` / `maxVideos` where a record has them in the spec itself (built once: a zod schema costs to make) */
+const specCounts = z.object({ maxImages: count, maxVideos: count }).catch({});
+/** Each record's facts, read once: every chat request reads them before it is sent. */
+const factsOf = new WeakMap<RecordLike, ModelFacts>();
+
+/** The facts of one record (undefined record: none). Read once per record, and frozen. */
 export function modelFacts(record: RecordLike | undefined): ModelFacts {
-  const spec = record?.model_spec;
-  if (!spec) return record?.context_length !== undefined ? { contextLength: record.context_length } : {};
+  if (!record) return NONE;
+  let facts = factsOf.get(record);
+  if (!facts) factsOf.set(record, (facts = Object.freeze(readFacts(record))));
+  return facts;
+}
+
+function readFacts(record: RecordLike): ModelFacts {
+  const spec = record.model_spec;
+  if (!spec) return record.context_length !== undefined ? { contextLength: record.context_length } : {};
   const caps = spec.capabilities ?? {};
-  const top = z.object({ maxImages: count, maxVideos: count }).catch({}).parse(spec);
+  const top = specCounts.parse(spec);
   const out: ModelFacts = {
     offline: spec.offline,
     beta: spec.beta,
@@ -90,7 +103,7 @@ export function modelFacts(record: RecordLike | undefined): ModelFacts {
     reasoningEffortOptions: caps.reasoningEffortOptions,
     maxImages: caps.maxImages ?? top.maxImages,
     maxVideos: caps.maxVideos ?? top.maxVideos,
-    contextLength: record?.context_length,
+    contextLength: record.context_length,
   };
   for (const key of Object.keys(out) as (keyof ModelFacts)[]) if (out[key] === undefined) delete out[key];
   return out;
