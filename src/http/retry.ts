@@ -1,7 +1,8 @@
 /**
  * Retries. What a 429 means decides what follows (refusals.ts):
- * - a rate limit waits once for the instant its headers name (the latest of `x-ratelimit-reset-requests`, the
- *   crypto RPC proxy's `X-RateLimit-Reset` and `retry-after`; one backoff step when it names none, or a past one)
+ * - a rate limit waits once for the instant its headers name (the window that ran out: `x-ratelimit-reset-tokens`
+ *   when only tokens did, else `x-ratelimit-reset-requests`; the crypto RPC proxy's `X-RateLimit-Reset`; `retry-after`;
+ *   see `rateLimitResetAtMs` in headers.ts; one backoff step when it names none, or a past one)
  *   and is re-sent once: a second 429 is the answer, never a backoff series, since at the seed every 429 counts
  *   towards the service's abuse block;
  * - an overloaded model waits its `Retry-After` and is retried, each time one of `maxRetries`;
