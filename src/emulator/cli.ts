@@ -2,6 +2,7 @@
  * `langchain-service emulator`: runs the local service emulator until SIGINT/SIGTERM.
  *
  *   langchain-service emulator [--port N] [--api-key KEY[=USD]]... [--brand NAME] [--mode live|seed] [--no-chain] [--public-origin URL]
+ *     [--sign-in-domain HOST]...
  *     [--upstream slug=URL]... [--window-ms N] [--token-window-ms N] [--fault-rate R] [--latency-ms N] [--stream-cut-after K]
  *     [--job-ms N] [--job-failures N] [--log]
  *
@@ -26,6 +27,8 @@ Options:
   --no-chain               do not start the local EVM chain (crypto RPC upstreams and x402 top-ups need it)
   --public-origin URL      the origin clients reach it at, behind a proxy (wallet sign-ins are checked against
                            it); default its own http://127.0.0.1:PORT
+  --sign-in-domain HOST    a host a live wallet sign-in's domain may name (port and path stripped); repeatable.
+                           Default: the public origin's host, api.BRAND.ai and BRAND.ai
   --upstream slug=URL      forward crypto RPC for a network slug to this JSON-RPC URL; repeatable
   --window-ms N            rate-limit window in ms (default 60000)
   --token-window-ms N      the token limit's own window in ms (default: --window-ms)
@@ -74,6 +77,7 @@ export function parseCliArgs(argv: string[]): { help: true } | { help: false; op
         brand: { type: "string" },
         mode: { type: "string" },
         "public-origin": { type: "string" },
+        "sign-in-domain": { type: "string", multiple: true },
         chain: { type: "boolean" },
         "no-chain": { type: "boolean" },
         upstream: { type: "string", multiple: true },
@@ -139,6 +143,12 @@ export function parseCliArgs(argv: string[]): { help: true } | { help: false; op
       throw new CliUsageError(`--public-origin must be a bare http(s) origin such as https://api.example (got ${JSON.stringify(values["public-origin"])})`);
     }
     options.publicOrigin = origin.origin;
+  }
+  if (values["sign-in-domain"]?.length) {
+    const domains = values["sign-in-domain"].map((d) => d.trim().toLowerCase());
+    const bad = domains.find((d) => !/^[a-z0-9.-]+$/.test(d) || d.startsWith(".") || d.endsWith("."));
+    if (bad !== undefined) throw new CliUsageError(`--sign-in-domain: expected a host name such as api.example.ai, got ${JSON.stringify(bad)}`);
+    options.x402 = { signInDomains: domains };
   }
   if (Object.keys(upstreams).length) options.upstreams = upstreams;
   if (windowMs !== undefined || tokenWindowMs !== undefined) {

@@ -44,6 +44,7 @@ describe("cli", () => {
       "--port", "9999", "--window-ms", "500", "--fault-rate", "0.2", "--latency-ms", "10", "--stream-cut-after", "3",
       "--upstream", "base-mainnet=http://127.0.0.1:8545", "--log", "--public-origin", "https://api.example",
       "--job-ms", "300", "--job-failures", "2", "--token-window-ms", "1500",
+      "--sign-in-domain", "api.example.ai", "--sign-in-domain", "Example.AI",
     ]);
     expect(parsed).toEqual({
       help: false,
@@ -53,6 +54,7 @@ describe("cli", () => {
         log: true,
         upstreams: { "base-mainnet": "http://127.0.0.1:8545" },
         publicOrigin: "https://api.example",
+        x402: { signInDomains: ["api.example.ai", "example.ai"] },
         rateLimits: { windowMs: 500, tokenWindowMs: 1500 },
         faults: { errorRate: 0.2, latencyMs: 10, streamCutAfter: 3 },
         jobs: { processingMs: 300, failures: { first: 2 } },
@@ -71,6 +73,7 @@ describe("cli", () => {
     [["--bogus"], /bogus/],
     [["--public-origin", "https://api.example/api/v1"], /public-origin/],
     [["--public-origin", "ftp://x"], /public-origin/],
+    [["--sign-in-domain", "https://api.example.ai/x"], /sign-in-domain/],
   ])("rejects %j with a usage error", (argv, message) => {
     expect(() => parseCliArgs(argv)).toThrow(CliUsageError);
     expect(() => parseCliArgs(argv)).toThrow(message);
