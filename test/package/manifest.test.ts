@@ -146,8 +146,8 @@ describe("package.json declares what src uses, and no more", () => {
 });
 
 describe("what each entry point loads", () => {
-  it("langchain-service/chat loads only LangChain and zod", () => {
-    expect([...eagerPackages("src/chat/index.ts")].sort()).toEqual(["@langchain/core", "@langchain/openai", "zod"]);
+  it("langchain-service/chat loads only LangChain, zod and the SSE parser", () => {
+    expect([...eagerPackages("src/chat/index.ts")].sort()).toEqual(["@langchain/core", "@langchain/openai", "eventsource-parser", "zod"]);
   });
 
   it("langchain-service loads only dependencies and required peers (ethers for the crypto tools and wallets)", () => {
