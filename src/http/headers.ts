@@ -39,6 +39,31 @@ export function resetRequestsAtMs(reset: number, now = Date.now()): number {
   return reset > 1e12 ? reset : reset >= 1e9 ? reset * 1000 : now + reset * 1000;
 }
 
+/** A request or token window an answer names; `resetAt` in ms since epoch. */
+export interface RateWindow {
+  limit: number;
+  remaining: number;
+  resetAt: number;
+  /** the reset came as Unix ms (live: exact), not seconds (seed: from now, up to a second late) */
+  exact: boolean;
+}
+
+/**
+ * The request and token windows of an answer (`x-ratelimit-{limit,remaining,reset}-{requests,tokens}`), each only
+ * when all three of its headers came; `metered`: `x-ratelimit-limit-requests` was sent. The pacing layer's one
+ * reading of them.
+ */
+export function rateWindowsOf(headers: Pick<Headers, "get">, now = Date.now()): { metered: boolean; requests?: RateWindow; tokens?: RateWindow } {
+  const window = (kind: "requests" | "tokens"): RateWindow | undefined => {
+    const limit = toNumber(headers.get(`x-ratelimit-limit-${kind}`));
+    const remaining = toNumber(headers.get(`x-ratelimit-remaining-${kind}`));
+    const reset = toNumber(headers.get(`x-ratelimit-reset-${kind}`));
+    if (limit === undefined || remaining === undefined || reset === undefined) return undefined;
+    return { limit, remaining, resetAt: resetRequestsAtMs(reset, now), exact: reset > 1e12 };
+  };
+  return { metered: toNumber(headers.get("x-ratelimit-limit-requests")) !== undefined, requests: window("requests"), tokens: window("tokens") };
+}
+
 /** The live error budget of an answer (`x-ratelimit-remaining` beside `x-ratelimit-resets`); undefined without it. */
 export function errorBudgetOf(headers: Pick<Headers, "get">, now = Date.now()): { remaining: number; resetsAtMs: number } | undefined {
   const resets = toNumber(headers.get("x-ratelimit-resets"));

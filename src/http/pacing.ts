@@ -29,7 +29,7 @@
  */
 import { type FetchLayer, type ModelType } from "./types.js";
 import { abortErrorOf } from "./errors.js";
-import { parseServiceHeaders, rateLimitResetAtMs, resetRequestsAtMs, toNumber } from "./headers.js";
+import { parseServiceHeaders, rateLimitResetAtMs, rateWindowsOf, resetRequestsAtMs, toNumber } from "./headers.js";
 import { sleep } from "./retry.js";
 import { SharedRegistry } from "./bounded.js";
 import { randomId, viaStore, type LimitStore, type PaceObservation } from "./shared-limits.js";
@@ -288,13 +288,11 @@ export class RateLimiter {
     if (status === 429 && kind === "in-flight") status = undefined; // never ran: tells nothing of the windows
     this.#learnCap(headers, now, status);
     if (headers) {
-      const limit = toNumber(headers.get("x-ratelimit-limit-requests"));
-      const remaining = toNumber(headers.get("x-ratelimit-remaining-requests"));
-      const reset = toNumber(headers.get("x-ratelimit-reset-requests"));
-      if (limit === undefined && !this.#requests) this.#unmetered = true;
-      if (limit !== undefined && remaining !== undefined && reset !== undefined) {
+      const windows = rateWindowsOf(headers, now);
+      if (!windows.metered && !this.#requests) this.#unmetered = true;
+      if (windows.requests) {
         this.#unmetered = false;
-        const resetAt = resetRequestsAtMs(reset, now);
+        const { limit, remaining, resetAt } = windows.requests;
         const r = this.#requests;
         // Answers arrive out of order: within one window keep the lowest remaining seen.
         if (!r || resetAt > r.resetAt || !Number.isFinite(r.resetAt)) {
@@ -303,15 +301,13 @@ export class RateLimiter {
           r.remaining = Math.min(r.remaining, remaining);
         }
       }
-      const tLimit = toNumber(headers.get("x-ratelimit-limit-tokens"));
-      const tRemaining = toNumber(headers.get("x-ratelimit-remaining-tokens"));
-      const tReset = toNumber(headers.get("x-ratelimit-reset-tokens"));
-      if (tLimit !== undefined && tRemaining !== undefined && tReset !== undefined) {
+      if (windows.tokens) {
         // `reset-tokens` is Unix ms (live: exact, and its window apart from the requests'), or whole seconds
         // (seed: from now, up to 1 s late; when the request window's exact reset falls within that second, it is the
         // same window: take the exact instant)
-        let resetAt = resetRequestsAtMs(tReset, now);
-        const slack = tReset > 1e12 ? 0 : 1000;
+        const { limit: tLimit, remaining: tRemaining } = windows.tokens;
+        let resetAt = windows.tokens.resetAt;
+        const slack = windows.tokens.exact ? 0 : 1000;
         const requestsReset = this.#requests?.resetAt;
         if (slack && requestsReset !== undefined && Number.isFinite(requestsReset) && resetAt - requestsReset >= 0 && resetAt - requestsReset <= slack) {
           resetAt = requestsReset;
@@ -397,16 +393,12 @@ function observationOf(id: string, headers: Headers | undefined, status: number 
   const o: PaceObservation = { now, marginMs, ttlMs: MAX_REMEMBER_MS, id, flightMs: FLIGHT_MS };
   if (!headers) return o; // no answer: the probe (if it was one) ends, nothing learned
   if (status === 429) o.pauseUntil = pauseAfter429(headers, now, kind);
-  const limit = toNumber(headers.get("x-ratelimit-limit-requests"));
-  const remaining = toNumber(headers.get("x-ratelimit-remaining-requests"));
-  const reset = toNumber(headers.get("x-ratelimit-reset-requests"));
-  if (limit === undefined) o.unmetered = true;
-  else if (remaining !== undefined && reset !== undefined) o.requests = { limit, remaining, resetAt: resetRequestsAtMs(reset, now) };
-  const tLimit = toNumber(headers.get("x-ratelimit-limit-tokens"));
-  const tRemaining = toNumber(headers.get("x-ratelimit-remaining-tokens"));
-  const tReset = toNumber(headers.get("x-ratelimit-reset-tokens"));
-  if (tLimit !== undefined && tRemaining !== undefined && tReset !== undefined) {
-    o.tokens = { limit: tLimit, remaining: tRemaining, resetAt: resetRequestsAtMs(tReset, now), ...(tReset > 1e12 ? { exact: true } : {}) };
+  const windows = rateWindowsOf(headers, now);
+  if (!windows.metered) o.unmetered = true;
+  else if (windows.requests) o.requests = { limit: windows.requests.limit, remaining: windows.requests.remaining, resetAt: windows.requests.resetAt };
+  if (windows.tokens) {
+    const { limit, remaining, resetAt, exact } = windows.tokens;
+    o.tokens = { limit, remaining, resetAt, ...(exact ? { exact: true } : {}) };
   }
   return o;
 }

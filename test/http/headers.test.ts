@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { parseServiceHeaders, rateLimitResetAtMs, toBoolean, toNumber, encodeBase64, decodeBase64Json } from "../../src/http/headers.js";
+import { parseServiceHeaders, rateLimitResetAtMs, rateWindowsOf, toBoolean, toNumber, encodeBase64, decodeBase64Json } from "../../src/http/headers.js";
 
 describe("parseServiceHeaders", () => {
   const now = 1_700_000_000_000;
@@ -149,5 +149,28 @@ describe("rateLimitResetAtMs: which window a 429 waits for", () => {
 
   it("retry-after still counts beside the token reset", () => {
     expect(at({ ...live(49, 0), "retry-after": "5" })).toBe(now + 5_000);
+  });
+});
+
+describe("rateWindowsOf: the request and token windows pacing reads", () => {
+  const now = 1_800_000_000_000;
+  it("reads both windows, live resets in Unix ms marked exact", () => {
+    const h = new Headers({
+      "x-ratelimit-limit-requests": "20", "x-ratelimit-remaining-requests": "7", "x-ratelimit-reset-requests": String(now + 60_000),
+      "x-ratelimit-limit-tokens": "4000", "x-ratelimit-remaining-tokens": "0", "x-ratelimit-reset-tokens": String(now + 1_500),
+    });
+    expect(rateWindowsOf(h, now)).toEqual({
+      metered: true,
+      requests: { limit: 20, remaining: 7, resetAt: now + 60_000, exact: true },
+      tokens: { limit: 4000, remaining: 0, resetAt: now + 1_500, exact: true },
+    });
+  });
+  it("seed resets (seconds from now) are not exact; a window missing one of its three headers is absent", () => {
+    const h = new Headers({ "x-ratelimit-limit-requests": "20", "x-ratelimit-remaining-requests": "7", "x-ratelimit-limit-tokens": "4000", "x-ratelimit-remaining-tokens": "9", "x-ratelimit-reset-tokens": "2" });
+    expect(rateWindowsOf(h, now)).toEqual({ metered: true, requests: undefined, tokens: { limit: 4000, remaining: 9, resetAt: now + 2_000, exact: false } });
+  });
+  it("no request limit (or an unreadable one): not metered", () => {
+    expect(rateWindowsOf(new Headers(), now)).toEqual({ metered: false, requests: undefined, tokens: undefined });
+    expect(rateWindowsOf(new Headers({ "x-ratelimit-limit-requests": "lots" }), now).metered).toBe(false);
   });
 });
