@@ -4,40 +4,23 @@
  * node's own 4xx that the proxy relays is billed (5 credits an item) and counted; the service's own refusals carry
  * no cost headers and cost nothing. The upstream is a scripted node answering the status a call's first param names.
  */
-import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startStatusNode, type StatusNode } from "./status-node.js";
 import { ServiceClient, SpendBudget, SpendLog } from "../../src/index.js";
 import { startEmulator, type Emulator } from "../../src/emulator/index.js";
 
 const CREDIT_USD = 7e-7;
-type Item = { id: unknown; params?: unknown[] };
-let node: { url: string; calls: number; server: Server };
+let node: StatusNode;
 let emu: Emulator;
 
 beforeAll(async () => {
-  const state = { calls: 0 };
-  const server = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on("data", (c: Buffer) => chunks.push(c));
-    req.on("end", () => {
-      state.calls++;
-      const body = JSON.parse(Buffer.concat(chunks).toString("utf8")) as Item | Item[];
-      const items = Array.isArray(body) ? body : [body];
-      const status = (items.map((i) => i.params?.[0]).find((p) => typeof p === "number") as number | undefined) ?? 200;
-      const answers = items.map((i) => (status === 200 ? { jsonrpc: "2.0", id: i.id, result: "0x1" } : { jsonrpc: "2.0", id: i.id, error: { code: -32000, message: "no" } }));
-      res.writeHead(status, { "content-type": "application/json" });
-      res.end(JSON.stringify(Array.isArray(body) ? answers : answers[0]));
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  node = Object.assign(state, { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, server });
+  node = await startStatusNode();
   emu = await startEmulator({ apiKeys: ["k", "k2", "k3", "k5", { key: "poor", usd: 0.00001, diem: 0 }], upstreams: { "base-mainnet": node.url }, networks: ["base-mainnet"] });
 });
 
 afterAll(async () => {
   await emu?.close();
-  await new Promise<void>((resolve) => node?.server.close(() => resolve()));
+  await node?.close();
 });
 
 function faces(apiKey: string) {

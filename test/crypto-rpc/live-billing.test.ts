@@ -5,42 +5,20 @@
  * counts toward the per-minute cap, and the service's own refusals carry no cost headers. Seed mode keeps its own.
  * The upstream is a scripted JSON-RPC node that answers with the status a call's first param names.
  */
-import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startStatusNode, type StatusNode } from "./status-node.js";
 import { startEmulator, type Emulator, type EmulatorOptions } from "../../src/emulator/index.js";
 
-let node: { url: string; calls: number; server: Server };
+let node: StatusNode;
 const emulators: Emulator[] = [];
 
 beforeAll(async () => {
-  const state = { calls: 0 };
-  const server = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on("data", (c: Buffer) => chunks.push(c));
-    req.on("end", () => {
-      state.calls++;
-      const body = JSON.parse(Buffer.concat(chunks).toString("utf8")) as { id: unknown; params?: unknown[] } | { id: unknown; params?: unknown[] }[];
-      const items = Array.isArray(body) ? body : [body];
-      const status = items.map((i) => i.params?.[0]).find((p) => typeof p === "number") as number | undefined;
-      if (status === 502) {
-        res.writeHead(502, { "content-type": "text/html" });
-        return res.end("<html>Bad Gateway</html>");
-      }
-      const answers = items.map((i) =>
-        status ? { jsonrpc: "2.0", id: i.id, error: { code: -32000, message: `node says ${status}`, data: { stack: "at node internals" } } } : { jsonrpc: "2.0", id: i.id, result: "0x1" },
-      );
-      res.writeHead(status ?? 200, { "content-type": "application/json" });
-      res.end(JSON.stringify(Array.isArray(body) ? answers : answers[0]));
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  node = Object.assign(state, { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, server });
+  node = await startStatusNode();
 });
 
 afterAll(async () => {
   await Promise.all(emulators.map((e) => e.close()));
-  await new Promise<void>((resolve) => node?.server.close(() => resolve()));
+  await node?.close();
 });
 
 async function emulator(options: EmulatorOptions = {}): Promise<Emulator> {
