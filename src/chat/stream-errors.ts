@@ -22,6 +22,7 @@ import { abortErrorOf, ContentFilterError, InBandStreamError, ModelOverloadedErr
 import type { ServiceResponseHeaders } from "../http/headers.js";
 import { retryAfterMs } from "../http/headers.js";
 import { DEFAULT_RETRY, backoffDelay, sleep } from "../http/retry.js";
+import { inBandOverload, transientInBand } from "../http/retry-rules.js";
 
 /** the stack's own default `retry.maxRetries`, for models that did not set one */
 export const DEFAULT_STREAM_RETRIES = DEFAULT_RETRY.maxRetries;
@@ -120,11 +121,10 @@ export async function* withTransientRetries<T>(
       yield* attempt(progress);
       return;
     } catch (err) {
-      // only the in-band kinds: an overloaded 429 or a 5xx was retried by the stack already
-      const overloaded = err instanceof ModelOverloadedError && err.cause instanceof StreamError;
-      const transient = overloaded || (err instanceof InBandStreamError && err.transient);
-      if (!transient || progress.started || n >= options.retries) throw err;
-      const wait = (overloaded ? (err as ModelOverloadedError).retryAfterMs : undefined) ?? backoffDelay(n, DEFAULT_RETRY);
+      // only the in-band kinds (retry-rules.ts): an overloaded 429 or a 5xx was retried by the stack already. A
+      // loop of its own: the error comes after a 200 whose body the stack has handed on, past its retry loop
+      if (!transientInBand(err) || progress.started || n >= options.retries) throw err;
+      const wait = (inBandOverload(err) ? err.retryAfterMs : undefined) ?? backoffDelay(n, DEFAULT_RETRY);
       if (wait > MAX_OVERLOAD_WAIT_MS) throw err;
       try {
         await sleep(wait, options.signal);

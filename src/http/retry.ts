@@ -15,10 +15,17 @@
  * request would time out again, and the error says to stream. 400/401/402 and other statuses are never retried
  * here (blind retries of client errors count towards the abuse block). Only the response headers decide; a
  * response handed back to the caller is never retried, so a stream already partly read is never re-sent.
+ * Each of these rules is a named predicate of retry-rules.ts.
+ *
+ * Written here rather than on `p-retry` (7.x, a transitive dependency, not ours): it retries thrown errors, so
+ * every answer would have to be thrown and rebuilt; its one exponential schedule (factor, `randomize` x1-2) has no
+ * per-answer wait (a reset instant, a `Retry-After`, equal jitter), so each wait would be slept in
+ * `onFailedAttempt` beside its own; a rate limit is waited once whatever `retries` says, and it ships as ESM only,
+ * which our CJS build would `require`.
  */
 import { AbuseBlockError, abortErrorOf } from "./errors.js";
-import { saysModelOffline } from "./model-errors.js";
 import { classify429, tooManyKind } from "./refusals.js";
+import { abuse429, inFlight429, isOneShotBody, modelOffline503, overloaded429, serverError5xx } from "./retry-rules.js";
 import { parseServiceHeaders, rateLimitResetAtMs, retryAfterMs } from "./headers.js";
 import type { FetchLayer } from "./types.js";
 
@@ -58,8 +65,7 @@ export function sleep(ms: number, signal?: AbortSignal | null, wakers?: (() => v
   });
 }
 
-/** statuses re-sent with backoff (504 only for a streaming request: see `asksForStream`) */
-export const RETRYABLE_STATUSES = new Set([500, 502, 503]);
+export { RETRYABLE_STATUSES, asksForStream, isOneShotBody } from "./retry-rules.js";
 
 /** Exponential backoff with "equal jitter": half fixed, half random, so steps never collapse to zero. */
 export function backoffDelay(attempt: number, o: Pick<RetryOptions, "baseDelayMs" | "maxDelayMs" | "random">): number {
@@ -71,32 +77,6 @@ export function backoffDelay(attempt: number, o: Pick<RetryOptions, "baseDelayMs
 export function rateLimitWaitMs(headers: Headers, now = Date.now()): number | undefined {
   const at = rateLimitResetAtMs(parseServiceHeaders(headers, undefined, now), now);
   return at === undefined ? undefined : Math.max(0, at - now);
-}
-
-/**
- * Whether a request body asks for a stream (`"stream": true` in a JSON body, as a string or bytes). A 504 on
- * such a request may be re-sent; on any other it is final ("the request took too long; use stream=true").
- */
-export function asksForStream(body: unknown): boolean {
-  let text: string | undefined;
-  if (typeof body === "string") text = body;
-  else if (body instanceof ArrayBuffer || ArrayBuffer.isView(body)) text = new TextDecoder().decode(body);
-  if (!text?.includes('"stream"')) return false;
-  try {
-    const json: unknown = JSON.parse(text);
-    return typeof json === "object" && json !== null && (json as { stream?: unknown }).stream === true;
-  } catch {
-    return false;
-  }
-}
-
-/** A body that can be sent only once (a stream, an async iterable): never re-sent blindly. */
-export function isOneShotBody(body: unknown): boolean {
-  return (
-    body !== null &&
-    typeof body === "object" &&
-    (typeof (body as ReadableStream).getReader === "function" || Symbol.asyncIterator in body)
-  );
 }
 
 /** The stack's retry defaults (also what a face that retries on its own, such as a stream's in-band errors, uses). */
@@ -143,8 +123,8 @@ export function retryLayer(options: Partial<RetryOptions>, _brand: string): Fetc
         const answer = () => new Response(text, last);
         const kind = marked ?? classify429(text);
         let waitMs: number;
-        if (kind === "abuse") return answer();
-        if (kind === "in-flight") {
+        if (abuse429(kind)) return answer();
+        if (inFlight429(kind)) {
           // never ran: not an attempt. A short pause that grows (a place frees when another request ends)
           waitMs = backoffDelay(Math.min(inFlightRefusals++, 5), { ...o, baseDelayMs: Math.min(o.baseDelayMs, 100) });
           if (!init?.signal && inFlightWaitedMs + waitMs > o.maxRateLimitWaitMs) return answer();
@@ -152,12 +132,13 @@ export function retryLayer(options: Partial<RetryOptions>, _brand: string): Fetc
           attempt--;
         } else if (attempt >= o.maxRetries) {
           return answer();
-        } else if (kind === "overloaded") {
+        } else if (overloaded429(kind)) {
           // the service says how long (Retry-After, its default 30 s); each wait is one of the retries
           const after = retryAfterMs(response.headers.get("retry-after"));
           waitMs = after ?? backoffDelay(attempt, o);
           if (waitMs > o.maxRateLimitWaitMs) return answer();
         } else {
+          // rateLimited429: waited for once
           if (waitedForReset) return answer();
           waitedForReset = true;
           const reset = rateLimitWaitMs(response.headers);
@@ -175,17 +156,13 @@ export function retryLayer(options: Partial<RetryOptions>, _brand: string): Fetc
         continue;
       }
       if (attempt >= o.maxRetries) return response;
-      let waitMs: number;
-      if (RETRYABLE_STATUSES.has(status) || (status === 504 && asksForStream(init?.body))) {
-        waitMs = backoffDelay(attempt, o);
-      } else {
-        return response;
-      }
+      if (!serverError5xx(status, init?.body)) return response;
+      const waitMs = backoffDelay(attempt, o);
       // Read the (small) error body, which frees the connection before waiting and keeps the answer.
       const text = await response.text().catch(() => "");
       last = { status, statusText: response.statusText, headers: response.headers, text };
       // an offline model stays offline for longer than a backoff series: its 503 is the answer
-      if (saysModelOffline(status, text)) return new Response(text, last);
+      if (modelOffline503(status, text)) return new Response(text, last);
       try {
         await o.sleep(waitMs, init?.signal);
       } catch (err) {

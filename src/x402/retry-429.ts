@@ -7,6 +7,7 @@
  * 429 is never a payment failure.
  */
 import type { FetchLike, ServiceRequestInit } from "../http/fetch-stack.js";
+import { routeRateLimited429 } from "../http/retry-rules.js";
 
 /** the first wait after a route's 429, doubled after each further one */
 export const ROUTE_429_FIRST_WAIT_MS = 1_000;
@@ -24,13 +25,14 @@ export function nextRouteWait(previousMs?: number): number {
 
 /**
  * Sends, and while the answer is a 429 and the next wait still ends before `untilMs` (ms since epoch), waits and
- * sends the same request again. The last answer is returned whatever it is (a 429 once time is up).
+ * sends the same request again. The last answer is returned whatever it is (a 429 once time is up). A loop of its
+ * own, not the stack's retries: a route's 429 names no reset, and a top-up is sent with the stack's retries off.
  */
 export async function sendWaitingOut429(send: FetchLike, url: string, init: ServiceRequestInit, untilMs: number): Promise<Response> {
   let wait: number | undefined;
   for (;;) {
     const res = await send(url, init);
-    if (res.status !== 429) return res;
+    if (!routeRateLimited429(res.status)) return res;
     wait = nextRouteWait(wait);
     if (Date.now() + wait > untilMs) return res;
     await res.body?.cancel().catch(() => undefined);

@@ -25,6 +25,7 @@ import { readBody, type FetchLike } from "../http/fetch-stack.js";
 import type { PaymentEventListener } from "./events.js";
 import { nonceOf } from "./payment.js";
 import { nextRouteWait, sendWaitingOut429, sleep } from "./retry-429.js";
+import { routeRateLimited429, settling409 } from "../http/retry-rules.js";
 import { readBalance } from "./balance.js";
 import type { PendingPayment, TopUpResult } from "./types.js";
 import type { PaymentContext } from "./wallet-state.js";
@@ -82,6 +83,8 @@ export async function deliver(ctx: PaymentContext, send: FetchLike, pending: Pen
   let limitWait: number | undefined;
   /** whether a wait of `ms` still ends while the payment can settle */
   const within = (ms: number) => Date.now() + ms < pending.expiresAt;
+  // A loop of its own (its rules are retry-rules.ts's): the same signed bytes, sent with the stack's retries off,
+  // re-sent only while the payment can still settle, and every answer weighed against the wallet's balance.
   for (;;) {
     if (pause > 0) await sleep(pause);
     const sentBefore = pending.sent === true;
@@ -106,7 +109,7 @@ export async function deliver(ctx: PaymentContext, send: FetchLike, pending: Pen
     if (res.ok) return settled(ctx, res, body, pending, sends - 1, listener);
     const code = codeOf(body);
     const what = `HTTP ${res.status}${code ? ` ${code}` : ""}`;
-    if (res.status === 409) {
+    if (settling409(res.status)) {
       // "settling" or "already processed": the balance (else the transactions) tells which; landed, it is settled
       const landed = await creditedSince(ctx, send, pending);
       if (landed) return settled(ctx, undefined, landed.balanceUsd === undefined ? undefined : { data: { newBalance: landed.balanceUsd } }, pending, sends - 1, listener, true);
@@ -117,7 +120,7 @@ export async function deliver(ctx: PaymentContext, send: FetchLike, pending: Pen
       pause = settlingWait;
       continue;
     }
-    if (res.status === 429) {
+    if (routeRateLimited429(res.status)) {
       limitWait = nextRouteWait(limitWait);
       lastProblem = what;
       if (!within(limitWait)) break;
