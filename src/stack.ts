@@ -9,7 +9,6 @@ import { ConfigurationError } from "./http/errors.js";
 import { normalizeBaseUrl, DEFAULT_BRAND } from "./http/config.js";
 import { createTransport, type AuthProvider, type FetchLayer, type TransportFetch, type TransportOptions } from "./http/fetch-stack.js";
 import { sharedLimitStore } from "./http/shared-limits.js";
-import { validateStackOptions } from "./http/options.js";
 import type { X402Wallet } from "./x402/wallets.js";
 import type { PaymentPolicy, PaymentPolicyOptions } from "./x402/policy.js";
 import type { PaymentEvent } from "./x402/events.js";
@@ -23,6 +22,7 @@ import { spendLayer } from "./spend/layer.js";
 import { modelRecordsFor } from "./models/records.js";
 import { itemCredits } from "./crypto-rpc/methods.js";
 import { normalizeSignInDomain } from "./x402/sign-in-domain.js";
+import { checkTopUpOptions } from "./x402/top-up-options.js";
 
 export interface FetchStackOptions extends Omit<TransportOptions, "limitStore"> {
   /**
@@ -93,7 +93,8 @@ function lazyWalletAuth(wallet: X402Wallet, x402: Promise<typeof import("./x402/
 
 /** Builds the stack every face uses. Throws `ConfigurationError` on bad options, before any request. */
 export function createServiceFetch(options: FetchStackOptions = {}): ServiceFetch {
-  validateStackOptions(options); // timeout, retry, pacing, topUp, defaultHeaders, fetch: named in the error
+  // the transport's options are checked by its layers (src/http/layers/); the payment layer's here
+  checkTopUpOptions(options.topUp);
   const wallet = options.auth ? undefined : options.wallet;
   if (wallet !== undefined && typeof (wallet as { address?: unknown })?.address !== "string") {
     throw new ConfigurationError("wallet must be an EvmWallet or a SolanaWallet");
@@ -116,22 +117,22 @@ export function createServiceFetch(options: FetchStackOptions = {}): ServiceFetc
   let paymentLayer = customPayment;
   if (!paymentLayer && wallet && x402) {
     const baseUrl = normalizeBaseUrl(options.baseUrl);
-    controller = x402.then(
-      (m) =>
-        new m.X402PaymentController({
-          ...topUp,
-          wallet,
-          policy: payment,
-          onPayment,
-          brand: options.brand ?? DEFAULT_BRAND,
-          baseUrl,
-          solanaRpcUrl,
-          store,
-        }),
-    );
-    controller.catch(() => {}); // surfaced on first use
-    const ready = controller;
+    // made as the list is composed, once every layer has checked its options
     paymentLayer = (next) => {
+      const ready = (controller ??= x402.then(
+        (m) =>
+          new m.X402PaymentController({
+            ...topUp,
+            wallet,
+            policy: payment,
+            onPayment,
+            brand: options.brand ?? DEFAULT_BRAND,
+            baseUrl,
+            solanaRpcUrl,
+            store,
+          }),
+      ));
+      ready.catch(() => {}); // surfaced on first use
       const layer = ready.then((c) => c.layer()(next));
       return async (input, init) => (await layer)(input, init);
     };

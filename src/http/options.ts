@@ -1,18 +1,17 @@
 /**
- * Checks of the fetch stack's options (ConfigurationError) and per-request hints (ValidationError), before any
- * request. Each message names the option. Durations are capped at what Node's timers hold: above 2^31-1 ms
+ * The checks the layers use on their own options (ConfigurationError; each layer checks the options it reads, in
+ * src/http/layers/) and the per-request hints (ValidationError), before any request. Each message names the option. Durations are capped at what Node's timers hold: above 2^31-1 ms
  * (or Infinity) `setTimeout` warns and fires after 1 ms, so `timeout: Infinity` used to time out at once.
  */
 import { ConfigurationError, ValidationError } from "./errors.js";
 import { MODEL_TYPES } from "./types.js";
-import { checkRouteLimits } from "./route-limits.js";
 
 /** the longest delay `setTimeout` holds (about 24.8 days) */
 export const MAX_TIMER_MS = 2 ** 31 - 1;
 
 type ErrorClass = typeof ConfigurationError | typeof ValidationError;
 
-function describe(value: unknown): string {
+export function describe(value: unknown): string {
   if (typeof value === "number" || typeof value === "boolean" || value === null || value === undefined) return String(value);
   if (typeof value === "string") return JSON.stringify(value.length > 40 ? `${value.slice(0, 40)}...` : value);
   return Array.isArray(value) ? "an array" : `a ${typeof value}`;
@@ -27,18 +26,18 @@ export function checkMs(value: unknown, name: string, positive: boolean, Err: Er
   }
 }
 
-function checkCount(value: unknown, name: string, Err: ErrorClass = ConfigurationError): void {
+export function checkCount(value: unknown, name: string, Err: ErrorClass = ConfigurationError): void {
   if (!(typeof value === "number" && Number.isInteger(value) && value >= 0)) {
     throw new Err(`${name} must be a non-negative integer (got ${describe(value)})`);
   }
 }
 
-function isPlainObject(value: unknown): value is Record<string, unknown> {
+export function isPlainObject(value: unknown): value is Record<string, unknown> {
   return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
 /** `false`, absent, or an object whose listed members are checked. */
-function checkGroup(
+export function checkGroup(
   value: unknown,
   name: string,
   members: Record<string, (v: unknown, path: string) => void>,
@@ -53,16 +52,16 @@ function checkGroup(
   }
 }
 
-const delay = (v: unknown, path: string) => checkMs(v, path, false);
-const positiveInt = (v: unknown, path: string) => {
+export const delay = (v: unknown, path: string) => checkMs(v, path, false);
+export const positiveInt = (v: unknown, path: string) => {
   if (!(typeof v === "number" && Number.isInteger(v) && v > 0)) throw new ConfigurationError(`${path} must be a positive integer (got ${describe(v)})`);
 };
-const fn = (v: unknown, path: string) => {
+export const fn = (v: unknown, path: string) => {
   if (typeof v !== "function") throw new ConfigurationError(`${path} must be a function (got ${describe(v)})`);
 };
 
 /** `pacing.typeLimits`: requests per window by model type, each a positive integer; a misspelt type is refused. */
-function checkTypeLimits(value: unknown, path: string): void {
+export function checkTypeLimits(value: unknown, path: string): void {
   if (!isPlainObject(value)) throw new ConfigurationError(`${path} must be an object of model types to requests per window (got ${describe(value)})`);
   for (const [type, limit] of Object.entries(value)) {
     if (!(MODEL_TYPES as readonly string[]).includes(type)) {
@@ -74,61 +73,12 @@ function checkTypeLimits(value: unknown, path: string): void {
   }
 }
 
-/** The options `createServiceFetch` reads itself (`abuseGuard` is checked by AbuseGuard, `baseUrl` by the config). */
-export function validateStackOptions(options: {
-  timeout?: unknown;
-  fetch?: unknown;
-  retry?: unknown;
-  pacing?: unknown;
-  concurrency?: unknown;
-  topUp?: unknown;
-  defaultHeaders?: unknown;
-}): void {
-  if (options.timeout !== undefined) checkMs(options.timeout, "timeout", true);
-  if (options.fetch !== undefined) fn(options.fetch, "fetch");
-  checkGroup(
-    options.retry,
-    "retry",
-    {
-      maxRetries: (v, p) => checkCount(v, p),
-      baseDelayMs: delay,
-      maxDelayMs: delay,
-      maxRateLimitWaitMs: delay,
-      random: fn,
-      sleep: fn,
-    },
-    true,
-  );
-  checkGroup(
-    options.pacing,
-    "pacing",
-    { resetMarginMs: delay, maxHoldMs: delay, typeLimits: checkTypeLimits, typeWindowMs: (v, p) => checkMs(v, p, true), routeLimits: checkRouteLimits, routeWindowMs: (v, p) => checkMs(v, p, true) },
-    true,
-  );
-  checkGroup(
-    options.concurrency,
-    "concurrency",
-    { perWallet: positiveInt, cryptoRpc: positiveInt, cryptoRpcBatchStallMs: delay, cryptoRpcBatchMaxCount: positiveInt, cryptoRpcItemCredits: fn },
-    true,
-  );
-  checkGroup(
-    options.topUp,
-    "topUp",
-    { topUpTimeoutMs: (v, p) => checkMs(v, p, true), maxResends: (v, p) => checkCount(v, p), resendDelayMs: delay, topUpLeaseMs: (v, p) => checkMs(v, p, true) },
-    false,
-  );
-  const headers = options.defaultHeaders;
-  if (headers !== undefined) {
-    if (!isPlainObject(headers)) throw new ConfigurationError(`defaultHeaders must be an object of header names to values (got ${describe(headers)})`);
-    for (const [key, value] of Object.entries(headers)) {
-      try {
-        if (typeof value !== "string") throw new TypeError("not a string");
-        new Headers([[key, value]]);
-      } catch {
-        // the name only: a header value may be a secret
-        throw new ConfigurationError(`defaultHeaders[${JSON.stringify(key)}] is not a valid header (a token name and a string value without CR/LF)`);
-      }
-    }
+/** A positive whole number of bytes (absent: nothing to check), as the body limits are given. */
+export function checkBytes(value: unknown, name: string, Err: ErrorClass = ConfigurationError): void {
+  if (value === undefined) return;
+  if (typeof value !== "number" || !Number.isSafeInteger(value) || value <= 0) {
+    const shown = typeof value === "string" ? JSON.stringify(value.slice(0, 40)) : typeof value === "object" && value ? `a ${typeof value}` : String(value);
+    throw new Err(`${name} must be a positive whole number of bytes (got ${shown})`);
   }
 }
 
