@@ -64,6 +64,18 @@ export function rateWindowsOf(headers: Pick<Headers, "get">, now = Date.now()): 
   return { metered: toNumber(headers.get("x-ratelimit-limit-requests")) !== undefined, requests: window("requests"), tokens: window("tokens") };
 }
 
+/**
+ * The crypto RPC proxy's cap of an answer (`X-RateLimit-Limit`, `-Remaining`, and `-Reset` as ms since epoch when
+ * sent); undefined unless both the limit and the remaining came. The pacing layer's one reading of them.
+ */
+export function capWindowOf(headers: Pick<Headers, "get">, now = Date.now()): { limit: number; remaining: number; resetAt?: number } | undefined {
+  const limit = toNumber(headers.get("x-ratelimit-limit"));
+  const remaining = toNumber(headers.get("x-ratelimit-remaining"));
+  if (limit === undefined || remaining === undefined) return undefined;
+  const reset = toNumber(headers.get("x-ratelimit-reset"));
+  return { limit, remaining, ...(reset === undefined ? {} : { resetAt: resetRequestsAtMs(reset, now) }) };
+}
+
 /** The live error budget of an answer (`x-ratelimit-remaining` beside `x-ratelimit-resets`); undefined without it. */
 export function errorBudgetOf(headers: Pick<Headers, "get">, now = Date.now()): { remaining: number; resetsAtMs: number } | undefined {
   const resets = toNumber(headers.get("x-ratelimit-resets"));

@@ -29,7 +29,7 @@
  */
 import { type FetchLayer, type ModelType } from "./types.js";
 import { abortErrorOf } from "./errors.js";
-import { parseServiceHeaders, rateLimitResetAtMs, rateWindowsOf, resetRequestsAtMs, toNumber } from "./headers.js";
+import { capWindowOf, parseServiceHeaders, rateLimitResetAtMs, rateWindowsOf } from "./headers.js";
 import { sleep } from "./retry.js";
 import { SharedRegistry } from "./bounded.js";
 import { randomId, viaStore, type LimitStore, type PaceObservation } from "./shared-limits.js";
@@ -231,16 +231,15 @@ export class RateLimiter {
    * answer by a service that sends them always); an answer without them counts one send against it.
    */
   #learnCap(headers: Headers | undefined, now: number, status: number | undefined) {
-    const limit = toNumber(headers?.get("x-ratelimit-limit"));
-    const remaining = toNumber(headers?.get("x-ratelimit-remaining"));
+    const cap = headers && capWindowOf(headers, now);
     const c = this.#cap;
-    if (limit === undefined || remaining === undefined) {
+    if (!cap) {
       if (c && headers && status !== 429) c.remaining = Math.max(0, c.remaining - 1);
       return;
     }
-    const reset = toNumber(headers!.get("x-ratelimit-reset"));
+    const { limit, remaining } = cap;
     const anchor = c?.anchor ?? this.#firstSend ?? now;
-    let resetAt = reset === undefined ? undefined : resetRequestsAtMs(reset, now);
+    let resetAt = cap.resetAt;
     if (resetAt !== undefined && resetAt > anchor) {
       // The window ran from (at the latest) its first send to the reset: whole seconds, at most a minute, and
       // only ever longer (a sibling process may have opened it earlier; a window found too short shows as a 429).

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { parseServiceHeaders, rateLimitResetAtMs, rateWindowsOf, toBoolean, toNumber, encodeBase64, decodeBase64Json } from "../../src/http/headers.js";
+import { parseServiceHeaders, rateLimitResetAtMs, rateWindowsOf, capWindowOf, toBoolean, toNumber, encodeBase64, decodeBase64Json } from "../../src/http/headers.js";
 
 describe("parseServiceHeaders", () => {
   const now = 1_700_000_000_000;
@@ -172,5 +172,21 @@ describe("rateWindowsOf: the request and token windows pacing reads", () => {
   it("no request limit (or an unreadable one): not metered", () => {
     expect(rateWindowsOf(new Headers(), now)).toEqual({ metered: false, requests: undefined, tokens: undefined });
     expect(rateWindowsOf(new Headers({ "x-ratelimit-limit-requests": "lots" }), now).metered).toBe(false);
+  });
+});
+
+describe("capWindowOf: the crypto RPC proxy's cap pacing reads", () => {
+  const now = 1_800_000_000_000;
+  it("limit and remaining, with the reset in whichever unit it came", () => {
+    expect(capWindowOf(new Headers({ "x-ratelimit-limit": "100", "x-ratelimit-remaining": "0", "x-ratelimit-reset": String((now + 30_000) / 1000) }), now)).toEqual({
+      limit: 100,
+      remaining: 0,
+      resetAt: now + 30_000,
+    });
+    expect(capWindowOf(new Headers({ "x-ratelimit-limit": "100", "x-ratelimit-remaining": "4" }), now)).toEqual({ limit: 100, remaining: 4 });
+  });
+  it("none without both the limit and the remaining (the live error budget's lone remaining is not a cap)", () => {
+    expect(capWindowOf(new Headers({ "x-ratelimit-remaining": "3", "x-ratelimit-resets": String(now) }), now)).toBeUndefined();
+    expect(capWindowOf(new Headers({ "x-ratelimit-limit": "0x10", "x-ratelimit-remaining": "1" }), now)).toBeUndefined();
   });
 });
