@@ -74,7 +74,7 @@ export function mayResignAfter401(status: number, signedOffset: number | undefin
   return status === 401 && signedOffset !== undefined && typeof (requestBody as ReadableStream | undefined)?.getReader !== "function";
 }
 
-/** The service's `Date` moved our idea of its clock by a second or more since the attempt was signed. */
+/** The service's `Date` moved our idea of its clock by `CLOCK_RETRY_MS` (2 s) or more since the attempt was signed. */
 export const clockWasOff = (signedOffset: number, offsetNow: number): boolean => Math.abs(offsetNow - signedOffset) >= CLOCK_RETRY_MS;
 
 /** A sign-in refused for what a fresh one passes (expired, nonce already used, issued ahead): re-signed once. */
