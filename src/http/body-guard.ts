@@ -52,22 +52,6 @@ function checkBytes(value: unknown, name: string, Err: ErrorClass): void {
   }
 }
 
-/** The stack options this module reads; a bad one is a ConfigurationError naming it. */
-export function validateBodyOptions(options: {
-  idleTimeout?: unknown;
-  totalTimeout?: unknown;
-  maxResponseBytes?: unknown;
-  maxEventBytes?: unknown;
-  maxRequestBytes?: unknown;
-}): void {
-  checkTimer(options.idleTimeout, "idleTimeout", ConfigurationError);
-  checkTimer(options.totalTimeout, "totalTimeout", ConfigurationError);
-  checkBytes(options.maxResponseBytes, "maxResponseBytes", ConfigurationError);
-  checkBytes(options.maxEventBytes, "maxEventBytes", ConfigurationError);
-  // Infinity: a deployment without a limit (the check is then skipped)
-  if (options.maxRequestBytes !== Infinity) checkBytes(options.maxRequestBytes, "maxRequestBytes", ConfigurationError);
-}
-
 /** Per-request hints this module reads: a ValidationError, like the other hints. */
 function validateBodyHints(hints: { idleTimeout?: unknown; totalTimeout?: unknown; maxResponseBytes?: unknown }): void {
   checkTimer(hints.idleTimeout, "idleTimeout", ValidationError);
