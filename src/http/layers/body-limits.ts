@@ -3,7 +3,8 @@
  * (`idleTimeout`), the call's deadline (from the deadline layer) and, for JSON, its size (`maxResponseBytes`); a
  * 429's small body read once and marked with what it means (refusals.ts) for the layers outside; a transport
  * failure mapped to a typed error (NetworkError, TimeoutError, AbortError). `maxEventBytes` is checked here and
- * read by the stream parser. The body wrapping itself is body-guard.ts's `guardBody`.
+ * read by the stream parser. The body wrapping itself is body-guard.ts's `guardBody`. Inside redirects, so each hop
+ * of a followed redirect is one attempt with its own `timeout` (the transport's one closure timed the hops together).
  */
 import { ConfigurationError, NetworkError, ServiceError, TimeoutError, abortErrorOf } from "../errors.js";
 import { checkBytes, checkMs } from "../options.js";
