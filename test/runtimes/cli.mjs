@@ -1,0 +1,9 @@
+/**
+ * The scenario as a command (Node, Bun, Deno): its config is the JSON in SCENARIO_CONFIG (the emulator URL, keys
+ * and chain facts; an env variable keeps the keys out of the process list), one JSON line per step on stdout.
+ */
+import { runScenario } from "./scenario.mjs";
+
+const raw = globalThis.Deno ? globalThis.Deno.env.get("SCENARIO_CONFIG") : globalThis.process.env.SCENARIO_CONFIG;
+if (!raw) throw new Error("SCENARIO_CONFIG (JSON) is not set");
+await runScenario(JSON.parse(raw), (line) => console.log(line));
