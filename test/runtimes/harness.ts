@@ -85,8 +85,9 @@ export function bun(): Runtime {
 export function deno(): Runtime {
   const bin = join(ROOT, "node_modules/.bin/deno");
   const version = versionOf(bin)?.split(" ")[1];
-  // node_modules resolution (the project's package.json and node_modules); loopback only, env and files to read
-  const command = [bin, "run", "--node-modules-dir=manual", "--allow-net=127.0.0.1", "--allow-env", "--allow-read", "--allow-sys"];
+  // node_modules resolution (the project's package.json and node_modules); loopback only, env and files to read;
+  // `homedir`: langsmith's client, created when @langchain/core runs a tool, looks for its profile file there
+  const command = [bin, "run", "--node-modules-dir=manual", "--allow-net=127.0.0.1", "--allow-env", "--allow-read", "--allow-sys=homedir"];
   return version ? { title: `Deno ${version}`, command } : { title: "Deno", missing: `no ${bin} (devDependency deno)` };
 }
 
