@@ -158,6 +158,23 @@ async function inWorkerd(code: string, compatibilityFlags: string[], config: unk
 
 describe("the scenario in Cloudflare workerd (miniflare)", () => {
   const runtime = workerd();
+  runtimeIt(runtime, "a worker reaches the emulator on loopback with plain fetch (no outbound service)", async () => {
+    const { Miniflare } = await import("miniflare");
+    const script = `export default { async fetch(req) {
+      const { url, key } = await req.json();
+      const res = await fetch(url + "/chat/completions", { method: "POST", headers: { authorization: "Bearer " + key, "content-type": "application/json" },
+        body: JSON.stringify({ model: "emu-xs", messages: [{ role: "user", content: "from workerd" }] }) });
+      return Response.json({ status: res.status, text: (await res.json()).choices[0].message.content });
+    } }`;
+    const mf = new Miniflare({ modules: true, script, compatibilityDate: WORKERD_COMPAT_DATE });
+    try {
+      const res = await mf.dispatchFetch("http://scenario.worker/", { method: "POST", body: JSON.stringify({ url: emu.url, key: API_KEY }) });
+      expect(await res.json()).toEqual({ status: 200, text: "Echo: from workerd" });
+    } finally {
+      await mf.dispose();
+    }
+  });
+
   runtimeIt(runtime, "nodejs_compat: invoke, stream, tool call, crypto RPC, EVM sign-in, 402 -> top-up -> retry, Solana sign-in", async () => {
     const built = await bundle("worker.mjs", "worker", "external");
     expect(built.errors, "esbuild for workers, node built-ins left to nodejs_compat").toEqual([]);
