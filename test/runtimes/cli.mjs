@@ -6,4 +6,9 @@ import { runScenario } from "./scenario.mjs";
 
 const raw = globalThis.Deno ? globalThis.Deno.env.get("SCENARIO_CONFIG") : globalThis.process.env.SCENARIO_CONFIG;
 if (!raw) throw new Error("SCENARIO_CONFIG (JSON) is not set");
-await runScenario(JSON.parse(raw), (line) => console.log(line));
+await runScenario(JSON.parse(raw), (line) => console.log(line), async () => ({
+  entry: "langchain-service",
+  module: await import("langchain-service"),
+  // where the name resolved: the built package, never src/
+  resolved: import.meta.resolve("langchain-service"),
+}));

@@ -46,6 +46,6 @@ globalThis.runScenarioInPage = async (config, keys) => {
   const lines = [];
   const ethereum = injectedProvider(keys, config.chain.chainId);
   globalThis.ethereum = ethereum;
-  await runScenario({ ...config, evmProvider: ethereum }, (line) => lines.push(line));
+  await runScenario({ ...config, evmProvider: ethereum }, (line) => lines.push(line), async () => ({ entry: "langchain-service", module: await import("langchain-service") }));
   return lines;
 };

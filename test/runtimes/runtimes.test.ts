@@ -190,6 +190,15 @@ describe("the scenario in Cloudflare workerd (miniflare)", () => {
     const lines = await inWorkerd(built.code!, [], world.config);
     await checkSteps(lines, world, CHAT_STEPS);
   });
+
+  runtimeIt(runtime, "without nodejs_compat, the chat entry (langchain-service/chat): an API-key user's invoke and stream", async () => {
+    const built = await bundle("worker-chat.mjs", "worker", "none");
+    expect(built.errors, "esbuild for workers, no node built-in available").toEqual([]);
+    const world = await runWorld(emu, `${runtime.title} (chat entry)`, API_KEY, holder, CHAT_STEPS);
+    const lines = await inWorkerd(built.code!, [], world.config);
+    await checkSteps(lines, world, CHAT_STEPS);
+    expect(lines[0]!.detail.entry).toBe("langchain-service/chat");
+  });
 });
 
 /** A loopback static server for the page: another origin than the emulator's, so every call is a CORS request. */

@@ -3,9 +3,10 @@
  * the BUILT package by its name, `langchain-service`, never src/. Plain JS, ESM, no Node API: Node, Bun and Deno
  * run it through ./cli.mjs, workerd through ./worker.mjs, Chromium through ./page.mjs.
  *
- * `runScenario(config, print)` runs each step and prints one JSON line per step: `{ step, ok, detail }`, or
+ * `runScenario(config, print, load)` runs each step and prints one JSON line per step: `{ step, ok, detail }`, or
  * `{ step, ok: false, error }` (the error's name and message). The steps go on after a failure, so one run says
- * exactly which steps work on a runtime.
+ * exactly which steps work on a runtime. `load` imports the entry under test (`() => import("langchain-service")`,
+ * or the chat entry for an API-key chat bundle): a literal import here would put the main entry into every bundle.
  *
  * config: { runtime, baseUrl, apiKey, model, steps?: string[],
  *           chain: { treasury, usdc, holder },           // the local chain's facts
@@ -16,7 +17,13 @@ export const STEPS = ["import", "invoke", "stream", "tool-call", "crypto-rpc", "
 
 const short = (err) => `${err?.name ?? "Error"}: ${String(err?.message ?? err).split("\n")[0]}`;
 
-export async function runScenario(config, print) {
+/** the exports each entry must give */
+const ENTRY_EXPORTS = {
+  "langchain-service": ["ChatService", "ServiceClient", "CryptoRpcToolkit", "EvmWallet", "SolanaWallet"],
+  "langchain-service/chat": ["ChatService"],
+};
+
+export async function runScenario(config, print, load) {
   const wanted = new Set(config.steps ?? STEPS);
   let pkg;
   const step = async (name, fn) => {
@@ -34,19 +41,12 @@ export async function runScenario(config, print) {
   };
 
   await step("import", async () => {
-    const loaded = await import("langchain-service");
-    const names = ["ChatService", "ServiceClient", "CryptoRpcToolkit", "EvmWallet", "SolanaWallet"];
+    const { entry, module: loaded, resolved } = await load();
+    const names = ENTRY_EXPORTS[entry];
     const missing = names.filter((n) => typeof loaded[n] !== "function");
     if (missing.length) throw new Error(`exports missing: ${missing.join(", ")}`);
     pkg = loaded;
-    // where the name resolved (the built package, never src/), where the runtime can say
-    let resolved;
-    try {
-      resolved = import.meta.resolve?.("langchain-service");
-    } catch {
-      resolved = undefined;
-    }
-    return { exports: names, resolved };
+    return { entry, exports: names, resolved };
   });
   const { baseUrl, apiKey, model: modelId = "emu-xs", runtime } = config;
   const chat = (extra = {}) => new pkg.ChatService({ model: modelId, baseUrl, ...extra });
