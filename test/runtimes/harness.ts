@@ -40,7 +40,7 @@ export async function buildPackage(): Promise<void> {
   // the user's own dependencies besides the package (Deno reads them from here)
   const deps = { "langchain-service": "*", "@langchain/core": "*", zod: "*", ethers: "*", viem: "*" };
   writeFileSync(join(PROJECT, "package.json"), JSON.stringify({ name: "runtime-scenario", private: true, type: "module", dependencies: deps }, null, 2));
-  for (const file of ["scenario.mjs", "cli.mjs", "worker.mjs", "worker-chat.mjs", "page.mjs"]) copyFileSync(join(HERE, file), join(PROJECT, file));
+  for (const file of ["scenario.mjs", "cli.mjs", "worker.mjs", "worker-chat.mjs", "page.mjs", "eip1193.mjs"]) copyFileSync(join(HERE, file), join(PROJECT, file));
   // the project's other dependencies: the checkout's node_modules, one level up from .runtimes/
 }
 
