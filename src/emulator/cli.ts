@@ -1,7 +1,7 @@
 /**
  * `langchain-service emulator`: runs the local service emulator until SIGINT/SIGTERM.
  *
- *   langchain-service emulator [--port N] [--api-key KEY[=USD]]... [--brand NAME] [--mode live|seed] [--no-chain] [--public-origin URL]
+ *   langchain-service emulator [--port N] [--api-key KEY[=USD]]... [--brand NAME] [--mode live|seed] [--no-chain] [--public-origin URL] [--cors]
  *     [--sign-in-domain HOST]...
  *     [--upstream slug=URL]... [--window-ms N] [--token-window-ms N] [--fault-rate R] [--latency-ms N] [--stream-cut-after K]
  *     [--job-ms N] [--job-failures N] [--log]
@@ -29,6 +29,7 @@ Options:
                            it); default its own http://127.0.0.1:PORT
   --sign-in-domain HOST    a host a live wallet sign-in's domain may name (port and path stripped); repeatable.
                            Default: the public origin's host, api.BRAND.ai and BRAND.ai
+  --cors                   answer CORS preflights and let pages read the answers and their headers
   --upstream slug=URL      forward crypto RPC for a network slug to this JSON-RPC URL; repeatable
   --window-ms N            rate-limit window in ms (default 60000)
   --token-window-ms N      the token limit's own window in ms (default: --window-ms)
@@ -89,6 +90,7 @@ export function parseCliArgs(argv: string[]): { help: true } | { help: false; op
         "job-ms": { type: "string" },
         "job-failures": { type: "string" },
         log: { type: "boolean" },
+        cors: { type: "boolean" },
         help: { type: "boolean", short: "h" },
       },
     }));
@@ -127,6 +129,7 @@ export function parseCliArgs(argv: string[]): { help: true } | { help: false; op
     log: values.log ?? false,
   };
   if (apiKeys.length) options.apiKeys = apiKeys;
+  if (values.cors) options.cors = true;
   if (values.brand) options.brand = values.brand;
   if (values.mode !== undefined) {
     if (values.mode !== "live" && values.mode !== "seed") throw new CliUsageError(`--mode: expected live or seed, got ${JSON.stringify(values.mode)}`);

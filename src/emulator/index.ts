@@ -79,6 +79,7 @@ function validateOptions(options: EmulatorOptions): void {
     throw new ConfigurationError(`emulator ${(err as Error).message}`);
   }
   validateChatOptions(options.chat);
+  if (options.cors !== undefined && typeof options.cors !== "boolean") throw new ConfigurationError(`emulator cors must be a boolean (got ${JSON.stringify(options.cors)})`);
   if (options.modelGates !== undefined && typeof options.modelGates !== "boolean") throw new ConfigurationError(`modelGates must be a boolean (got ${JSON.stringify(options.modelGates)})`);
   if (options.mode !== undefined && options.mode !== "live" && options.mode !== "seed") {
     throw new ConfigurationError(`emulator mode must be "live" or "seed" (got ${JSON.stringify(options.mode)})`);

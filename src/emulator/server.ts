@@ -17,6 +17,7 @@ import { findModel, type ServedModel } from "./models/catalog.js";
 import { arrivalPromptTokens, RateLimiter, type Bucket } from "./rate-limits.js";
 import { apiTierId } from "./routes/rate-limits.js";
 import { commonHeaders, writeOutcome, type WrittenOutcome } from "./writer.js";
+import { preflightHeaders } from "./cors.js";
 import {
   EmulatorHttpError,
   type Account,
@@ -467,6 +468,14 @@ export function createListener(getState: () => Promise<PipelineState>) {
       const { ctx, limiter } = state;
       const url = publicUrl(req.url ?? "/", ctx.publicOrigin);
       const inApi = url.pathname === API_PREFIX || url.pathname.startsWith(`${API_PREFIX}/`);
+      if (ctx.options.cors && req.method === "OPTIONS" && req.headers["access-control-request-method"] !== undefined) {
+        // a preflight: no credential, no pipeline, nothing counted
+        status = 204;
+        req.resume();
+        res.writeHead(204, { ...commonHeaders(ctx), ...preflightHeaders(ctx.names) });
+        res.end();
+        return;
+      }
       let body: Buffer;
       const limit = maxBodyBytes(ctx.options);
       try {

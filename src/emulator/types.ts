@@ -212,6 +212,11 @@ export interface EmulatorOptions {
   /** log each request to stderr */
   log?: boolean;
   /**
+   * answer CORS preflights and let any origin read the answers and the headers the client reads (./cors.ts), so
+   * a page can call the emulator; off by default, as the live API's own policy is not the emulator's to guess
+   */
+  cors?: boolean;
+  /**
    * crypto RPC network slugs listed by GET /crypto/rpc/networks, taken as given (default: those of the 23 of spec
    * 4.2 with a node behind them: an upstream, the local chain for EVM slugs, LiteSVM for Solana)
    */

@@ -7,6 +7,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { randomBytes } from "node:crypto";
 import { brotliCompressSync, constants as zlibConstants, gzipSync } from "node:zlib";
+import { corsHeaders } from "./cors.js";
 import type { EmulatorContext, EmulatorResponse } from "./types.js";
 
 /** `x-<brand>-version`: a fixed build stamp in the service's `YYYYMMDD.HHMMSS` form */
@@ -50,6 +51,7 @@ export function commonHeaders(ctx: EmulatorContext): Record<string, string> {
     date: new Date(ctx.now()).toUTCString(),
     "cf-ray": `${randomBytes(8).toString("hex")}-EMU`,
     [`${ctx.names.headerPrefix}version`]: EMULATOR_VERSION,
+    ...(ctx.options.cors ? corsHeaders(ctx.names) : {}),
   };
 }
 
