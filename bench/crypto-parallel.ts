@@ -6,7 +6,7 @@
  * turn) and the 429s seen on the wire either way.
  */
 import { Wallet } from "ethers";
-import { startEmulator } from "../src/emulator/index.js";
+import { startEmulator } from "langchain-service-emulator";
 import { ServiceClient } from "../src/client.js";
 import { CryptoRpcTool } from "../src/crypto-rpc/index.js";
 import { median, type BenchRow } from "./types.js";

@@ -8,7 +8,7 @@
  * model). `ServiceClient.cryptoRpc` alone is measured too, to tell the stack's share from the tool's.
  */
 import { FetchRequest, JsonRpcProvider, Network, Wallet } from "ethers";
-import { startEmulator } from "../src/emulator/index.js";
+import { startEmulator } from "langchain-service-emulator";
 import { ServiceClient } from "../src/client.js";
 import { CryptoRpcTool, NativeBalanceTool, createEthersProvider } from "../src/crypto-rpc/index.js";
 import { median, type BenchRow } from "./types.js";

@@ -14,7 +14,7 @@
 import { pathToFileURL } from "node:url";
 import { OpenAIEmbeddings } from "@langchain/openai";
 import { ServiceEmbeddings } from "../src/embeddings/index.js";
-import { startEmulator } from "../src/emulator/index.js";
+import { startEmulator } from "langchain-service-emulator";
 import { median, type BenchRow } from "./types.js";
 
 const TEXTS = 1000;

@@ -12,7 +12,7 @@
  * Redis: REDIS_URL, else a redis-server from PATH; with neither, one row says how to enable the section.
  */
 import { randomUUID } from "node:crypto";
-import { startEmulator, type Emulator } from "../src/emulator/index.js";
+import { startEmulator, type Emulator } from "langchain-service-emulator";
 import { ChatService, EvmWallet, MemoryStore, createServiceFetch, type PaymentStore, type SpendRequest } from "../src/index.js";
 import { RedisStore } from "../src/redis/index.js";
 import { fleetRedis, type LocalRedis } from "../examples/fleet.js";

@@ -16,7 +16,7 @@ import type { AddressInfo } from "node:net";
 import { Wallet } from "ethers";
 import { ChatService } from "../src/chat/index.js";
 import { ServiceClient } from "../src/client.js";
-import { startEmulator } from "../src/emulator/index.js";
+import { startEmulator } from "langchain-service-emulator";
 import { EvmWallet } from "../src/x402/wallets.js";
 import { median, type BenchRow } from "./types.js";
 

@@ -9,7 +9,7 @@
  */
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
-import { startEmulator } from "../src/emulator/index.js";
+import { startEmulator } from "langchain-service-emulator";
 import { ChatService } from "../src/chat/index.js";
 import { ServiceClient } from "../src/client.js";
 import { gc, heapUsed, settledHeap } from "./heap.js";

@@ -7,7 +7,7 @@
  */
 import OpenAI from "openai";
 import { ChatService } from "../src/chat/index.js";
-import { startEmulator } from "../src/emulator/index.js";
+import { startEmulator } from "langchain-service-emulator";
 import { createServiceFetch, type FetchLike } from "../src/index.js";
 import { median, type BenchRow } from "./types.js";
 

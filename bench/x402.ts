@@ -14,7 +14,7 @@ import { join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { Wallet } from "ethers";
 import { SiweMessage } from "siwe";
-import { startEmulator, type Emulator } from "../src/emulator/index.js";
+import { startEmulator, type Emulator } from "langchain-service-emulator";
 import { type FetchLike } from "../src/http/fetch-stack.js";
 import { createServiceFetch } from "../src/stack.js";
 import { createSiwxHeader, createWalletAuth, EvmWallet, SolanaWallet, X402PaymentController, x402PaymentLayer } from "../src/x402/index.js";

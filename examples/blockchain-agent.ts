@@ -13,7 +13,7 @@ import { Contract, JsonRpcProvider, Network, Wallet, formatEther, formatUnits, p
 import { createAgent } from "langchain";
 import { HumanMessage, ToolMessage } from "@langchain/core/messages";
 import { ChatService, CryptoRpcToolkit, ServiceClient, USDC_BASE } from "../src/index.js";
-import { startEmulator, type Emulator } from "../src/emulator/index.js";
+import { startEmulator, type Emulator } from "langchain-service-emulator";
 
 export interface Options {
   baseUrl?: string;

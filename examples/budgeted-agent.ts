@@ -14,7 +14,7 @@ import { createAgent } from "langchain";
 import { HumanMessage, ToolMessage, type BaseMessage } from "@langchain/core/messages";
 import { Command, MemorySaver } from "@langchain/langgraph";
 import { ChatService, CryptoRpcToolkit, ServiceClient, spendLimitMiddleware, SPEND_WARNING_EVENT, type SpendLimitInterrupt, type SpendWarning } from "../src/index.js";
-import { startEmulator } from "../src/emulator/index.js";
+import { startEmulator } from "langchain-service-emulator";
 
 /** The person's answer when the budget is spent: a new limit in USD, or false to stop. */
 export type Raiser = (question: SpendLimitInterrupt) => number | false | Promise<number | false>;

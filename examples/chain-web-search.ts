@@ -11,7 +11,7 @@ import { ChatPromptTemplate } from "@langchain/core/prompts";
 import { RunnableLambda } from "@langchain/core/runnables";
 import type { AIMessage } from "@langchain/core/messages";
 import { ChatService, mapCitations, type WebSearchCitation } from "../src/index.js";
-import { startEmulator } from "../src/emulator/index.js";
+import { startEmulator } from "langchain-service-emulator";
 
 export interface Options {
   baseUrl?: string;

@@ -26,7 +26,7 @@ import {
   type Reconciliation,
   type ServiceResponseHeaders,
 } from "../src/index.js";
-import type { Emulator } from "../src/emulator/index.js";
+import type { Emulator } from "langchain-service-emulator";
 
 export interface DemoResult {
   answer: string;
@@ -149,7 +149,7 @@ async function usdcOf(rpcUrl: string, chainId: number, token: string, owner: str
 
 /** Sets up the local world: emulator + chain, a funded agent wallet, and a transfer to ask about. */
 async function localWorld(log: (line: string) => void) {
-  const { startEmulator } = await import("../src/emulator/index.js");
+  const { startEmulator } = await import("langchain-service-emulator");
   log(`${bold("▸")} starting the local service emulator and a local chain (ganache, chain id 8453)…`);
   const emulator: Emulator = await startEmulator({ chain: true });
   const chain = emulator.chain!;

@@ -15,7 +15,7 @@ import { createAgent } from "langchain";
 import { HumanMessage, ToolMessage } from "@langchain/core/messages";
 import { ChatService, EvmWallet, createServiceFetch, type PaymentEvent, type PaymentPolicyOptions } from "../src/index.js";
 import { ImageGenerationTool, TextToSpeechTool } from "../src/tools/index.js";
-import { startEmulator, type LedgerEntry } from "../src/emulator/index.js";
+import { startEmulator, type LedgerEntry } from "langchain-service-emulator";
 
 export interface Options {
   baseUrl?: string;

@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { AIMessage, HumanMessage } from "@langchain/core/messages";
 import { ChatService, InsufficientBalanceError } from "../src/index.js";
-import { startEmulator, type Emulator } from "../src/emulator/index.js";
+import { startEmulator, type Emulator } from "langchain-service-emulator";
 import { createSupportAgent } from "./emulator-in-tests.js";
 
 describe("support agent, against the emulator", () => {

@@ -18,7 +18,7 @@ import { z } from "zod";
 import { createAgent, tool } from "langchain";
 import { AIMessage, HumanMessage } from "@langchain/core/messages";
 import { ChatService } from "../src/index.js";
-import { startEmulator } from "../src/emulator/index.js";
+import { startEmulator } from "langchain-service-emulator";
 
 export interface Options {
   /** ignored: this example is about the embedded emulator */

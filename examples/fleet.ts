@@ -19,7 +19,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { Contract, JsonRpcProvider, Network } from "ethers";
-import { startEmulator, type Emulator } from "../src/emulator/index.js";
+import { startEmulator, type Emulator } from "langchain-service-emulator";
 import { spawnFleet, type WorkerJob } from "./fleet-worker.js";
 
 /** `label`: "REDIS_URL" or "redis-server on port N" */

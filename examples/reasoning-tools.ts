@@ -13,7 +13,7 @@ import { createAgent, tool } from "langchain";
 import { MemorySaver } from "@langchain/langgraph";
 import { AIMessage, HumanMessage, type BaseMessage } from "@langchain/core/messages";
 import { ChatService } from "../src/index.js";
-import { startEmulator } from "../src/emulator/index.js";
+import { startEmulator } from "langchain-service-emulator";
 
 export interface Options {
   baseUrl?: string;

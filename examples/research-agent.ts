@@ -15,7 +15,7 @@ import { createAgent } from "langchain";
 import { HumanMessage, ToolMessage, type BaseMessage } from "@langchain/core/messages";
 import { ChatService, ServiceClient } from "../src/index.js";
 import { WebScrapeTool, WebSearchTool } from "../src/tools/index.js";
-import { startEmulator } from "../src/emulator/index.js";
+import { startEmulator } from "langchain-service-emulator";
 
 export interface Options {
   baseUrl?: string;

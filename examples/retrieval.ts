@@ -19,7 +19,7 @@ import { RunnableLambda, RunnablePassthrough, RunnableSequence } from "@langchai
 import { VectorStore } from "@langchain/core/vectorstores";
 import { ChatService } from "../src/index.js";
 import { ServiceEmbeddings, type EmbeddingsUsage } from "../src/embeddings/index.js";
-import { startEmulator } from "../src/emulator/index.js";
+import { startEmulator } from "langchain-service-emulator";
 
 /** A tiny in-memory VectorStore: cosine similarity over every stored vector (fine for a few thousand). */
 export class CosineStore extends VectorStore {

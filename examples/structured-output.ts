@@ -9,7 +9,7 @@ import { pathToFileURL } from "node:url";
 import { z } from "zod";
 import type { AIMessage } from "@langchain/core/messages";
 import { ChatService } from "../src/index.js";
-import { startEmulator } from "../src/emulator/index.js";
+import { startEmulator } from "langchain-service-emulator";
 
 export interface Options {
   baseUrl?: string;

@@ -17,7 +17,7 @@ import { createAgent } from "langchain";
 import { HumanMessage, ToolMessage } from "@langchain/core/messages";
 import { ChatService, EvmWallet, ServiceClient, createServiceFetch, type JobProgress, type PaymentEvent, type PaymentPolicyOptions } from "../src/index.js";
 import { TranscriptionTool, VideoGenerationTool } from "../src/tools/index.js";
-import { startEmulator, type LedgerEntry } from "../src/emulator/index.js";
+import { startEmulator, type LedgerEntry } from "langchain-service-emulator";
 
 export interface Options {
   baseUrl?: string;

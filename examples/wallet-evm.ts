@@ -21,7 +21,7 @@ import {
   type PaymentPolicyOptions,
   type X402Transaction,
 } from "../src/index.js";
-import { startEmulator, type Emulator, type LedgerEntry } from "../src/emulator/index.js";
+import { startEmulator, type Emulator, type LedgerEntry } from "langchain-service-emulator";
 
 export interface Options {
   baseUrl?: string;

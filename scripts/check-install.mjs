@@ -1,11 +1,14 @@
 #!/usr/bin/env node
 /**
- * The package as an API-key user gets it: `npm pack` (of the built dist), then `npm install <tarball>
- * @langchain/core` into an empty project under the OS temp dir (never under this checkout, whose node_modules
- * would answer an import the package forgot to declare). Checks that none of the optional peers (wallet,
- * adapter and emulator faces) was installed, that every entry point loads by `import` and by `require`, and
- * that a chat request with an API key works against the emulator started without its chain, with nothing
- * else installed. Prints the installed packages and MB. Run after `npm run build`; part of `.ci/run`.
+ * Both packages as a user gets them. The client: `npm pack` (of the built dist), checked to hold no emulator
+ * file and to name no emulator library in its package.json, then `npm install <tarball> @langchain/core` into
+ * an empty project under the OS temp dir (never under this checkout, whose node_modules would answer an import
+ * the package forgot to declare). Checks that none of the optional peers (wallet and adapter faces) was
+ * installed and that every entry point loads by `import` and by `require`. Then the emulator's tarball
+ * (packages/langchain-service-emulator) is installed beside it, as a user adds it as a dev dependency:
+ * `npx langchain-service-emulator --help` runs, it loads by `import` and `require`, and a chat request with an
+ * API key works against it started without its chain, with none of its optional peers installed. Prints the
+ * installed packages and MB. Run after `npm run build` (it builds both); part of `.ci/run`.
  *
  *   node scripts/check-install.mjs [--keep]
  */
@@ -16,6 +19,9 @@ import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..");
+const EMULATOR = join(ROOT, "packages", "langchain-service-emulator");
+/** what only the emulator uses: the client's tarball must name none of these */
+const EMULATOR_ONLY = ["langchain-service-emulator", "ganache", "solc", "litesvm", "@solana-program/token", "hono", "@hono/node-server"];
 const pkg = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8"));
 const npm = process.platform === "win32" ? "npm.cmd" : "npm";
 const keep = process.argv.includes("--keep");
@@ -29,15 +35,28 @@ function diskBytes(path) {
   return total;
 }
 
-if (!existsSync(join(ROOT, "dist", "index.js"))) {
-  console.error("check-install: no dist/ (run `npm run build` first)");
+if (!existsSync(join(ROOT, "dist", "index.js")) || !existsSync(join(EMULATOR, "dist", "index.js"))) {
+  console.error("check-install: no dist/ in both packages (run `npm run build` first)");
   process.exit(1);
 }
 
 const work = mkdtempSync(join(tmpdir(), "lcs-check-install-"));
 let failed = false;
 try {
-  const [{ filename }] = JSON.parse(execFileSync(npm, ["pack", "--json", "--pack-destination", work], { cwd: ROOT, encoding: "utf8", stdio: ["ignore", "pipe", "inherit"] }));
+  const [{ filename, files: packed }] = JSON.parse(execFileSync(npm, ["pack", "--json", "--pack-destination", work], { cwd: ROOT, encoding: "utf8", stdio: ["ignore", "pipe", "inherit"] }));
+  // the client's tarball: no emulator code, no emulator library named
+  const emulatorFiles = packed.map((f) => f.path).filter((path) => /emulator/i.test(path));
+  if (emulatorFiles.length) {
+    console.error(`check-install: the client's tarball holds emulator files: ${emulatorFiles.join(", ")}`);
+    failed = true;
+  }
+  const named = Object.keys({ ...pkg.dependencies, ...pkg.peerDependencies, ...pkg.optionalDependencies });
+  const emulatorNamed = EMULATOR_ONLY.filter((n) => named.includes(n));
+  if (emulatorNamed.length || pkg.bin) {
+    console.error(`check-install: the client's package.json names the emulator's libraries or a bin: ${[...emulatorNamed, ...(pkg.bin ? ["bin"] : [])].join(", ")}`);
+    failed = true;
+  }
+  console.log(`check-install: the client's tarball holds ${packed.length} files, none of the emulator's, and names none of its libraries`);
   const project = join(work, "user");
   mkdirSync(project);
   writeFileSync(join(project, "package.json"), '{"name":"check-install","version":"1.0.0","private":true,"type":"module"}\n');
@@ -63,23 +82,14 @@ try {
     failed = true;
   }
 
-  // every entry by import and by require, then an API-key chat round trip against the chainless emulator
+  // every entry by import and by require
   const smoke = `
     import { createRequire } from "node:module";
     const require = createRequire(import.meta.url);
-    for (const entry of ["langchain-service", "langchain-service/chat", "langchain-service/emulator", "langchain-service/redis"]) {
+    for (const entry of ["langchain-service", "langchain-service/chat", "langchain-service/redis"]) {
       const esm = await import(entry);
       const cjs = require(entry);
       if (!Object.keys(esm).length || !Object.keys(cjs).length) throw new Error(entry + " exports nothing");
-    }
-    const { ChatService, costOf } = await import("langchain-service");
-    const { startEmulator } = await import("langchain-service/emulator");
-    const emu = await startEmulator({ apiKeys: [{ key: "k1", usd: 5 }] });
-    try {
-      const msg = await new ChatService({ model: "emu-s", baseUrl: emu.url, apiKey: "k1" }).invoke("hello");
-      if (!msg.text || !costOf(msg)) throw new Error("no answer or no cost: " + JSON.stringify(msg));
-    } finally {
-      await emu.close();
     }
     // a wallet user who has not installed the wallet face's optional peers is told what to install
     const { EvmWallet, createSiwxHeader, ConfigurationError } = await import("langchain-service");
@@ -93,9 +103,42 @@ try {
     if (!(storeErr instanceof ConfigurationError) || !storeErr.message.includes("npm install ioredis")) {
       throw new Error("a RedisStore without ioredis should be a ConfigurationError naming the install line, got: " + String(storeErr));
     }
-    console.log("check-install: import and require of every entry, an API-key chat request against the emulator, and a clear error for a wallet or a RedisStore without its peers: ok");
+    console.log("check-install: import and require of every entry, and a clear error for a wallet or a RedisStore without its peers: ok");
   `;
   execFileSync(process.execPath, ["--input-type=module", "-e", smoke], { cwd: project, stdio: "inherit" });
+
+  // the emulator's tarball beside the client's, as a dev dependency; none of its optional peers installed
+  const emu = JSON.parse(readFileSync(join(EMULATOR, "package.json"), "utf8"));
+  const [{ filename: emuTarball }] = JSON.parse(execFileSync(npm, ["pack", "--json", "--pack-destination", work], { cwd: EMULATOR, encoding: "utf8", stdio: ["ignore", "pipe", "inherit"] }));
+  execFileSync(npm, ["install", "--save-dev", "--no-audit", "--no-fund", "--loglevel=error", join(work, emuTarball)], { cwd: project, stdio: "inherit" });
+  const emuLock = JSON.parse(readFileSync(join(project, "node_modules/.package-lock.json"), "utf8"));
+  const emuOptional = Object.keys(emu.peerDependenciesMeta ?? {}).filter((n) => emu.peerDependenciesMeta[n]?.optional);
+  const emuPresent = emuOptional.filter((n) => Object.keys(emuLock.packages).some((k) => k === `node_modules/${n}` || k.endsWith(`/node_modules/${n}`)));
+  if (emuPresent.length) {
+    console.error(`check-install: the emulator's optional peers were installed: ${emuPresent.join(", ")}`);
+    failed = true;
+  }
+  const help = execFileSync(npm, ["exec", "--no", "--", "langchain-service-emulator", "--help"], { cwd: project, encoding: "utf8", stdio: ["ignore", "pipe", "inherit"] });
+  if (!help.includes("Usage: langchain-service-emulator")) {
+    console.error(`check-install: npx langchain-service-emulator --help printed no usage:\n${help}`);
+    failed = true;
+  }
+  const emuSmoke = `
+    import { createRequire } from "node:module";
+    const require = createRequire(import.meta.url);
+    if (!Object.keys(require("langchain-service-emulator")).length) throw new Error("require of the emulator exports nothing");
+    const { ChatService, costOf } = await import("langchain-service");
+    const { startEmulator } = await import("langchain-service-emulator");
+    const emu = await startEmulator({ apiKeys: [{ key: "k1", usd: 5 }] });
+    try {
+      const msg = await new ChatService({ model: "emu-s", baseUrl: emu.url, apiKey: "k1" }).invoke("hello");
+      if (!msg.text || !costOf(msg)) throw new Error("no answer or no cost: " + JSON.stringify(msg));
+    } finally {
+      await emu.close();
+    }
+    console.log("check-install: the emulator's tarball installs beside the client's, npx langchain-service-emulator --help runs, import and require load it, and an API-key chat request against it works: ok");
+  `;
+  execFileSync(process.execPath, ["--input-type=module", "-e", emuSmoke], { cwd: project, stdio: "inherit" });
 } catch (err) {
   console.error(`check-install: ${err instanceof Error ? err.message : String(err)}`);
   failed = true;

@@ -2,14 +2,14 @@
 /**
  * Type-checks every ```ts block of README.md as its own ES module, strict (the project's own compiler options:
  * `strict`, `noUncheckedIndexedAccess`, NodeNext), against the package's source: `langchain-service`,
- * `langchain-service/chat` and `langchain-service/emulator` map to `src/…/index.ts`; every other import
+ * `langchain-service/chat` and `langchain-service-emulator` map to their `src/…/index.ts`; every other import
  * (`@langchain/core/messages`, `langchain`, `zod`…) resolves from node_modules as in a user's project.
  * A block's errors are reported at their README line. Part of `npm test` and `.ci/run`.
  *
  * The one hidden prelude (DECLARED_PRELUDE in ./readme-blocks.mjs) declares only what the README's prose says a
  * reader has already got: the service's `baseUrl` and an `apiKey`. Everything else must be in the block.
  *
- *   node scripts/check-readme.mjs [README.md]
+ *   node scripts/check-readme.mjs [README.md]   (npm run check:readme: the root's and the emulator package's)
  */
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";

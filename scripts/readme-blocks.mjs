@@ -32,10 +32,10 @@ declare const apiKey: string; // an API key of the service
 export const RUN_PRELUDE =
   "const baseUrl = process.env.SERVICE_BASE_URL!; const apiKey = process.env.SERVICE_API_KEY!;";
 
-/** The package's own specifiers, as they map to its source. */
+/** The workspace's own specifiers (the client's entries and the emulator package), as they map to their source. */
 export const PACKAGE_ENTRIES = {
   "langchain-service": "src/index.ts",
   "langchain-service/chat": "src/chat/index.ts",
-  "langchain-service/emulator": "src/emulator/index.ts",
+  "langchain-service-emulator": "packages/langchain-service-emulator/src/index.ts",
   "langchain-service/redis": "src/redis/index.ts",
 };

@@ -1,7 +1,7 @@
 /**
  * langchain-service: the LangChain.js chat model and embeddings, the plain API client, wallet sign-in and
  * self-paying top-ups (x402), crypto JSON-RPC tools and web, image and speech tools, over one fetch stack.
- * The local service emulator is its own entry point: `langchain-service/emulator`.
+ * The local service emulator is its own package: `langchain-service-emulator`.
  */
 export * from "./config.js";
 export * from "./http/index.js";
@@ -18,4 +18,3 @@ export * from "./x402/index.js";
 export * from "./store/index.js";
 export * from "./spend/index.js";
 export * from "./agents/index.js";
-export type { Emulator, EmulatorOptions } from "./emulator/index.js";

@@ -24,7 +24,16 @@ export {
   type CryptoRpcSingleResult,
   type CryptoRpcBatchResult,
 } from "./rpc.js";
-export { checkMethod, isFilterOrSubscription, type MethodPolicy, type MethodDecision } from "./methods.js";
+export {
+  checkMethod,
+  isFilterOrSubscription,
+  methodTier,
+  needsNodeKeys,
+  unsupportedReason,
+  NODE_KEYS_REASON,
+  type MethodPolicy,
+  type MethodDecision,
+} from "./methods.js";
 export { capOutput, withDecimals, DEFAULT_MAX_OUTPUT_CHARS } from "./format.js";
 export { CryptoNetworksTool, CryptoRpcTool } from "./tools.js";
 export { NativeBalanceTool, Erc20BalanceTool, TransactionStatusTool, LatestBlockTool, ContractReadTool } from "./read-tools.js";

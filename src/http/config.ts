@@ -59,7 +59,7 @@ export function normalizeBaseUrl(raw: string | undefined): string {
   const value = raw ?? readEnv(ENV_BASE_URL);
   if (!value) {
     throw new ConfigurationError(
-      `no base URL: pass \`baseUrl\` (it includes /api/v1) or set ${ENV_BASE_URL}; for a local service run \`npx langchain-service emulator\``,
+      `no base URL: pass \`baseUrl\` (it includes /api/v1) or set ${ENV_BASE_URL}; for a local service run \`npx langchain-service-emulator\``,
     );
   }
   let url: URL;

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createAgent } from "langchain";
 import { ChatOpenAI } from "@langchain/openai";
 import { AIMessage, ToolMessage, type BaseMessage } from "@langchain/core/messages";
-import { startEmulator, type Emulator } from "../../src/emulator/index.js";
+import { startEmulator, type Emulator } from "langchain-service-emulator";
 import { BudgetExceededError, SpendBudget, spendLimitMiddleware, SPEND_LIMIT_KEY } from "../../src/index.js";
 import { ADDRESSES, KEY, QUESTION, RUN, balanceTools } from "./helpers.js";
 

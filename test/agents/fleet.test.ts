@@ -6,7 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { fileURLToPath } from "node:url";
-import { startEmulator, type Emulator } from "../../src/emulator/index.js";
+import { startEmulator, type Emulator } from "langchain-service-emulator";
 import { RedisStore } from "../../src/store/redis.js";
 import { SpendBudget } from "../../src/spend/budget.js";
 import { fleet } from "../store/processes.js";

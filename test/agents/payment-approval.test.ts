@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createAgent } from "langchain";
 import { AIMessage, HumanMessage, type BaseMessage } from "@langchain/core/messages";
 import { Command, MemorySaver } from "@langchain/langgraph";
-import { startEmulator, type Emulator } from "../../src/emulator/index.js";
+import { startEmulator, type Emulator } from "langchain-service-emulator";
 import {
   ChatService,
   ConfigurationError,

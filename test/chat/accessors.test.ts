@@ -11,7 +11,7 @@ import {
   type ServiceCost,
   type WebSearchCitation,
 } from "../../src/chat/index.js";
-import { startEmulator, type Emulator } from "../../src/emulator/index.js";
+import { startEmulator, type Emulator } from "langchain-service-emulator";
 
 describe("accessors on hand-made messages", () => {
   it("return the documented shapes and ignore what does not fit", () => {

@@ -9,7 +9,7 @@ import { z } from "zod";
 import { tool } from "@langchain/core/tools";
 import { RunnableBinding } from "@langchain/core/runnables";
 import { ChatService } from "../../src/chat/index.js";
-import { startEmulator, type Emulator } from "../../src/emulator/index.js";
+import { startEmulator, type Emulator } from "langchain-service-emulator";
 
 let emu: Emulator;
 beforeAll(async () => {

@@ -12,7 +12,7 @@ import { tool } from "@langchain/core/tools";
 import { AIMessage, AIMessageChunk, HumanMessage, type ContentBlock } from "@langchain/core/messages";
 import { createAgent } from "langchain";
 import { ChatService, type ChatServiceInput } from "../../src/chat/index.js";
-import { startEmulator, type Emulator } from "../../src/emulator/index.js";
+import { startEmulator, type Emulator } from "langchain-service-emulator";
 
 const QUESTION = "What is x402?";
 const SEARCH = { enableWebSearch: "on", enableWebCitations: true, includeSearchResultsInStream: true } as const;

@@ -7,7 +7,7 @@
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from "vitest";
 import { ChatService, resetDeprecationWarnings, type ChatServiceInput } from "../../src/chat/index.js";
-import { startEmulator, type Emulator } from "../../src/emulator/index.js";
+import { startEmulator, type Emulator } from "langchain-service-emulator";
 import { ModelAccessDeniedError, ModelOfflineError, UnsupportedCapabilityError, UnsupportedParameterError, resetModelRecords } from "../../src/index.js";
 
 let emu: Emulator;

@@ -12,7 +12,7 @@ import { AIMessage, AIMessageChunk, HumanMessage, ToolMessage, type BaseMessage 
 import { ChatService, webSearchDocuments, webSearchCitations } from "../../src/chat/index.js";
 import { ServiceClient } from "../../src/index.js";
 import { WebSearchTool } from "../../src/tools/index.js";
-import { startEmulator, type Emulator } from "../../src/emulator/index.js";
+import { startEmulator, type Emulator } from "langchain-service-emulator";
 import { chunk, completion, json, sse, startFixtureServer, type FixtureServer } from "./fixture-server.js";
 
 const md = (m: { response_metadata: unknown }): any => m.response_metadata;

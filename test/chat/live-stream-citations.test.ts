@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { AIMessage, AIMessageChunk, ContentBlock } from "@langchain/core/messages";
 import { ChatService, webSearchCitations } from "../../src/chat/index.js";
-import { startEmulator, type Emulator } from "../../src/emulator/index.js";
+import { startEmulator, type Emulator } from "langchain-service-emulator";
 
 const QUESTION = "Tell me about the x402 payment protocol";
 const CITED = { enableWebSearch: "on", enableWebCitations: true } as const;

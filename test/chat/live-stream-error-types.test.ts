@@ -8,7 +8,7 @@
 import { afterAll, describe, expect, it } from "vitest";
 import type { AIMessageChunk } from "@langchain/core/messages";
 import { ChatService, inBandErrorOf } from "../../src/chat/index.js";
-import { startEmulator, type Emulator, type FaultOptions } from "../../src/emulator/index.js";
+import { startEmulator, type Emulator, type FaultOptions } from "langchain-service-emulator";
 import { InBandStreamError, ModelOverloadedError, StreamError } from "../../src/http/errors.js";
 
 const LONG = "a long enough answer to need several chunks";

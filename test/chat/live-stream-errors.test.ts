@@ -10,7 +10,7 @@ import { z } from "zod";
 import type { AIMessageChunk } from "@langchain/core/messages";
 import { BaseCallbackHandler } from "@langchain/core/callbacks/base";
 import { ChatService } from "../../src/chat/index.js";
-import { startEmulator, type Emulator, type EmulatorOptions } from "../../src/emulator/index.js";
+import { startEmulator, type Emulator, type EmulatorOptions } from "langchain-service-emulator";
 import { ContentFilterError, ContentPolicyError, ModelOverloadedError, StreamError, TimeoutError } from "../../src/http/errors.js";
 import { json, startFixtureServer, type FixtureServer } from "./fixture-server.js";
 

@@ -11,7 +11,7 @@ import { HumanMessage, type AIMessage, type AIMessageChunk } from "@langchain/co
 import { createReactAgent } from "@langchain/langgraph/prebuilt";
 import { MemorySaver } from "@langchain/langgraph";
 import { ChatService } from "../../src/chat/index.js";
-import { startEmulator, type Emulator } from "../../src/emulator/index.js";
+import { startEmulator, type Emulator } from "langchain-service-emulator";
 
 let emu: Emulator;
 beforeAll(async () => {

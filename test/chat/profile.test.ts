@@ -13,7 +13,7 @@ import { HumanMessage } from "@langchain/core/messages";
 import { BaseCallbackHandler } from "@langchain/core/callbacks/base";
 import { createAgent } from "langchain";
 import { ChatService, type ChatServiceInput } from "../../src/chat/index.js";
-import { startEmulator, MODELS, type Emulator } from "../../src/emulator/index.js";
+import { startEmulator, MODELS, type Emulator } from "langchain-service-emulator";
 import { BadRequestError, UnsupportedCapabilityError, ValidationError } from "../../src/http/errors.js";
 import { EvmWallet, ServiceClient, resetModelRecords } from "../../src/index.js";
 import { completion, json, startFixtureServer, type FixtureServer } from "./fixture-server.js";

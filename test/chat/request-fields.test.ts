@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { HumanMessage, SystemMessage } from "@langchain/core/messages";
 import { ChatService, type ChatRequestFields, type ChatServiceInput } from "../../src/chat/index.js";
-import { startEmulator, type Emulator } from "../../src/emulator/index.js";
+import { startEmulator, type Emulator } from "langchain-service-emulator";
 import { ValidationError } from "../../src/http/errors.js";
 
 let emu: Emulator;

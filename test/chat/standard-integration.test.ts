@@ -15,7 +15,7 @@ import { RunnableLambda } from "@langchain/core/runnables";
 import { concat } from "@langchain/core/utils/stream";
 import { toJsonSchema } from "@langchain/core/utils/json_schema";
 import { ChatService, mapCitations, buildModelId } from "../../src/chat/index.js";
-import { startEmulator, type Emulator } from "../../src/emulator/index.js";
+import { startEmulator, type Emulator } from "langchain-service-emulator";
 import { AbortError, NotFoundError, ProOnlyModelError, StreamError } from "../../src/http/errors.js";
 
 /** response_metadata is `Record<string, unknown>`; tests read it freely */

@@ -9,7 +9,7 @@ import { CallbackManager } from "@langchain/core/callbacks/manager";
 import { ChatService } from "../../src/chat/index.js";
 import { SpendBudget } from "../../src/spend/budget.js";
 import { ModelNotFoundError } from "../../src/http/errors.js";
-import { startEmulator, type Emulator } from "../../src/emulator/index.js";
+import { startEmulator, type Emulator } from "langchain-service-emulator";
 
 let emu: Emulator;
 beforeAll(async () => {

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Wallet, parseEther, parseUnits } from "ethers";
 import { createAgent } from "langchain";
 import { AIMessage, HumanMessage, ToolMessage } from "@langchain/core/messages";
-import { startEmulator, type Emulator } from "../../src/emulator/index.js";
+import { startEmulator, type Emulator } from "langchain-service-emulator";
 import { ChatService } from "../../src/chat/index.js";
 import { CryptoRpcToolkit } from "../../src/crypto-rpc/index.js";
 import { chainProvider, countingClient, transferUsdc } from "./helpers.js";

@@ -12,7 +12,7 @@ import type { ToolMessage } from "@langchain/core/messages";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CryptoRpcToolkit } from "../../src/crypto-rpc/index.js";
 import { ServiceClient, SpendBudget, SpendLog } from "../../src/index.js";
-import { startEmulator, type Emulator } from "../../src/emulator/index.js";
+import { startEmulator, type Emulator } from "langchain-service-emulator";
 
 interface Item {
   id: unknown;

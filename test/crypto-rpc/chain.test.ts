@@ -7,8 +7,8 @@ import {
   USDC_ABI,
   startLocalChain,
   usdcInterface,
-} from "../../src/emulator/chain/index.js";
-import type { LocalChain } from "../../src/emulator/types.js";
+} from "../../packages/langchain-service-emulator/src/chain/index.js";
+import type { LocalChain } from "../../packages/langchain-service-emulator/src/types.js";
 
 let chain: LocalChain;
 let provider: JsonRpcProvider;

@@ -5,8 +5,8 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Contract, Wallet, parseUnits } from "ethers";
-import { USDC_ABI } from "../../src/emulator/chain/index.js";
-import { startEmulator, type Emulator } from "../../src/emulator/index.js";
+import { USDC_ABI } from "../../packages/langchain-service-emulator/src/chain/index.js";
+import { startEmulator, type Emulator } from "langchain-service-emulator";
 import { ResponseFormatError, UnsupportedNetworkError, ValidationError, AuthenticationError } from "../../src/http/errors.js";
 import { ServiceClient } from "../../src/client.js";
 import { NetworkCache, cryptoRpc, createEthersProvider, createSolanaConnection, networkCacheFor } from "../../src/crypto-rpc/index.js";

@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startStatusNode, type StatusNode } from "./status-node.js";
 import { ServiceClient, SpendBudget, SpendLog } from "../../src/index.js";
-import { startEmulator, type Emulator } from "../../src/emulator/index.js";
+import { startEmulator, type Emulator } from "langchain-service-emulator";
 
 const CREDIT_USD = 7e-7;
 let node: StatusNode;

@@ -2,11 +2,11 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { Contract, JsonRpcProvider, Network, Wallet } from "ethers";
-import { USDC_ABI } from "../../src/emulator/chain/index.js";
-import type { Emulator } from "../../src/emulator/index.js";
-import type { LocalChain } from "../../src/emulator/types.js";
+import { USDC_ABI } from "../../packages/langchain-service-emulator/src/chain/index.js";
+import type { Emulator } from "langchain-service-emulator";
+import type { LocalChain } from "../../packages/langchain-service-emulator/src/types.js";
 import { ServiceClient } from "../../src/client.js";
-import { createSolanaLedger, type SolanaLedger } from "../../src/emulator/x402/solana.js";
+import { createSolanaLedger, type SolanaLedger } from "../../packages/langchain-service-emulator/src/x402/solana.js";
 
 export interface CountingClient {
   client: ServiceClient;

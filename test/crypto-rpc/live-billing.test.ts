@@ -7,7 +7,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startStatusNode, type StatusNode } from "./status-node.js";
-import { startEmulator, type Emulator, type EmulatorOptions } from "../../src/emulator/index.js";
+import { startEmulator, type Emulator, type EmulatorOptions } from "langchain-service-emulator";
 
 let node: StatusNode;
 const emulators: Emulator[] = [];

@@ -5,8 +5,8 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startEmulator, type Emulator } from "../../src/emulator/index.js";
-import { RPC_PRICE_PER_CREDIT_USD, methodTier, rpcCredits, unsupportedReason } from "../../src/emulator/routes/crypto-rpc.js";
+import { startEmulator, type Emulator } from "langchain-service-emulator";
+import { RPC_PRICE_PER_CREDIT_USD, methodTier, rpcCredits, unsupportedReason } from "../../packages/langchain-service-emulator/src/routes/crypto-rpc.js";
 
 const KEY = "proxy-key";
 let emu: Emulator;

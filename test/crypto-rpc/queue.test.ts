@@ -11,7 +11,7 @@ import { Wallet } from "ethers";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ServiceClient } from "../../src/client.js";
 import { CryptoRpcToolkit } from "../../src/crypto-rpc/index.js";
-import { startEmulator, type Emulator } from "../../src/emulator/index.js";
+import { startEmulator, type Emulator } from "langchain-service-emulator";
 import { EvmWallet } from "../../src/x402/wallets.js";
 
 const SLOW_MS = 700;

@@ -5,7 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ToolMessage } from "@langchain/core/messages";
-import { startEmulator, type Emulator } from "../../src/emulator/index.js";
+import { startEmulator, type Emulator } from "langchain-service-emulator";
 import { CryptoRpcToolkit } from "../../src/crypto-rpc/index.js";
 import { countingClient } from "./helpers.js";
 

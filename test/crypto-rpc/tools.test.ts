@@ -6,8 +6,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Contract, Wallet, id as topicOf, parseUnits, zeroPadValue, formatUnits } from "ethers";
 import { ToolMessage } from "@langchain/core/messages";
-import { USDC_ABI, usdcInterface } from "../../src/emulator/chain/index.js";
-import { startEmulator, type Emulator } from "../../src/emulator/index.js";
+import { USDC_ABI, usdcInterface } from "../../packages/langchain-service-emulator/src/chain/index.js";
+import { startEmulator, type Emulator } from "langchain-service-emulator";
 import { AuthenticationError, ServerError } from "../../src/http/errors.js";
 import { ServiceClient } from "../../src/client.js";
 import { CryptoRpcToolkit, type CryptoToolOptions } from "../../src/crypto-rpc/index.js";

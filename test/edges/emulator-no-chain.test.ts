@@ -5,8 +5,8 @@
  */
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import type { ToolMessage } from "@langchain/core/messages";
-import { startEmulator, type Emulator, type EmulatorOptions } from "../../src/emulator/index.js";
-import { main } from "../../src/emulator/cli.js";
+import { startEmulator, type Emulator, type EmulatorOptions } from "langchain-service-emulator";
+import { main } from "../../packages/langchain-service-emulator/src/cli.js";
 import { ServiceClient } from "../../src/client.js";
 import { BadRequestError, PaymentFailedError, UnsupportedNetworkError } from "../../src/http/errors.js";
 import { CryptoRpcToolkit } from "../../src/crypto-rpc/index.js";

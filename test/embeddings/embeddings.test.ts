@@ -8,7 +8,7 @@ import { inspect } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Embeddings } from "@langchain/core/embeddings";
 import { ServiceEmbeddings, decodeBase64Float32, type EmbeddingsUsage } from "../../src/embeddings/index.js";
-import { startEmulator, type Emulator } from "../../src/emulator/index.js";
+import { startEmulator, type Emulator } from "langchain-service-emulator";
 import { ServiceClient } from "../../src/client.js";
 import { resetModelRecords } from "../../src/models/index.js";
 import { BadRequestError, InsufficientBalanceError, RateLimitError, ResponseFormatError, ValidationError } from "../../src/http/errors.js";

@@ -8,7 +8,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ServiceEmbeddings } from "../../src/embeddings/index.js";
-import { startEmulator, type Emulator } from "../../src/emulator/index.js";
+import { startEmulator, type Emulator } from "langchain-service-emulator";
 import { AbortError, ResponseFormatError } from "../../src/http/errors.js";
 import { hostileServers, json } from "../hostile/server.js";
 

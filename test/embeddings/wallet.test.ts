@@ -8,7 +8,7 @@ import { ServiceEmbeddings } from "../../src/embeddings/index.js";
 import { ChatService } from "../../src/chat/index.js";
 import { createServiceFetch } from "../../src/stack.js";
 import { PaymentPolicyError } from "../../src/http/errors.js";
-import type { Emulator } from "../../src/emulator/index.js";
+import type { Emulator } from "langchain-service-emulator";
 import { payer, startPaidEmulator, testPolicy, usdcBalance } from "../x402/helpers.js";
 
 let emu: Emulator;

@@ -7,7 +7,7 @@
  * records carry every flag the gates read. The seed keeps its own behaviour.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startEmulator, MODELS, type Emulator } from "../../src/emulator/index.js";
+import { startEmulator, MODELS, type Emulator } from "langchain-service-emulator";
 import { chat, KEY, startModelsEmulator, user } from "./helpers.js";
 
 const IMAGE = "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==";

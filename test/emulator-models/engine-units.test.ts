@@ -1,13 +1,13 @@
 /** Pure functions of the emulated model family: tokenizer, suffix, directives, corpus, reasoning, cache. */
 import { describe, expect, it } from "vitest";
 import { brandNames } from "../../src/config.js";
-import { compatibilityMapping, findEmbeddingModel, findImageModel, findModel, modelTraits, MODELS } from "../../src/emulator/models/catalog.js";
-import { answerFromDocuments, looksLikeItNeedsSearch, searchCorpus } from "../../src/emulator/models/corpus.js";
-import { decodeFileData, parseDirectives } from "../../src/emulator/models/engine.js";
-import { PromptCache } from "../../src/emulator/models/prompt-cache.js";
-import { buildReasoningDetails, verifyReasoningDetails } from "../../src/emulator/models/reasoning.js";
-import { effectiveParameters, InvalidRequest, parametersEcho, parseModelSuffix } from "../../src/emulator/models/request.js";
-import { countTokens, fillerTokens, tokenize, truncateTokens } from "../../src/emulator/models/tokenizer.js";
+import { compatibilityMapping, findEmbeddingModel, findImageModel, findModel, modelTraits, MODELS } from "../../packages/langchain-service-emulator/src/models/catalog.js";
+import { answerFromDocuments, looksLikeItNeedsSearch, searchCorpus } from "../../packages/langchain-service-emulator/src/models/corpus.js";
+import { decodeFileData, parseDirectives } from "../../packages/langchain-service-emulator/src/models/engine.js";
+import { PromptCache } from "../../packages/langchain-service-emulator/src/models/prompt-cache.js";
+import { buildReasoningDetails, verifyReasoningDetails } from "../../packages/langchain-service-emulator/src/models/reasoning.js";
+import { effectiveParameters, InvalidRequest, parametersEcho, parseModelSuffix } from "../../packages/langchain-service-emulator/src/models/request.js";
+import { countTokens, fillerTokens, tokenize, truncateTokens } from "../../packages/langchain-service-emulator/src/models/tokenizer.js";
 
 const names = brandNames("service");
 

@@ -1,6 +1,6 @@
 /** Plain-fetch helpers for the chat route's HTTP tests (the server is tested, not a client). */
-import { startEmulator, type Emulator } from "../../src/emulator/index.js";
-import type { EmulatorOptions } from "../../src/emulator/types.js";
+import { startEmulator, type Emulator } from "langchain-service-emulator";
+import type { EmulatorOptions } from "../../packages/langchain-service-emulator/src/types.js";
 
 export const KEY = "test-key-models";
 

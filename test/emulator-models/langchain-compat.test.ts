@@ -8,8 +8,8 @@ import { ChatOpenAI } from "@langchain/openai";
 import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
-import type { Emulator } from "../../src/emulator/index.js";
-import { countTokens } from "../../src/emulator/models/tokenizer.js";
+import type { Emulator } from "langchain-service-emulator";
+import { countTokens } from "../../packages/langchain-service-emulator/src/models/tokenizer.js";
 import { KEY, startModelsEmulator } from "./helpers.js";
 
 let emu: Emulator;

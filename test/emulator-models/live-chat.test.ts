@@ -4,10 +4,10 @@
  * stream, in-band stream errors and refusals, and the ledger's rows per request (add-on charges, refunds).
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startEmulator, type Emulator } from "../../src/emulator/index.js";
+import { startEmulator, type Emulator } from "langchain-service-emulator";
 import { ConfigurationError } from "../../src/http/errors.js";
-import { REFUSAL_CUT_TOKENS } from "../../src/emulator/models/engine.js";
-import { WEB_SEARCH_ADD_ON_ID } from "../../src/emulator/routes/chat.js";
+import { REFUSAL_CUT_TOKENS } from "../../packages/langchain-service-emulator/src/models/engine.js";
+import { WEB_SEARCH_ADD_ON_ID } from "../../packages/langchain-service-emulator/src/routes/chat.js";
 import { chat, chatStream, KEY, startModelsEmulator, streamedContent, user } from "./helpers.js";
 
 let live: Emulator;

@@ -7,7 +7,7 @@
  * `/models/compatibility_mapping` is a 400 for `type=all` and `type=code`. The records carry what is refused.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { Emulator } from "../../src/emulator/index.js";
+import type { Emulator } from "langchain-service-emulator";
 import { chat, KEY, startModelsEmulator, user } from "./helpers.js";
 
 let live: Emulator;

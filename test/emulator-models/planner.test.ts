@@ -1,8 +1,8 @@
 /** The deterministic tool planner and the structured-output filler. */
 import { describe, expect, it } from "vitest";
-import { extractFacts, inferRpcCall } from "../../src/emulator/models/facts.js";
-import { callSignature, findMention, planToolCalls, type ToolSpec } from "../../src/emulator/models/planner.js";
-import { fillSchema } from "../../src/emulator/models/structured.js";
+import { extractFacts, inferRpcCall } from "../../packages/langchain-service-emulator/src/models/facts.js";
+import { callSignature, findMention, planToolCalls, type ToolSpec } from "../../packages/langchain-service-emulator/src/models/planner.js";
+import { fillSchema } from "../../packages/langchain-service-emulator/src/models/structured.js";
 
 const ADDR_A = "0x1111111111111111111111111111111111111111";
 const ADDR_B = "0x2222222222222222222222222222222222222222";

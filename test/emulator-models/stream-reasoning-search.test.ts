@@ -1,7 +1,7 @@
 /** Streaming, signed reasoning, think tags, web search and the tool-calling loop over loopback HTTP. */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { Emulator } from "../../src/emulator/index.js";
-import { countTokens } from "../../src/emulator/models/tokenizer.js";
+import type { Emulator } from "langchain-service-emulator";
+import { countTokens } from "../../packages/langchain-service-emulator/src/models/tokenizer.js";
 import { chat, chatStream, KEY, startModelsEmulator, streamedContent, user } from "./helpers.js";
 
 let emu: Emulator;

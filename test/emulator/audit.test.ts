@@ -7,7 +7,7 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
-import { startEmulator, type Emulator, type Route } from "../../src/emulator/index.js";
+import { startEmulator, type Emulator, type Route } from "langchain-service-emulator";
 import { createSiwxHeader } from "../../src/x402/siwx.js";
 import { EvmWallet } from "../../src/x402/wallets.js";
 import { bearer, postJson } from "./helpers.js";

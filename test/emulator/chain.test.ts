@@ -1,6 +1,6 @@
 /** `startEmulator({ chain: true })` starts the local chain lazily, exposes it, and closes it with the server. */
 import { describe, expect, it } from "vitest";
-import { startEmulator } from "../../src/emulator/index.js";
+import { startEmulator } from "langchain-service-emulator";
 
 const rpc = (url: string, method: string) =>
   fetch(url, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params: [] }) });

@@ -3,7 +3,7 @@
  * header, each error status, over real loopback HTTP with plain fetch.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { DEFAULT_NETWORKS, MODELS, startEmulator, type Emulator } from "../../src/emulator/index.js";
+import { DEFAULT_NETWORKS, MODELS, startEmulator, type Emulator } from "langchain-service-emulator";
 import { bearer, probeRoute } from "./helpers.js";
 
 const SPEC_NETWORKS = [

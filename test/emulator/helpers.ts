@@ -3,7 +3,7 @@
  * depending on the chat engine), and a raw HTTP GET that leaves compressed bodies compressed.
  */
 import { request } from "node:http";
-import type { Route } from "../../src/emulator/index.js";
+import type { Route } from "langchain-service-emulator";
 
 /**
  * POST /probe/inference: an inference route like chat (model headers, tier limits, balance checks) that

@@ -3,7 +3,7 @@
  * limits) and part 7's abuse block, with short windows so they run in about a second.
  */
 import { afterEach, describe, expect, it } from "vitest";
-import { ABUSE_BLOCK_MESSAGE, RateLimiter, startEmulator, type Emulator } from "../../src/emulator/index.js";
+import { ABUSE_BLOCK_MESSAGE, RateLimiter, startEmulator, type Emulator } from "langchain-service-emulator";
 import { bearer, postJson, probeRoute, sleep } from "./helpers.js";
 
 let emu: Emulator | undefined;

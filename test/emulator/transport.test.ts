@@ -4,8 +4,8 @@
  */
 import { brotliDecompressSync, gunzipSync } from "node:zlib";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { seededRandom, startEmulator, type Emulator } from "../../src/emulator/index.js";
-import { pickEncoding } from "../../src/emulator/server.js";
+import { seededRandom, startEmulator, type Emulator } from "langchain-service-emulator";
+import { pickEncoding } from "../../packages/langchain-service-emulator/src/server.js";
 import { bearer, postJson, probeRoute, rawGet } from "./helpers.js";
 
 let emu: Emulator;

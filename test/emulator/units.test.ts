@@ -1,11 +1,11 @@
 /** Pure parts of the server: route matching, the missing-module test behind the x402 fallback, auth helpers. */
 import { describe, expect, it } from "vitest";
-import { bearerToken, claimedIdentity, publicAccountId } from "../../src/emulator/auth.js";
-import { Ledger } from "../../src/emulator/ledger.js";
-import { matchRoute } from "../../src/emulator/server.js";
-import type { EmulatorRequest, Route } from "../../src/emulator/types.js";
-import { EmulatorHttpError } from "../../src/emulator/types.js";
-import { createDefaultX402Hooks, isMissingModule } from "../../src/emulator/x402-default.js";
+import { bearerToken, claimedIdentity, publicAccountId } from "../../packages/langchain-service-emulator/src/auth.js";
+import { Ledger } from "../../packages/langchain-service-emulator/src/ledger.js";
+import { matchRoute } from "../../packages/langchain-service-emulator/src/server.js";
+import type { EmulatorRequest, Route } from "../../packages/langchain-service-emulator/src/types.js";
+import { EmulatorHttpError } from "../../packages/langchain-service-emulator/src/types.js";
+import { createDefaultX402Hooks, isMissingModule } from "../../packages/langchain-service-emulator/src/x402-default.js";
 import { brandNames } from "../../src/config.js";
 
 const handler = () => ({ status: 200 });

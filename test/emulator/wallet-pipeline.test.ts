@@ -4,7 +4,7 @@
  * 402 from the x402 hooks when its credit is under the minimum. Signing uses the package's own wallet code.
  */
 import { afterEach, describe, expect, it } from "vitest";
-import { startEmulator, type Emulator } from "../../src/emulator/index.js";
+import { startEmulator, type Emulator } from "langchain-service-emulator";
 import { createSiwxHeader } from "../../src/x402/siwx.js";
 import { EvmWallet } from "../../src/x402/wallets.js";
 import { postJson, probeRoute } from "./helpers.js";

@@ -9,7 +9,7 @@ import { createServer, request, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { AIMessage } from "@langchain/core/messages";
-import { startEmulator, type Emulator } from "../../src/emulator/index.js";
+import { startEmulator, type Emulator } from "langchain-service-emulator";
 import { main as chainWebSearch } from "../../examples/chain-web-search.js";
 import { main as reasoningTools } from "../../examples/reasoning-tools.js";
 import { main as structuredOutput, PaymentRequest } from "../../examples/structured-output.js";

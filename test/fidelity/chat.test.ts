@@ -9,7 +9,7 @@ import { z } from "zod";
 import { tool } from "@langchain/core/tools";
 import { AIMessage, AIMessageChunk, HumanMessage, ToolMessage, type BaseMessage } from "@langchain/core/messages";
 import { ChatService } from "../../src/chat/index.js";
-import { startEmulator, type Emulator } from "../../src/emulator/index.js";
+import { startEmulator, type Emulator } from "langchain-service-emulator";
 import { BadRequestError, ValidationError } from "../../src/http/errors.js";
 import { completion, json, sse, chunk, startFixtureServer, type FixtureServer } from "../chat/fixture-server.js";
 

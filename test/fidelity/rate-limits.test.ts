@@ -14,7 +14,7 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
-import { startEmulator, type Emulator, type EmulatorOptions } from "../../src/emulator/index.js";
+import { startEmulator, type Emulator, type EmulatorOptions } from "langchain-service-emulator";
 import { ChatService } from "../../src/chat/index.js";
 import { GatewayTimeoutError, RateLimitError, ServerError, ServiceClient, createServiceFetch, type FetchLike } from "../../src/index.js";
 import { bearer, probeRoute } from "../emulator/helpers.js";

@@ -14,7 +14,7 @@
 import { generateKeyPairSync } from "node:crypto";
 import { Wallet } from "ethers";
 import { afterEach, describe, expect, it } from "vitest";
-import { startEmulator, type Emulator } from "../../src/emulator/index.js";
+import { startEmulator, type Emulator } from "langchain-service-emulator";
 import { ServiceClient } from "../../src/client.js";
 import { createServiceFetch } from "../../src/stack.js";
 import { AuthenticationError } from "../../src/http/errors.js";

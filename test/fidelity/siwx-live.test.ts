@@ -9,7 +9,7 @@
  *   and billed (the key untouched); seed, the key. A Bearer-only route uses the key either way.
  */
 import { afterEach, describe, expect, it } from "vitest";
-import { startEmulator, type Emulator } from "../../src/emulator/index.js";
+import { startEmulator, type Emulator } from "langchain-service-emulator";
 import { createSiwxHeader, createSiwxPayload } from "../../src/x402/siwx.js";
 import { toBase64Json } from "../../src/x402/encoding.js";
 import { EvmWallet, SolanaWallet, type X402Wallet } from "../../src/x402/wallets.js";

@@ -12,7 +12,7 @@
  */
 import { request } from "node:http";
 import { afterEach, describe, expect, it } from "vitest";
-import { ABUSE_BLOCK_MESSAGE, startEmulator, type Emulator } from "../../src/emulator/index.js";
+import { ABUSE_BLOCK_MESSAGE, startEmulator, type Emulator } from "langchain-service-emulator";
 import { ServiceClient } from "../../src/client.js";
 import { AuthenticationError, ConfigurationError } from "../../src/http/errors.js";
 import type { FetchLike } from "../../src/http/fetch-stack.js";

@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Contract, JsonRpcProvider, Network, TypedDataEncoder, Wallet, parseUnits } from "ethers";
 import { findAssociatedTokenPda, getMintDecoder, TOKEN_PROGRAM_ADDRESS } from "@solana-program/token";
 import { address } from "@solana/kit";
-import { startEmulator, type Emulator } from "../../src/emulator/index.js";
+import { startEmulator, type Emulator } from "langchain-service-emulator";
 import { ChatService } from "../../src/chat/chat-model.js";
 import { EvmWallet, PaymentPolicy, SolanaWallet, USDC_BASE, USDC_SOLANA, type PaymentEvent } from "../../src/x402/index.js";
 

@@ -9,8 +9,8 @@
  * - the top-up's answers: 409 while settling, 504, 402 `SETTLEMENT_FAILED`, 503, the live 400 codes.
  */
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { startEmulator, type Emulator, type EmulatorOptions } from "../../src/emulator/index.js";
-import type { X402EmulatorOptions } from "../../src/emulator/x402/index.js";
+import { startEmulator, type Emulator, type EmulatorOptions } from "langchain-service-emulator";
+import type { X402EmulatorOptions } from "../../packages/langchain-service-emulator/src/x402/index.js";
 import { createSiwxHeader } from "../../src/x402/siwx.js";
 import { EvmWallet, signPayment, type X402Wallet } from "../../src/x402/index.js";
 import { probeRoute } from "../emulator/helpers.js";

@@ -5,7 +5,7 @@
  * non-success answer counts, is held in test/load/faults.test.ts.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startEmulator, type Emulator } from "../../src/emulator/index.js";
+import { startEmulator, type Emulator } from "langchain-service-emulator";
 import { ChatService } from "../../src/chat/index.js";
 import { AbuseBlockError, ModelNotFoundError, PayloadTooLargeError, ServerError } from "../../src/http/errors.js";
 

@@ -19,7 +19,7 @@ import {
   ServiceError,
 } from "../../src/http/errors.js";
 import { AbuseGuard } from "../../src/http/abuse-guard.js";
-import { startEmulator, type Emulator } from "../../src/emulator/index.js";
+import { startEmulator, type Emulator } from "langchain-service-emulator";
 import { startFixtureServer, type FixtureServer } from "../chat/fixture-server.js";
 
 /**

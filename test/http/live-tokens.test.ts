@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ChatService } from "../../src/chat/index.js";
 import { RateLimitError } from "../../src/http/errors.js";
 import { createServiceFetch } from "../../src/stack.js";
-import { startEmulator, type Emulator } from "../../src/emulator/index.js";
+import { startEmulator, type Emulator } from "langchain-service-emulator";
 
 /** a fetch that records each chat answer's status as it was on the wire (the `/models` read is not counted) */
 function wire() {

@@ -6,7 +6,7 @@
  * loopback: the emulator in live mode, and a scripted server for the answers it does not give.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startEmulator, type Emulator } from "../../src/emulator/index.js";
+import { startEmulator, type Emulator } from "langchain-service-emulator";
 import { BadRequestError, ModelAccessDeniedError, ModelOfflineError, PermissionDeniedError, ServerError, ServiceClient, UnsupportedParameterError, type FetchLike } from "../../src/index.js";
 import { completion, json, startFixtureServer, type FixtureServer } from "../chat/fixture-server.js";
 

@@ -8,7 +8,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { startFixtureServer, json, type FixtureServer } from "../chat/fixture-server.js";
 import { createServiceFetch, type FetchStackOptions } from "../../src/stack.js";
 import { ConfigurationError, ValidationError } from "../../src/http/errors.js";
-import { startEmulator } from "../../src/emulator/index.js";
+import { startEmulator } from "langchain-service-emulator";
 import { ServiceClient } from "../../src/client.js";
 import { generateImage, ImageGenerationTool } from "../../src/tools/index.js";
 

@@ -3,7 +3,7 @@
  * with one limiter shared by concurrent calls of the same key and model. Same for tokens per window.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startEmulator, type Emulator } from "../../src/emulator/index.js";
+import { startEmulator, type Emulator } from "langchain-service-emulator";
 import { createServiceFetch, type FetchLike } from "../../src/index.js";
 
 let emu: Emulator;

@@ -16,7 +16,7 @@ import {
   createServiceFetch,
 } from "../../src/index.js";
 import { countUtf8 } from "../../src/http/request-size.js";
-import { startEmulator, type Emulator } from "../../src/emulator/index.js";
+import { startEmulator, type Emulator } from "langchain-service-emulator";
 import { EvmWallet } from "../../src/x402/wallets.js";
 import { probeRoute } from "../emulator/helpers.js";
 

@@ -8,7 +8,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AIMessageChunk } from "@langchain/core/messages";
-import { ABUSE_BLOCK_MESSAGE, startEmulator, type Emulator } from "../../src/emulator/index.js";
+import { ABUSE_BLOCK_MESSAGE, startEmulator, type Emulator } from "langchain-service-emulator";
 import { ChatService } from "../../src/chat/index.js";
 import { AbuseBlockError, ServerError, StreamError } from "../../src/http/errors.js";
 import type { FetchLike } from "../../src/http/fetch-stack.js";

@@ -10,8 +10,8 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { gc, heapUsed } from "../../bench/heap.js";
-import { startEmulator, type Emulator } from "../../src/emulator/index.js";
-import { countTokens } from "../../src/emulator/models/tokenizer.js";
+import { startEmulator, type Emulator } from "langchain-service-emulator";
+import { countTokens } from "../../packages/langchain-service-emulator/src/models/tokenizer.js";
 import { ChatService } from "../../src/chat/index.js";
 
 const KEY = "memory-key";

@@ -7,14 +7,14 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Interface, JsonRpcProvider, Network, zeroPadValue } from "ethers";
-import { startEmulator, type Emulator } from "../../src/emulator/index.js";
-import type { X402EmulatorOptions } from "../../src/emulator/x402/index.js";
+import { startEmulator, type Emulator } from "langchain-service-emulator";
+import type { X402EmulatorOptions } from "../../packages/langchain-service-emulator/src/x402/index.js";
 import { ChatService } from "../../src/chat/index.js";
 import { PaymentFailedError } from "../../src/http/errors.js";
 import { type FetchLike } from "../../src/http/fetch-stack.js";
 import { createServiceFetch } from "../../src/stack.js";
 import { EvmWallet, createWalletAuth, x402PaymentLayer, type PaymentEvent, type PaymentPolicyOptions } from "../../src/x402/index.js";
-import { USDC_ABI } from "../../src/emulator/chain/index.js";
+import { USDC_ABI } from "../../packages/langchain-service-emulator/src/chain/index.js";
 import { unpacedRoutes } from "../x402/helpers.js";
 
 let emu: Emulator;

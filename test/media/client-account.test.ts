@@ -8,7 +8,7 @@
 import { HumanMessage } from "@langchain/core/messages";
 import { Wallet } from "ethers";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startEmulator, type Emulator } from "../../src/emulator/index.js";
+import { startEmulator, type Emulator } from "langchain-service-emulator";
 import { ChatService } from "../../src/chat/index.js";
 import { AuthenticationError, CharacterNotFoundError, ConfigurationError, ValidationError } from "../../src/http/errors.js";
 import { modelOfSku } from "../../src/account/billing.js";

@@ -6,7 +6,7 @@
  * lost-answer fault (the route runs and charges, the connection dies before the answer).
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startEmulator, type Emulator } from "../../src/emulator/index.js";
+import { startEmulator, type Emulator } from "langchain-service-emulator";
 import { decodeWav } from "../tools/helpers.js";
 import { decodeMp4 } from "./mp4-reader.js";
 

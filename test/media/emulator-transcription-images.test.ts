@@ -7,10 +7,10 @@
  */
 import { deflateSync } from "node:zlib";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startEmulator, type Emulator } from "../../src/emulator/index.js";
-import { decodePng as decodeEmulatorPng, encodePng, pictureFor } from "../../src/emulator/media/png.js";
-import { crc32 } from "../../src/emulator/media/png.js";
-import { encodeWav, speakPcm } from "../../src/emulator/media/wav.js";
+import { startEmulator, type Emulator } from "langchain-service-emulator";
+import { decodePng as decodeEmulatorPng, encodePng, pictureFor } from "../../packages/langchain-service-emulator/src/media/png.js";
+import { crc32 } from "../../packages/langchain-service-emulator/src/media/png.js";
+import { encodeWav, speakPcm } from "../../packages/langchain-service-emulator/src/media/wav.js";
 import { decodePng } from "../tools/helpers.js";
 
 let emu: Emulator;

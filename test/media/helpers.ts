@@ -1,5 +1,5 @@
 /** Shared setup for the media and account client tests: a client over loopback that records what reached the wire. */
-import type { Emulator } from "../../src/emulator/index.js";
+import type { Emulator } from "langchain-service-emulator";
 import { ServiceClient, type ServiceClientOptions } from "../../src/client.js";
 
 export interface Sent {

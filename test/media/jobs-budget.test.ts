@@ -4,7 +4,7 @@
  * a wallet short of credit does not top up for a job its budget would refuse.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startEmulator, type Emulator } from "../../src/emulator/index.js";
+import { startEmulator, type Emulator } from "langchain-service-emulator";
 import { BudgetExceededError } from "../../src/http/errors.js";
 import { SpendBudget } from "../../src/spend/budget.js";
 import { SpendLog } from "../../src/spend/log.js";

@@ -6,7 +6,7 @@
  * (a top-up within the policy, then one more queue). The ledger: one TOP_UP, one video CHARGE.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { Emulator } from "../../src/emulator/index.js";
+import type { Emulator } from "langchain-service-emulator";
 import { InsufficientBalanceError } from "../../src/http/errors.js";
 import { CreditBelowQuoteError } from "../../src/media/errors.js";
 import { payer, startPaidEmulator, testPolicy } from "../x402/helpers.js";

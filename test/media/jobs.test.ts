@@ -9,7 +9,7 @@
  */
 import { Wallet } from "ethers";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startEmulator, type Emulator } from "../../src/emulator/index.js";
+import { startEmulator, type Emulator } from "langchain-service-emulator";
 import { InsufficientBalanceError, ValidationError } from "../../src/http/errors.js";
 import { JobCancelledError, JobFailedError, JobOutcomeUnknownError, QuoteRefusedError } from "../../src/media/errors.js";
 import { POLL_FLOOR_MS, type JobProgress } from "../../src/media/job-runner.js";

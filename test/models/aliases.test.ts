@@ -5,7 +5,7 @@
  * model's profile and prices, and an unknown name still a ModelNotFoundError.
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { startEmulator, type Emulator } from "../../src/emulator/index.js";
+import { startEmulator, type Emulator } from "langchain-service-emulator";
 import { ChatService, ServiceClient, ServiceEmbeddings, costOf, resetModelRecords } from "../../src/index.js";
 import { BadRequestError, BudgetExceededError, ModelNotFoundError } from "../../src/http/errors.js";
 import { SpendBudget } from "../../src/spend/budget.js";

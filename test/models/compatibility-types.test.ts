@@ -4,7 +4,7 @@
  * `code` list never ask for one (a 400 would count toward the caller's abuse block). Against the live emulator.
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { startEmulator, type Emulator } from "../../src/emulator/index.js";
+import { startEmulator, type Emulator } from "langchain-service-emulator";
 import { ServiceClient, ValidationError, createServiceFetch, modelRecordsFor, resetModelRecords, type FetchLike } from "../../src/index.js";
 
 let emu: Emulator;

@@ -6,7 +6,7 @@
  * list that cannot be read. Over loopback: the emulator in live mode, and a scripted server for the odd records.
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { startEmulator, type Emulator } from "../../src/emulator/index.js";
+import { startEmulator, type Emulator } from "langchain-service-emulator";
 import { createServiceFetch, modelFacts, modelPricing, modelRecordsFor, resetModelRecords } from "../../src/index.js";
 import { startFixtureServer, type FixtureServer } from "../chat/fixture-server.js";
 

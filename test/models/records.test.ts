@@ -4,7 +4,7 @@
  * with its prices, single flight, a caller's abort ending only its own wait, and a failed read not kept.
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { startEmulator, MODELS, type Emulator } from "../../src/emulator/index.js";
+import { startEmulator, MODELS, type Emulator } from "langchain-service-emulator";
 import { AbortError, EvmWallet, NotFoundError, ResponseFormatError, ServiceClient, modelPricing, modelRecordsFor, resetModelRecords, createServiceFetch, type FetchLike } from "../../src/index.js";
 import { startFixtureServer, type FixtureServer } from "../chat/fixture-server.js";
 

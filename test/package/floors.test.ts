@@ -1,7 +1,9 @@
 /**
  * The floors of the source tree: the transport (`src/http/`) imports nothing above it, the stores only the
  * transport's errors and types, the shared `/models` records only the transport, and the actions that take a client never import `src/client.ts` (which composes them). Read from the sources' import statements (static, dynamic and type-only), so a
- * new upward arrow fails here before it becomes a cycle.
+ * new upward arrow fails here before it becomes a cycle. The emulator's package (packages/langchain-service-emulator/src)
+ * keeps the same floors: no circle, no file over 700 lines, and no relative import across the packages' boundary
+ * in either direction (it reaches the client only by its name, `langchain-service`).
  */
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";
@@ -9,6 +11,7 @@ import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 
 const SRC = fileURLToPath(new URL("../../src/", import.meta.url));
+const EMULATOR_SRC = fileURLToPath(new URL("../../packages/langchain-service-emulator/src/", import.meta.url));
 
 function sources(dir: string): string[] {
   return readdirSync(dir).flatMap((name) => {
@@ -17,11 +20,11 @@ function sources(dir: string): string[] {
   });
 }
 
-/** Every relative module a file imports, as a path under src/. */
-function importsOf(file: string): string[] {
+/** Every relative module a file imports, as a path under `root` (src/ unless told). */
+function importsOf(file: string, root = SRC): string[] {
   const text = readFileSync(file, "utf8");
   const specs = [...text.matchAll(/(?:from\s+|import\s*\(\s*|import\s+)["'](\.{1,2}\/[^"']+)["']/g)].map((m) => m[1]!);
-  return specs.map((spec) => relative(SRC, resolve(dirname(file), spec)));
+  return specs.map((spec) => relative(root, resolve(dirname(file), spec)));
 }
 
 function arrowsOut(floor: string, allowed: string[]): string[] {
@@ -32,11 +35,20 @@ function arrowsOut(floor: string, allowed: string[]): string[] {
   );
 }
 
-/** The import graph of src/: file -> the files it imports (static, dynamic and type-only). */
-function importGraph(): Map<string, string[]> {
+/** The import graph of a package's sources: file -> the files it imports (static, dynamic and type-only). */
+function importGraph(root = SRC): Map<string, string[]> {
   const graph = new Map<string, string[]>();
-  for (const file of sources(SRC)) graph.set(relative(SRC, file), importsOf(file).map((t) => t.replace(/\.js$/, ".ts")));
+  for (const file of sources(root)) graph.set(relative(root, file), importsOf(file, root).map((t) => t.replace(/\.js$/, ".ts")));
   return graph;
+}
+
+/** Relative imports of `root`'s files that leave `root` (a path starting with `..`). */
+function arrowsLeaving(root: string): string[] {
+  return sources(root).flatMap((file) =>
+    importsOf(file, root)
+      .filter((target) => target.startsWith(".."))
+      .map((target) => `${relative(root, file)} -> ${target}`),
+  );
 }
 
 /** Every import circle of a graph (strongly connected groups of two or more files, or a file importing itself). */
@@ -89,9 +101,9 @@ describe("the floors of src/", () => {
     expect(circlesIn(scratch)).toEqual([["a", "b", "c"], ["d"]]);
   });
 
-  it("no source file is over 700 lines (a person reads one in a sitting)", () => {
-    const long = sources(SRC)
-      .map((file) => [relative(SRC, file), readFileSync(file, "utf8").split("\n").length] as const)
+  it("no source file is over 700 lines, in either package (a person reads one in a sitting)", () => {
+    const long = [...sources(SRC), ...sources(EMULATOR_SRC)]
+      .map((file) => [relative(join(SRC, ".."), file), readFileSync(file, "utf8").split("\n").length] as const)
       .filter(([, lines]) => lines > 700);
     expect(long).toEqual([]);
   });
@@ -115,5 +127,25 @@ describe("the floors of src/", () => {
 
   it("the scan sees imports (a known file's arrows are found)", () => {
     expect(importsOf(join(SRC, "stack.ts"))).toEqual(expect.arrayContaining(["http/fetch-stack.js", "x402/index.js"]));
+  });
+});
+
+describe("the emulator package and the client stay two packages", () => {
+  it("the emulator's src has no import circle", () => {
+    expect(circlesIn(importGraph(EMULATOR_SRC))).toEqual([]);
+  });
+
+  it("no relative import crosses the boundary: the emulator reaches the client only as \"langchain-service\", the client never the emulator", () => {
+    expect(arrowsLeaving(EMULATOR_SRC)).toEqual([]);
+    expect(arrowsLeaving(SRC)).toEqual([]);
+  });
+
+  it("the boundary scan sees a crossing (an arrow out of the emulator's tree is reported)", () => {
+    expect(importsOf(join(EMULATOR_SRC, "index.ts"), EMULATOR_SRC)).toContain("server.js");
+    expect(importsOf(join(EMULATOR_SRC, "index.ts"), SRC).some((t) => t.startsWith(".."))).toBe(true);
+  });
+
+  it("the emulator imports the client by its name", () => {
+    expect(readFileSync(join(EMULATOR_SRC, "index.ts"), "utf8")).toMatch(/from "langchain-service"/);
   });
 });

@@ -154,8 +154,41 @@ describe("what each entry point loads", () => {
     const eager = [...eagerPackages("src/index.ts")];
     expect(eager.filter((n) => !(n in deps) && !requiredPeers.has(n))).toEqual([]);
   });
+});
 
-  it("langchain-service/emulator loads no optional peer until a feature asks for it", () => {
-    expect([...eagerPackages("src/emulator/index.ts")].filter((n) => optionalPeers.has(n))).toEqual([]);
+describe("the emulator package (packages/langchain-service-emulator) declares what its src uses", () => {
+  const dir = join(ROOT, "packages", "langchain-service-emulator");
+  const emu = JSON.parse(readFileSync(join(dir, "package.json"), "utf8")) as typeof pkg;
+  const emuDeps = emu.dependencies ?? {};
+  const emuPeers = emu.peerDependencies ?? {};
+  const emuOptional = new Set(Object.keys(emuPeers).filter((n) => emu.peerDependenciesMeta?.[n]?.optional));
+  const eager = new Set<string>();
+  const lazy = new Set<string>();
+  for (const file of sourceFiles(join(dir, "src"))) {
+    const { static: s, dynamic: d } = importsOf(file);
+    for (const name of s.map(packageOf)) if (name) eager.add(name);
+    for (const name of d.map(packageOf)) if (name) lazy.add(name);
+  }
+
+  it("every package it imports is a dependency or a peer, and each of those is imported", () => {
+    const used = new Set([...eager, ...lazy]);
+    expect([...used].filter((n) => !(n in emuDeps) && !(n in emuPeers))).toEqual([]);
+    expect([...Object.keys(emuDeps), ...Object.keys(emuPeers)].filter((n) => !used.has(n))).toEqual([]);
+  });
+
+  it("the client is a required peer (one copy of its classes), and what loads eagerly is installed for everyone", () => {
+    expect(emuPeers["langchain-service"]).toBe(`^${(pkg as { version?: string }).version}`);
+    expect(emuOptional.has("langchain-service")).toBe(false);
+    expect([...eager].filter((n) => !(n in emuDeps) && !(n in emuPeers && !emuOptional.has(n)))).toEqual([]);
+  });
+
+  it("it loads no optional peer until a feature asks for it (the chain, Solana and x402 libraries are import()ed)", () => {
+    expect([...eagerPackages("packages/langchain-service-emulator/src/index.ts")].filter((n) => emuOptional.has(n))).toEqual([]);
+    expect([...lazy].filter((n) => !eager.has(n) && !emuOptional.has(n))).toEqual([]);
+  });
+
+  it("the client's package.json names no emulator-only library and not the emulator", () => {
+    const named = new Set([...Object.keys(deps), ...Object.keys(peers)]);
+    expect(["langchain-service-emulator", "ganache", "solc", "litesvm", "@solana-program/token", "hono", "@hono/node-server"].filter((n) => named.has(n))).toEqual([]);
   });
 });

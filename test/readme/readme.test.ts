@@ -10,7 +10,7 @@ import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startEmulator, type Emulator } from "../../src/emulator/index.js";
+import { startEmulator, type Emulator } from "langchain-service-emulator";
 import { redisAvailable, startRedis, type TestRedis } from "../store/redis-server.js";
 import { PACKAGE_ENTRIES, RUN_PRELUDE, extractBlocks } from "../../scripts/readme-blocks.mjs";
 
@@ -18,7 +18,10 @@ const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 // inside the checkout, so that the blocks' imports resolve from its node_modules as in a user's project
 const WORK = join(ROOT, "node_modules", ".cache", "readme-run");
 const TSX = join(ROOT, "node_modules", "tsx", "dist", "cli.mjs");
-const blocks = extractBlocks(readFileSync(join(ROOT, "README.md"), "utf8"));
+// the root README's blocks and the emulator package's
+const blocks = ["README.md", "packages/langchain-service-emulator/README.md"].flatMap((readme) =>
+  extractBlocks(readFileSync(join(ROOT, readme), "utf8")).map((block) => ({ ...block, readme })),
+);
 
 function toRunnable(code: string): string {
   let out = code;
@@ -63,9 +66,9 @@ describe("README TypeScript blocks run as written", () => {
   });
 
   for (const [i, block] of blocks.entries()) {
-    it(`README.md line ${block.line}`, async () => {
+    it(`${block.readme} line ${block.line}`, async () => {
       if (block.code.includes("REDIS_URL") && !redis) return; // said once by the store suite's global setup
-      const file = join(WORK, `readme-line-${block.line}.mts`);
+      const file = join(WORK, `readme-${block.readme === "README.md" ? "" : "emulator-"}line-${block.line}.mts`);
       writeFileSync(file, toRunnable(block.code));
       const { code, output } = await run(file, {
         SERVICE_BASE_URL: emu.url,
@@ -74,7 +77,7 @@ describe("README TypeScript blocks run as written", () => {
         // a funded account of the local chain, a different one per block
         WALLET_PRIVATE_KEY: emu.chain!.accounts[1 + (i % (emu.chain!.accounts.length - 2))]!.privateKey,
       });
-      expect(output && code !== 0 ? output : "", `block at README.md:${block.line} exited ${code}`).toBe("");
+      expect(output && code !== 0 ? output : "", `block at ${block.readme}:${block.line} exited ${code}`).toBe("");
       expect(code).toBe(0);
     }, 120_000);
   }

@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createAgent } from "langchain";
 import { HumanMessage } from "@langchain/core/messages";
-import { startEmulator, type Emulator } from "../../src/emulator/index.js";
+import { startEmulator, type Emulator } from "langchain-service-emulator";
 import { ChatService, ServiceClient, ServiceEmbeddings, WebSearchTool, costOf } from "../../src/index.js";
 import { BudgetExceededError, ConfigurationError } from "../../src/http/errors.js";
 import { SpendBudget } from "../../src/spend/budget.js";

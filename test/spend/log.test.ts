@@ -6,7 +6,7 @@
  * outside the run. Crypto RPC calls settle a budget to their cost header.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { Emulator } from "../../src/emulator/index.js";
+import type { Emulator } from "langchain-service-emulator";
 import { ChatService, ServiceClient, SpendBudget, SpendLog, costOf, type ChargeRecord, type PaymentRecord } from "../../src/index.js";
 import { cryptoRpc } from "../../src/crypto-rpc/rpc.js";
 import { payer, startPaidEmulator, testPolicy, unpacedRoutes } from "../x402/helpers.js";

@@ -7,7 +7,7 @@
 import { fileURLToPath } from "node:url";
 import { Wallet } from "ethers";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startEmulator, type Emulator } from "../../src/emulator/index.js";
+import { startEmulator, type Emulator } from "langchain-service-emulator";
 import { fleet } from "./processes.js";
 import { redisAvailable, startRedis, type TestRedis } from "./redis-server.js";
 

@@ -3,7 +3,7 @@
  * typed errors) as every face, the OpenAI-compatible `/images/generations` included, and bad input refused unsent.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startEmulator, type Emulator } from "../../src/emulator/index.js";
+import { startEmulator, type Emulator } from "langchain-service-emulator";
 import { ValidationError } from "../../src/http/errors.js";
 import { countingClient, decodePng } from "./helpers.js";
 

@@ -6,7 +6,7 @@
  */
 import { Wallet } from "ethers";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startEmulator, type Emulator } from "../../src/emulator/index.js";
+import { startEmulator, type Emulator } from "langchain-service-emulator";
 import { createServiceFetch } from "../../src/stack.js";
 import { EvmWallet } from "../../src/x402/wallets.js";
 import { decodePng, decodeWav } from "./helpers.js";

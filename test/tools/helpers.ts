@@ -1,8 +1,8 @@
 /** Shared setup for the tool tests: clients over loopback that count what reaches the wire, and file checks. */
 import { inflateSync } from "node:zlib";
-import type { Emulator } from "../../src/emulator/index.js";
+import type { Emulator } from "langchain-service-emulator";
 import { countingClient as countingRpcClient, type CountingClient } from "../crypto-rpc/helpers.js";
-import { crc32 } from "../../src/emulator/media/png.js";
+import { crc32 } from "../../packages/langchain-service-emulator/src/media/png.js";
 
 export type { CountingClient };
 

@@ -9,8 +9,8 @@ import { mkdir, mkdtemp, readdir, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startEmulator, type Emulator } from "../../src/emulator/index.js";
-import { pictureFor } from "../../src/emulator/media/png.js";
+import { startEmulator, type Emulator } from "langchain-service-emulator";
+import { pictureFor } from "../../packages/langchain-service-emulator/src/media/png.js";
 import { ContentPolicyError, ContentViolationError, ImageEditTool, ImageGenerationTool, ServiceClient, generateImage, simpleGenerateImage } from "../../src/index.js";
 import { callTool } from "./helpers.js";
 

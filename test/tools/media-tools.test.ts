@@ -8,7 +8,7 @@ import { mkdtemp, readdir, readFile, rm, stat } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join, relative } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startEmulator, type Emulator } from "../../src/emulator/index.js";
+import { startEmulator, type Emulator } from "langchain-service-emulator";
 import { ConfigurationError, ValidationError } from "../../src/http/errors.js";
 import { createClonedVoice, createSpeech, generateImage, ImageGenerationTool, simpleGenerateImage, TextToSpeechTool } from "../../src/tools/index.js";
 import { callTool, countingClient, decodePng, decodeWav } from "./helpers.js";

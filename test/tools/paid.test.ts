@@ -8,7 +8,7 @@ import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { Emulator } from "../../src/emulator/index.js";
+import type { Emulator } from "langchain-service-emulator";
 import { createServiceFetch } from "../../src/stack.js";
 import type { PaymentEvent } from "../../src/x402/events.js";
 import { ImageGenerationTool, TextToSpeechTool, WebScrapeTool, WebSearchTool } from "../../src/tools/index.js";

@@ -8,7 +8,7 @@
  *   aborting that run failed every other run waiting on it.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startEmulator, type Emulator } from "../../src/emulator/index.js";
+import { startEmulator, type Emulator } from "langchain-service-emulator";
 import { ServiceClient } from "../../src/client.js";
 import { ResponseFormatError } from "../../src/http/errors.js";
 import { assertPublicHttpUrl, createSpeech, UnsafeUrlError, webScrape, WebScrapeTool, WebSearchTool } from "../../src/tools/index.js";
@@ -91,7 +91,7 @@ describe("createSpeech body read (review)", () => {
 
 describe("shared lookups of the media tools (review)", () => {
   it("one run's abort during the default-model lookup does not fail another run waiting on the same lookup", async () => {
-    const { pictureFor } = await import("../../src/emulator/media/png.js");
+    const { pictureFor } = await import("../../packages/langchain-service-emulator/src/media/png.js");
     const s = await hostile(async (req, res) => {
       if (req.url.includes("/models")) {
         await new Promise((r) => setTimeout(r, 150));

@@ -5,7 +5,7 @@
  * refused before anything reaches the wire.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startEmulator, type Emulator } from "../../src/emulator/index.js";
+import { startEmulator, type Emulator } from "langchain-service-emulator";
 import { ValidationError } from "../../src/http/errors.js";
 import { assertPublicHttpUrl, UnsafeUrlError, webScrape, webSearch, WebScrapeTool, WebSearchTool } from "../../src/tools/index.js";
 import { callTool, countingClient } from "./helpers.js";

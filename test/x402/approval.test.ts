@@ -6,7 +6,7 @@
  * - `strict: true` pays only listed payees, assets and networks, and pins nothing on first use.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { Emulator } from "../../src/emulator/index.js";
+import type { Emulator } from "langchain-service-emulator";
 import { ServiceClient } from "../../src/client.js";
 import { ConfigurationError, PaymentPolicyError } from "../../src/http/errors.js";
 import { PaymentPolicy, USDC_BASE, type PaymentApprovalRequest, type PaymentEvent, type PaymentPolicyOptions } from "../../src/x402/index.js";

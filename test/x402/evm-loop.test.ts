@@ -5,7 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Wallet } from "ethers";
-import type { Emulator } from "../../src/emulator/index.js";
+import type { Emulator } from "langchain-service-emulator";
 import { type FetchLike } from "../../src/http/fetch-stack.js";
 import { createServiceFetch } from "../../src/stack.js";
 import { ServiceClient } from "../../src/client.js";
@@ -22,7 +22,7 @@ import {
   x402PaymentLayer,
   type PaymentEvent,
 } from "../../src/x402/index.js";
-import type { X402EmulatorOptions } from "../../src/emulator/x402/index.js";
+import type { X402EmulatorOptions } from "../../packages/langchain-service-emulator/src/x402/index.js";
 import { toBase64Json } from "../../src/x402/encoding.js";
 import { chatBody, payer, startPaidEmulator, testPolicy, unpacedRoutes, usdcBalance } from "./helpers.js";
 

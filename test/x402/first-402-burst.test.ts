@@ -5,8 +5,8 @@
  * 402, one payment, and 50 successes; never the 50 402s that would block the wallet.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startEmulator, type Emulator } from "../../src/emulator/index.js";
-import { accountIdentity } from "../../src/emulator/auth.js";
+import { startEmulator, type Emulator } from "langchain-service-emulator";
+import { accountIdentity } from "../../packages/langchain-service-emulator/src/auth.js";
 import { ServiceClient } from "../../src/client.js";
 import { PaymentPolicyError } from "../../src/http/errors.js";
 import { withX402, type PaymentEvent } from "../../src/x402/index.js";

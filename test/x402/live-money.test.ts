@@ -9,8 +9,8 @@
  * - the credit left comes from `GET /x402/balance`, read when asked and stale, never on the request path.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { Emulator } from "../../src/emulator/index.js";
-import type { X402EmulatorOptions } from "../../src/emulator/x402/index.js";
+import type { Emulator } from "langchain-service-emulator";
+import type { X402EmulatorOptions } from "../../packages/langchain-service-emulator/src/x402/index.js";
 import { PaymentNotCurableError, PaymentsUnavailableError, TopUpRejectedError } from "../../src/http/errors.js";
 import type { FetchLike } from "../../src/http/fetch-stack.js";
 import { ServiceClient } from "../../src/client.js";

@@ -5,7 +5,7 @@
  * store's window, shared by every process. Against the emulator in live mode with small windows.
  */
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { startEmulator, type Emulator } from "../../src/emulator/index.js";
+import { startEmulator, type Emulator } from "langchain-service-emulator";
 import type { FetchLike } from "../../src/http/fetch-stack.js";
 import { limitedRouteOf } from "../../src/http/route-limits.js";
 import { ServiceClient } from "../../src/client.js";

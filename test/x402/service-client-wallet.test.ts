@@ -4,7 +4,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ServiceClient, ChatService, PaymentPolicy, PaymentPolicyError, ConfigurationError } from "../../src/index.js";
-import type { Emulator } from "../../src/emulator/index.js";
+import type { Emulator } from "langchain-service-emulator";
 import { payer, startPaidEmulator, testPolicy, usdcBalance } from "./helpers.js";
 
 let emu: Emulator;

@@ -7,8 +7,8 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { ToolMessage } from "@langchain/core/messages";
 import { getMintDecoder, getTokenDecoder } from "@solana-program/token";
-import { startEmulator, type Emulator } from "../../src/emulator/index.js";
-import { LITESVM_MISSING_MESSAGE, SOLANA_STARTING_USDC_ATOMIC, type SolanaRail } from "../../src/emulator/x402/solana.js";
+import { startEmulator, type Emulator } from "langchain-service-emulator";
+import { LITESVM_MISSING_MESSAGE, SOLANA_STARTING_USDC_ATOMIC, type SolanaRail } from "../../packages/langchain-service-emulator/src/x402/solana.js";
 import { ServiceClient } from "../../src/client.js";
 import { UnsupportedNetworkError } from "../../src/http/errors.js";
 import { CryptoRpcToolkit } from "../../src/crypto-rpc/index.js";

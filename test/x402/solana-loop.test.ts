@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { findAssociatedTokenPda, TOKEN_PROGRAM_ADDRESS } from "@solana-program/token";
 import { address } from "@solana/kit";
-import { startEmulator, type Emulator } from "../../src/emulator/index.js";
+import { startEmulator, type Emulator } from "langchain-service-emulator";
 import { RunnableLambda } from "@langchain/core/runnables";
 import { PaymentSpendHandler, SolanaWallet, withX402, type PaymentEvent } from "../../src/x402/index.js";
 import { chatBody } from "./helpers.js";

@@ -9,8 +9,8 @@ import { describe, expect, it } from "vitest";
 import { ConfigurationError } from "../../src/http/errors.js";
 import { EvmWallet, SolanaWallet } from "../../src/x402/wallets.js";
 import { createSiwxHeader, createSiwxPayload, createWalletAuth } from "../../src/x402/siwx.js";
-import { NonceStore, verifySiwxHeader } from "../../src/emulator/x402/siwx.js";
-import { EmulatorHttpError, type EmulatorRequest } from "../../src/emulator/types.js";
+import { NonceStore, verifySiwxHeader } from "../../packages/langchain-service-emulator/src/x402/siwx.js";
+import { EmulatorHttpError, type EmulatorRequest } from "../../packages/langchain-service-emulator/src/types.js";
 import { toBase64Json } from "../../src/x402/encoding.js";
 
 const KEY = "0x4c0883a69102937d6231471b5dbb6204fe5129617082792ae468d01a3f362318";

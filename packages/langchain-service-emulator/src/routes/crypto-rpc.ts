@@ -27,8 +27,7 @@
  * (`cryptoRpc.malformedIdempotencyKey` wins over the mode).
  */
 import { createHash, randomBytes } from "node:crypto";
-import { NODE_KEYS_REASON, isFilterOrSubscription, methodTier, needsNodeKeys, unsupportedReason as listedMethodRefusal } from "../../crypto-rpc/methods.js";
-import { describeNetwork, type NetworkFamily } from "../../crypto-rpc/networks.js";
+import { NODE_KEYS_REASON, describeNetwork, isFilterOrSubscription, methodTier, needsNodeKeys, unsupportedReason as listedMethodRefusal, type NetworkFamily } from "langchain-service";
 import { accountIdentity } from "../auth.js";
 import { cryptoNetworks, publishedNetworks, upstreamOf } from "./networks.js";
 import { EmulatorHttpError, isLiveMode, type Account, type Caller, type EmulatorContext, type EmulatorRequest, type EmulatorResponse, type Route, type CryptoRpcEmulatorOptions } from "../types.js";

@@ -10,7 +10,8 @@
  */
 import { findMediaModel, type MediaModel } from "../models/catalog.js";
 import { decodeWav, recogniseUtterance, type SpokenWord } from "../media/wav.js";
-import { sniffAudio, AUDIO_MIME_TYPES, type AudioContainer } from "../../media/sniff.js";
+import { sniffAudio, type AudioContainer } from "langchain-service";
+import { AUDIO_MIME_TYPES } from "../media/mime.js";
 import { EmulatorHttpError, type EmulatorRequest, type Route } from "../types.js";
 import { badRequest, requestId } from "./strict-body.js";
 

@@ -19,7 +19,7 @@
  * `[DONE]`), and `[[emu:refuse]]` (`finish_reason: "content_filter"`). `faults.streamErrors` makes the first N
  * streams fail with any `{type, code, param}`, before any content or after it (../faults.ts).
  */
-import { ConfigurationError } from "../../http/errors.js";
+import { ConfigurationError } from "langchain-service";
 import type { ChatEmulatorOptions, CitationMarkers, EmulatorOptions } from "../types.js";
 
 export type { ChatEmulatorOptions, CitationMarkers } from "../types.js";

@@ -4,7 +4,7 @@
  * chain, no upstream) is left out: a client refuses it at once instead of retrying a 500.
  * Live mode (the default) publishes the live service's 27 slugs, seed mode the spec's 23; `networks` replaces either.
  */
-import { describeNetwork } from "../../crypto-rpc/networks.js";
+import { describeNetwork } from "langchain-service";
 import { isLiveMode, type EmulatorContext, type EmulatorOptions, type Route } from "../types.js";
 
 /** The 23 slugs of spec 4.2. Deployments differ: `EmulatorOptions.networks` replaces the list. */

@@ -15,7 +15,7 @@
 import { createHash } from "node:crypto";
 import { isDeepStrictEqual } from "node:util";
 import { getAddress } from "ethers";
-import { SOLANA_MAINNET } from "../../x402/wallets.js";
+import { SOLANA_MAINNET } from "langchain-service";
 import { EmulatorHttpError, type EmulatorContext, type EmulatorRequest, type EmulatorResponse } from "../types.js";
 import type { Rail, X402Behaviour, X402EmulatorOptions } from "./options.js";
 import type { RouteLimits } from "./route-limits.js";

@@ -11,9 +11,8 @@
  * sign-in's domain and time are checked, which of two credentials wins, route limits, the read routes' sign-in answers).
  */
 import { randomUUID } from "node:crypto";
-import { SIWX_LEGACY_HEADER, SIWX_HEADER } from "../../x402/siwx.js";
-import { SOLANA_MAINNET } from "../../x402/wallets.js";
-import { usdToAtomic } from "../../x402/encoding.js";
+import { SIWX_LEGACY_HEADER, SIWX_HEADER, SOLANA_MAINNET } from "langchain-service";
+import { usdToAtomic } from "./encoding.js";
 import {
   EmulatorHttpError,
   type Account,

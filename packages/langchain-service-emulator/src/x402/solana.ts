@@ -20,8 +20,7 @@
  */
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { USDC_SOLANA } from "../../x402/policy.js";
-import { SOLANA_MAINNET } from "../../x402/wallets.js";
+import { SOLANA_MAINNET, USDC_SOLANA } from "langchain-service";
 import type { EmulatorContext, EmulatorRequest, EmulatorResponse, Route } from "../types.js";
 import type { Rail } from "./options.js";
 

@@ -4,7 +4,7 @@
  * Each area of the API is one route module (chat, models, rate limits, crypto RPC, x402) over a shared
  * ledger; nothing clever.
  */
-import type { BrandNames } from "../config.js";
+import type { BrandNames } from "langchain-service";
 // owned by the modules that keep them (which import nothing from here): re-exported for every route's imports
 import type { Account } from "./ledger.js";
 export type { Account, ApiKeyOption, LedgerEntry } from "./ledger.js";

@@ -7,7 +7,7 @@
  * counts as absent for optional fields (OpenAI clients send `null` for unset options).
  */
 import { z } from "zod";
-import type { BrandNames } from "../../config.js";
+import type { BrandNames } from "langchain-service";
 
 const cacheControl = z.object({ type: z.literal("ephemeral"), ttl: z.string().optional() });
 

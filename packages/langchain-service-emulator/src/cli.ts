@@ -1,7 +1,7 @@
 /**
- * `langchain-service emulator`: runs the local service emulator until SIGINT/SIGTERM.
+ * `langchain-service-emulator`: runs the local service emulator until SIGINT/SIGTERM.
  *
- *   langchain-service emulator [--port N] [--api-key KEY[=USD]]... [--brand NAME] [--mode live|seed] [--no-chain] [--public-origin URL] [--cors]
+ *   langchain-service-emulator [--port N] [--api-key KEY[=USD]]... [--brand NAME] [--mode live|seed] [--no-chain] [--public-origin URL] [--cors]
  *     [--sign-in-domain HOST]...
  *     [--upstream slug=URL]... [--window-ms N] [--token-window-ms N] [--fault-rate R] [--latency-ms N] [--stream-cut-after K]
  *     [--job-ms N] [--job-failures N] [--log]
@@ -14,7 +14,7 @@ import { pathToFileURL } from "node:url";
 import { cryptoNetworks, startEmulator, type Emulator } from "./index.js";
 import type { ApiKeyOption, EmulatorOptions } from "./types.js";
 
-export const USAGE = `Usage: langchain-service emulator [options]
+export const USAGE = `Usage: langchain-service-emulator [options]
 
 Runs a local service emulator (OpenAI-compatible chat, models, rate limits, crypto RPC, x402) on 127.0.0.1.
 
@@ -245,7 +245,7 @@ export async function main(argv: string[], opts: MainOptions = {}): Promise<Emul
   return emulator;
 }
 
-/** Entry point for `node bin/langchain-service.mjs emulator ...` and `tsx src/emulator/cli.ts ...`. */
+/** Entry point for `langchain-service-emulator ...` (bin/langchain-service-emulator.mjs) and `tsx src/cli.ts ...`. */
 export async function run(argv: string[]): Promise<void> {
   try {
     await main(argv, { handleSignals: true });

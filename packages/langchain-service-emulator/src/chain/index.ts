@@ -13,7 +13,7 @@ import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Contract, Interface, JsonRpcProvider, Network, Wallet, getAddress, parseUnits } from "ethers";
-import { USDC_BASE } from "../../x402/policy.js";
+import { USDC_BASE } from "langchain-service";
 import type { LocalChain } from "../types.js";
 import { MULTICALL3_SOURCE, USDC_SOURCE } from "./contracts.js";
 

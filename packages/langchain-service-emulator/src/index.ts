@@ -8,8 +8,7 @@
  *   await emu.close();
  */
 import { randomBytes } from "node:crypto";
-import { brandNames } from "../config.js";
-import { ConfigurationError } from "../http/errors.js";
+import { brandNames, ConfigurationError } from "langchain-service";
 import { FaultInjector } from "./faults.js";
 import { Ledger } from "./ledger.js";
 import { validateChatOptions } from "./models/chat-behaviour.js";

@@ -16,8 +16,8 @@ import { verify as nodeVerify } from "node:crypto";
 import { verifyMessage, getAddress } from "ethers";
 import { z } from "zod";
 import { EmulatorHttpError, type EmulatorRequest } from "../types.js";
-import { base58ToBytes } from "../../x402/encoding.js";
-import { ed25519PublicKeyObject, SOLANA_MAINNET, BASE_CHAIN_ID } from "../../x402/wallets.js";
+import { SOLANA_MAINNET } from "langchain-service";
+import { BASE_CHAIN_ID, base58ToBytes, ed25519PublicKeyObject } from "./encoding.js";
 
 export const SIWX_MAX_AGE_MS = 5 * 60_000;
 /**

@@ -4,7 +4,7 @@
  * the search results go (./chat-behaviour.ts).
  */
 import { createHash } from "node:crypto";
-import type { BrandNames } from "../../config.js";
+import type { BrandNames } from "langchain-service";
 import { inBandErrorEvent, type ChatBehaviour } from "./chat-behaviour.js";
 import type { CompletionPlan, PlannedChoice, Usage, WireToolCall } from "./engine.js";
 import { tokenize } from "./tokenizer.js";
