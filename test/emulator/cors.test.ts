@@ -4,8 +4,8 @@
  * Over loopback HTTP, as a browser sends them.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { main } from "../../src/emulator/cli.js";
-import { startEmulator, type Emulator } from "../../src/emulator/index.js";
+import { main } from "../../packages/langchain-service-emulator/src/cli.js";
+import { startEmulator, type Emulator } from "langchain-service-emulator";
 import { ConfigurationError } from "../../src/http/errors.js";
 
 const ORIGIN = "http://127.0.0.1:9";

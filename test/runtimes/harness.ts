@@ -11,7 +11,7 @@ import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { generateKeyPairSync, type KeyObject } from "node:crypto";
 import { Contract, JsonRpcProvider, Network, Wallet, parseUnits } from "ethers";
-import type { Emulator } from "../../src/emulator/index.js";
+import type { Emulator } from "langchain-service-emulator";
 import { SolanaWallet } from "../../src/x402/wallets.js";
 
 export const ROOT = fileURLToPath(new URL("../..", import.meta.url));
