@@ -171,3 +171,38 @@ describe("the local chain's smart accounts", () => {
     expect(await usdcBalance(emu, account.address)).toBe(9_000_000n);
   });
 });
+
+describe("sign-in from a smart account", () => {
+  it("deployed: the owner's signature verifies through EIP-1271 and the account is the caller", async () => {
+    const account = await newAccount();
+    await deploy(account);
+    const { status } = await signIn(smartWallet(account, { wrap: false }));
+    expect(status).toBe(200);
+    expect(emu.account(account.address)).toBeDefined();
+  });
+
+  it("not deployed: an ERC-6492 signature verifies (the factory call simulated), and nothing is deployed", async () => {
+    const account = await newAccount();
+    const { status } = await signIn(smartWallet(account, { wrap: true }));
+    expect(status).toBe(200);
+    expect(emu.account(account.address)).toBeDefined();
+    expect(await publicClient.getCode({ address: account.address })).toBeUndefined();
+  });
+
+  it("deployed: another key's signature is refused with X402_SIGN_IN_INVALID_SIGNATURE", async () => {
+    const account = await newAccount();
+    await deploy(account);
+    const { status, body } = await signIn(smartWallet(account, { wrap: false, key: privateKeyToAccount(generatePrivateKey()) }));
+    expect(status).toBe(401);
+    expect(body).toMatchObject({ code: "X402_SIGN_IN_INVALID_SIGNATURE", details: { reason: "invalid_signature" } });
+    expect(emu.account(account.address)).toBeUndefined();
+  });
+
+  it("not deployed: another key's ERC-6492 signature is refused with X402_SIGN_IN_INVALID_SIGNATURE", async () => {
+    const account = await newAccount();
+    const { status, body } = await signIn(smartWallet(account, { wrap: true, key: privateKeyToAccount(generatePrivateKey()) }));
+    expect(status).toBe(401);
+    expect(body).toMatchObject({ code: "X402_SIGN_IN_INVALID_SIGNATURE", details: { reason: "invalid_signature" } });
+    expect(await publicClient.getCode({ address: account.address })).toBeUndefined();
+  });
+});
