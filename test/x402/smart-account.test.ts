@@ -206,3 +206,45 @@ describe("sign-in from a smart account", () => {
     expect(await publicClient.getCode({ address: account.address })).toBeUndefined();
   });
 });
+
+describe("a top-up paid from a smart account", () => {
+  const FIVE = 5_000_000n;
+
+  function client(wallet: EvmWallet) {
+    return new ServiceClient({ baseUrl: emu.url, wallet, abuseGuard: false, pacing: unpacedRoutes });
+  }
+
+  for (const deployed of [true, false]) {
+    const kind = deployed ? "deployed (EIP-1271)" : "not deployed (ERC-6492: the facilitator deploys it from the allowed factory)";
+    it(`${kind}: credited once, and the USDC moved from the account to the treasury on chain`, async () => {
+      const account = await newAccount(20_000_000n);
+      if (deployed) await deploy(account);
+      const wallet = smartWallet(account, { wrap: !deployed });
+      const treasuryBefore = await usdcBalance(emu, emu.chain!.treasury);
+      const result = await topUp(client(wallet), 5, { wallet, policy: testPolicy(emu) });
+      expect(result.amountUsd).toBe(5);
+      expect(topUps(account.address).map((e) => e.amount)).toEqual([5]);
+      expect(await usdcBalance(emu, account.address)).toBe(15_000_000n);
+      expect((await usdcBalance(emu, emu.chain!.treasury)) - treasuryBefore).toBe(FIVE);
+      // the account exists now either way (the facilitator deployed it to settle)
+      expect(await publicClient.getCode({ address: account.address })).toMatch(/^0x[0-9a-f]{100,}$/);
+    });
+
+    it(`${deployed ? "deployed" : "not deployed"}: a payment signed by another key is refused (400), nothing credited or moved`, async () => {
+      const account = await newAccount(20_000_000n);
+      if (deployed) await deploy(account);
+      const wallet = smartWallet(account, { wrap: !deployed, key: privateKeyToAccount(generatePrivateKey()) });
+      const treasuryBefore = await usdcBalance(emu, emu.chain!.treasury);
+      const err = (await topUp(client(wallet), 5, { wallet, policy: testPolicy(emu) }).catch((e: unknown) => e)) as PaymentFailedError & { status?: number; body?: any };
+      expect(err).toBeInstanceOf(PaymentFailedError);
+      expect(err.status).toBe(400);
+      expect(err.body).toMatchObject({ error: "PAYMENT_VERIFICATION_FAILED" });
+      if (deployed) expect(err.body.details.reason).toMatch(/signature/);
+      expect(topUps(account.address)).toEqual([]);
+      expect(await usdcBalance(emu, account.address)).toBe(20_000_000n);
+      expect(await usdcBalance(emu, emu.chain!.treasury)).toBe(treasuryBefore);
+      // verified before settling: a wrong counterfactual signature deploys nothing either
+      if (!deployed) expect(await publicClient.getCode({ address: account.address })).toBeUndefined();
+    });
+  }
+});
