@@ -303,6 +303,8 @@ export interface LocalChain {
   usdc: { address: string; name: string; version: string; symbol: string; decimals: number };
   /** the service's payee for x402 top-ups */
   treasury: string;
+  /** CREATE2 factory of minimal ERC-1271 smart accounts (`createAccount(owner, salt)`, `getAddress(owner, salt)`) */
+  smartAccountFactory?: string;
   close(): Promise<void>;
 }
 

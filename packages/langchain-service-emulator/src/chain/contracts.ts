@@ -11,7 +11,11 @@
  *
  * No constructor and no immutables: the local chain installs the runtime code at the real USDC address
  * (`evm_setAccountCode`) and then calls `initialize` once, so nothing may be baked in at deploy time. Like
- * FiatToken v2.2, the EIP-712 domain separator is computed from `block.chainid` and `address(this)` on each use.
+ * FiatToken v2.2, the EIP-712 domain separator is computed from `block.chainid` and `address(this)` on each use,
+ * and `transferWithAuthorization` checks its signature as v2.2's SignatureChecker does: recovered with ECDSA when
+ * `from` has no code (each overload exactly as before), asked through ERC-1271 `isValidSignature` when `from` is a
+ * contract (a smart account). Both overloads do, as in v2.2: the x402 facilitator sends any 65-byte signature, a
+ * smart account's too, through the (v, r, s) one, and longer ones through the bytes one.
  */
 export const USDC_SOURCE = String.raw`// SPDX-License-Identifier: MIT
 pragma solidity ^0.8.20;
@@ -36,6 +40,8 @@ contract TestUSDC {
         keccak256("CancelAuthorization(address authorizer,bytes32 nonce)");
 
     // secp256k1n / 2: signatures with a higher s are malleable copies (EIP-2)
+    // IERC1271.isValidSignature.selector, also its answer for a valid signature
+    bytes4 private constant ERC1271_MAGIC_VALUE = 0x1626ba7e;
     uint256 private constant HALF_N = 0x7FFFFFFFFFFFFFFFFFFFFFFFFFFFFFFF5D576E7357A4501DDFE92F46681B20A0;
 
     event Transfer(address indexed from, address indexed to, uint256 value);
@@ -99,21 +105,37 @@ contract TestUSDC {
     function transferWithAuthorization(
         address from, address to, uint256 value, uint256 validAfter, uint256 validBefore, bytes32 nonce,
         uint8 v, bytes32 r, bytes32 s
-    ) public {
-        _requireValidAuthorization(from, nonce, validAfter, validBefore);
-        bytes32 structHash = keccak256(abi.encode(TRANSFER_WITH_AUTHORIZATION_TYPEHASH, from, to, value, validAfter, validBefore, nonce));
-        require(_recover(structHash, v, r, s) == from, "FiatTokenV2: invalid signature");
+    ) external {
+        bytes32 structHash = _authorizedTransferHash(from, to, value, validAfter, validBefore, nonce);
+        if (from.code.length == 0) require(_recover(structHash, v, r, s) == from, "FiatTokenV2: invalid signature");
+        // v2.2 packs (r, s, v) for a contract: the reference facilitator sends any 65-byte signature this way
+        else _requireValidErc1271(from, structHash, abi.encodePacked(r, s, v));
         _markAuthorizationAsUsed(from, nonce);
         _transfer(from, to, value);
     }
 
-    /// USDC v2.2 overload taking a packed 65-byte signature (x402 sends this form for non-split signatures).
+    /// USDC v2.2 overload taking the signature as bytes: 65 packed bytes from an address without code (x402 sends
+    /// this form for non-split signatures), whatever its ERC-1271 isValidSignature accepts from a contract.
     function transferWithAuthorization(
         address from, address to, uint256 value, uint256 validAfter, uint256 validBefore, bytes32 nonce,
         bytes memory signature
     ) external {
-        (uint8 v, bytes32 r, bytes32 s) = _split(signature);
-        transferWithAuthorization(from, to, value, validAfter, validBefore, nonce, v, r, s);
+        bytes32 structHash = _authorizedTransferHash(from, to, value, validAfter, validBefore, nonce);
+        if (from.code.length == 0) {
+            (uint8 v, bytes32 r, bytes32 s) = _split(signature);
+            require(_recover(structHash, v, r, s) == from, "FiatTokenV2: invalid signature");
+        } else {
+            _requireValidErc1271(from, structHash, signature);
+        }
+        _markAuthorizationAsUsed(from, nonce);
+        _transfer(from, to, value);
+    }
+
+    function _authorizedTransferHash(
+        address from, address to, uint256 value, uint256 validAfter, uint256 validBefore, bytes32 nonce
+    ) private view returns (bytes32) {
+        _requireValidAuthorization(from, nonce, validAfter, validBefore);
+        return keccak256(abi.encode(TRANSFER_WITH_AUTHORIZATION_TYPEHASH, from, to, value, validAfter, validBefore, nonce));
     }
 
     function receiveWithAuthorization(
@@ -140,6 +162,13 @@ contract TestUSDC {
         require(block.timestamp > validAfter, "FiatTokenV2: authorization is not yet valid");
         require(block.timestamp < validBefore, "FiatTokenV2: authorization is expired");
         require(!_authorizationStates[authorizer][nonce], "FiatTokenV2: authorization is used or canceled");
+    }
+
+    /// v2.2's SignatureChecker for a contract signer (OpenZeppelin's isValidERC1271SignatureNow): the magic value back.
+    function _requireValidErc1271(address signer, bytes32 structHash, bytes memory signature) private view {
+        bytes32 digest = keccak256(abi.encodePacked("\x19\x01", DOMAIN_SEPARATOR(), structHash));
+        (bool ok, bytes memory result) = signer.staticcall(abi.encodeWithSelector(ERC1271_MAGIC_VALUE, digest, signature));
+        require(ok && result.length >= 32 && abi.decode(result, (bytes32)) == bytes32(ERC1271_MAGIC_VALUE), "FiatTokenV2: invalid signature");
     }
 
     function _markAuthorizationAsUsed(address authorizer, bytes32 nonce) private {

@@ -3,7 +3,8 @@
  * serving every EVM slug of the crypto RPC proxy and x402 settlement. It installs an EIP-3009 "USD Coin" v2 token
  * (6 decimals) at the real USDC address on Base (`USDC_BASE`), funded on every deterministic account, so the default
  * money policy (real USDC only) pays against it unchanged; and a Multicall3-compatible contract at the canonical
- * address so viem/ethers multicall reads work.
+ * address so viem/ethers multicall reads work; and a CREATE2 factory of minimal ERC-1271 smart accounts at
+ * `SMART_ACCOUNT_FACTORY_ADDRESS` (smart-account.ts), so an agent's smart account signs in and pays here.
  *
  * ganache and solc are optional dependencies, so both are imported lazily: importing this module costs nothing.
  */
@@ -16,6 +17,9 @@ import { Contract, Interface, JsonRpcProvider, Network, Wallet, getAddress, pars
 import { USDC_BASE } from "langchain-service";
 import type { LocalChain } from "../types.js";
 import { MULTICALL3_SOURCE, USDC_SOURCE } from "./contracts.js";
+import { SMART_ACCOUNT_FACTORY_ADDRESS, SMART_ACCOUNT_SOURCE } from "./smart-account.js";
+
+export { SMART_ACCOUNT_FACTORY_ADDRESS, SMART_ACCOUNT_FACTORY_ABI, SMART_ACCOUNT_ABI, ERC1271_MAGIC_VALUE } from "./smart-account.js";
 
 export const MULTICALL3_ADDRESS = "0xcA11bde05977b3631167028862bE2a173976CA11";
 /** where the test token lives: Circle's USDC address on Base */
@@ -92,6 +96,7 @@ export interface CompiledContract {
 export interface CompiledContracts {
   usdc: CompiledContract;
   multicall3: CompiledContract;
+  smartAccountFactory: CompiledContract;
   solcVersion: string;
 }
 
@@ -110,7 +115,11 @@ export interface LocalChainOptions {
 
 const SOLC_INPUT = {
   language: "Solidity",
-  sources: { "TestUSDC.sol": { content: USDC_SOURCE }, "Multicall3.sol": { content: MULTICALL3_SOURCE } },
+  sources: {
+    "TestUSDC.sol": { content: USDC_SOURCE },
+    "Multicall3.sol": { content: MULTICALL3_SOURCE },
+    "SmartAccount.sol": { content: SMART_ACCOUNT_SOURCE },
+  },
   settings: {
     evmVersion: "paris",
     optimizer: { enabled: true, runs: 200 },
@@ -141,7 +150,8 @@ async function loadOrCompile(): Promise<CompiledContracts> {
   const file = cacheFile();
   try {
     const cached = JSON.parse(await readFile(file, "utf8")) as CompiledContracts;
-    if (cached.usdc?.deployedBytecode?.startsWith("0x") && cached.multicall3?.deployedBytecode?.startsWith("0x")) return cached;
+    const complete = [cached.usdc, cached.multicall3, cached.smartAccountFactory].every((c) => c?.deployedBytecode?.startsWith("0x"));
+    if (complete) return cached;
   } catch {
     // no cache yet (or unreadable): compile below
   }
@@ -175,7 +185,12 @@ async function compileNow(): Promise<CompiledContracts> {
     if (!c) throw new Error(`solc produced no ${name}`);
     return { abi: c.abi, bytecode: `0x${c.evm.bytecode.object}`, deployedBytecode: `0x${c.evm.deployedBytecode.object}` };
   };
-  return { usdc: pick("TestUSDC.sol", "TestUSDC"), multicall3: pick("Multicall3.sol", "Multicall3"), solcVersion: solc.version() };
+  return {
+    usdc: pick("TestUSDC.sol", "TestUSDC"),
+    multicall3: pick("Multicall3.sol", "Multicall3"),
+    smartAccountFactory: pick("SmartAccount.sol", "SmartAccountFactory"),
+    solcVersion: solc.version(),
+  };
 }
 
 interface GanacheServer {
@@ -239,6 +254,9 @@ export async function startLocalChain(options: LocalChainOptions = {}): Promise<
     // Multicall3 lives at a fixed address on real chains: install its runtime code there directly.
     await server.provider.request({ method: "evm_setAccountCode", params: [MULTICALL3_ADDRESS, contracts.multicall3.deployedBytecode] });
 
+    // The smart-account factory has no constructor and no state: its runtime code is all it needs.
+    await server.provider.request({ method: "evm_setAccountCode", params: [SMART_ACCOUNT_FACTORY_ADDRESS, contracts.smartAccountFactory.deployedBytecode] });
+
     // The token too, at the real USDC address: its runtime code has no constructor or immutables (the domain
     // separator follows `address(this)`), so one `initialize` call writes the state a deploy would have.
     await server.provider.request({ method: "evm_setAccountCode", params: [USDC_ADDRESS, contracts.usdc.deployedBytecode] });
@@ -258,6 +276,7 @@ export async function startLocalChain(options: LocalChainOptions = {}): Promise<
         accounts,
         usdc: { address: usdcAddress, name: USDC_NAME, version: USDC_VERSION, symbol: "USDC", decimals: USDC_DECIMALS },
         treasury,
+        smartAccountFactory: getAddress(SMART_ACCOUNT_FACTORY_ADDRESS),
         close,
       };
     } finally {

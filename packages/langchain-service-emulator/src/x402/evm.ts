@@ -2,7 +2,8 @@
  * EVM settlement for the emulator: `@x402/evm`'s facilitator (`ExactEvmScheme`) through `x402Facilitator`,
  * over a viem client on the local chain. Verify recovers the EIP-712 signature and simulates
  * `transferWithAuthorization`; settle sends it and checks the Transfer log. Replays are stopped on chain
- * (`authorizationState`). The facilitator's gas payer is the chain's first account; settlements run one at
+ * (`authorizationState`). Smart accounts pay too: EIP-1271 once deployed, ERC-6492 before (deployed by the
+ * facilitator from the local chain's factory, then settled). The facilitator's gas payer is the chain's first account; settlements run one at
  * a time so its transaction nonces never collide.
  */
 import { getAddress } from "ethers";
@@ -16,6 +17,11 @@ export interface EvmRail {
 }
 
 export const BASE_NETWORK = "eip155:8453";
+
+function signatureOf(payload: Record<string, unknown>): `0x${string}` {
+  const signature = (payload.payload as { signature?: unknown } | undefined)?.signature;
+  return typeof signature === "string" && signature.startsWith("0x") ? (signature as `0x${string}`) : "0x";
+}
 
 export async function createEvmRail(chain: LocalChain, maxTimeoutSeconds = 300): Promise<EvmRail> {
   const [{ x402Facilitator }, { ExactEvmScheme }, { toFacilitatorEvmSigner }, viem, { privateKeyToAccount }] = await Promise.all([
@@ -52,7 +58,11 @@ export async function createEvmRail(chain: LocalChain, maxTimeoutSeconds = 300):
     { ...(client as unknown as Parameters<typeof toFacilitatorEvmSigner>[0]), address: client.account.address },
     { confirmationTimeoutMs: 30_000 },
   );
-  const facilitator = new x402Facilitator().register(network as `${string}:${string}`, new ExactEvmScheme(signer));
+  // smart accounts: a deployed one pays with its EIP-1271 signature (the facilitator asks the account, USDC does
+  // too); one not deployed yet with an ERC-6492 signature, which the facilitator honours only for factories it
+  // allows (it deploys the account, then settles): here, the local chain's own factory
+  const eip6492AllowedFactories = chain.smartAccountFactory ? [chain.smartAccountFactory] : [];
+  const facilitator = new x402Facilitator().register(network as `${string}:${string}`, new ExactEvmScheme(signer, { eip6492AllowedFactories }));
 
   let queue: Promise<unknown> = Promise.resolve();
   const serial = <T>(task: () => Promise<T>): Promise<T> => {
@@ -79,6 +89,13 @@ export async function createEvmRail(chain: LocalChain, maxTimeoutSeconds = 300):
     verify: (payload, requirement) => serial(() => facilitator.verify(payload as unknown as Payload, requirement as unknown as Requirements)),
     settle: (payload, requirement) =>
       serial(async () => {
+        // The facilitator's settle checks no signature of a counterfactual account before deploying it: a server
+        // verifies first (x402's verify, then settle), so a wrong ERC-6492 signature is refused with nothing
+        // deployed, credited or moved. verify simulates the deployment and the transfer in one call.
+        if (viem.isErc6492Signature(signatureOf(payload))) {
+          const v = await facilitator.verify(payload as unknown as Payload, requirement as unknown as Requirements);
+          if (!v.isValid) return { success: false, transaction: "", payer: v.payer, errorReason: v.invalidReason ?? "invalid_payload" };
+        }
         const r = await facilitator.settle(payload as unknown as Payload, requirement as unknown as Requirements);
         return { success: r.success, transaction: r.transaction, payer: r.payer, errorReason: r.errorReason };
       }),

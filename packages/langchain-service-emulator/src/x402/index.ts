@@ -27,6 +27,7 @@ import { createEvmRail, type EvmRail } from "./evm.js";
 import { X402Behaviour, type Rail, type X402EmulatorOptions } from "./options.js";
 import { RouteLimits } from "./route-limits.js";
 import { NonceStore, SIWX_INVALID, verifySiwxHeader } from "./siwx.js";
+import { createContractSignatureCheck, type ContractSignatureCheck } from "./smart-accounts.js";
 import type { SolanaRail } from "./solana.js";
 import { base64Json, createTopUp, DECIMALS, NO_PAYMENT_RAIL_MESSAGE } from "./top-up.js";
 
@@ -69,7 +70,10 @@ export async function createX402Hooks(ctx: EmulatorContext): Promise<X402Hooks &
   const maximumTopUpUsd = o.maximumTopUpUsd ?? 10_000;
   const nonces = new NonceStore();
   const rails = new Map<string, Rail>();
+  // smart accounts sign in on the local chain (EIP-1271, ERC-6492); without one, only keys do
+  let contractSignatures: ContractSignatureCheck | undefined;
   if (ctx.chain) {
+    contractSignatures = await createContractSignatureCheck(ctx.chain);
     const evm = evmRail(await createEvmRail(ctx.chain));
     rails.set(evm.network, evm);
   }
@@ -281,7 +285,7 @@ export async function createX402Hooks(ctx: EmulatorContext): Promise<X402Hooks &
     async verifySiwx(header, req) {
       let who: Awaited<ReturnType<typeof verifySiwxHeader>>;
       try {
-        who = await verifySiwxHeader(header, req, nonces, ctx.now(), behaviour.signInRules);
+        who = await verifySiwxHeader(header, req, nonces, ctx.now(), { ...behaviour.signInRules, contractSignatures });
       } catch (err) {
         // live: the read routes answer a generic 401, without the reason inference routes name
         if (err instanceof EmulatorHttpError && READ_ROUTE.test(req.path) && behaviour.liveReadAuth) throw new EmulatorHttpError(401, { error: SIWX_INVALID.error });

@@ -1,5 +1,6 @@
 /**
- * The emulator's SIWX check, done for real: EIP-4361 parsed by `siwe` and the signer recovered with ethers;
+ * The emulator's SIWX check, done for real: EIP-4361 parsed by `siwe` and the signer recovered with ethers (a
+ * smart account's signature checked on the local chain, EIP-1271 or ERC-6492: smart-accounts.ts);
  * Solana's text parsed here and its Ed25519 signature verified with Node's crypto. Chain, `issuedAt` window, expiry
  * and single-use nonces are checked, and the domain: live, as the service does it, against a list of the
  * service's own hosts after stripping protocol, port and path (not the request's `Host`; `uri` is not checked),
@@ -18,6 +19,7 @@ import { z } from "zod";
 import { EmulatorHttpError, type EmulatorRequest } from "../types.js";
 import { SOLANA_MAINNET } from "langchain-service";
 import { BASE_CHAIN_ID, base58ToBytes, ed25519PublicKeyObject } from "./encoding.js";
+import type { ContractSignatureCheck } from "./smart-accounts.js";
 
 export const SIWX_MAX_AGE_MS = 5 * 60_000;
 /**
@@ -61,6 +63,11 @@ export interface SiwxRules {
   domains?: readonly string[];
   /** how far ahead of `now` an `issuedAt` may be (default SIWX_FUTURE_SKEW_MS) */
   futureSkewMs?: number;
+  /**
+   * an EVM signature the address's key did not make is asked of the chain (smart-accounts.ts): EIP-1271 for a
+   * deployed smart account, ERC-6492 for one not deployed yet. Absent (no local chain): only keys sign in.
+   */
+  contractSignatures?: ContractSignatureCheck;
 }
 
 /** A domain as the live service compares it: protocol, port and path stripped, lower case. */
@@ -190,7 +197,7 @@ export async function verifySiwxHeader(
   now: number,
   rules: SignInCodes | SiwxRules = "live",
 ): Promise<SiwxIdentity> {
-  const { codes = "live", domains, futureSkewMs = SIWX_FUTURE_SKEW_MS } = typeof rules === "string" ? { codes: rules } : rules;
+  const { codes = "live", domains, futureSkewMs = SIWX_FUTURE_SKEW_MS, contractSignatures } = typeof rules === "string" ? { codes: rules } : rules;
   function fail(code: SignInCode, reason: string, message: string): never {
     throw new EmulatorHttpError(401, { error: SIWX_INVALID.error, code: signInCode(code, codes), details: { reason, message } });
   }
@@ -261,10 +268,10 @@ export async function verifySiwxHeader(
     } catch {
       recovered = undefined;
     }
-    if (!recovered || recovered.toLowerCase() !== payload.address.toLowerCase()) {
-      fail("INVALID_SIGNATURE", "invalid_signature", "Signature does not verify");
-    }
-    address = getAddress(recovered);
+    if (recovered?.toLowerCase() === payload.address.toLowerCase()) address = getAddress(recovered);
+    // not the address's key: a smart account's signature (EIP-1271, or ERC-6492 before deployment), or none
+    else if (contractSignatures && (await contractSignatures(payload.address, payload.message, payload.signature))) address = getAddress(payload.address);
+    else fail("INVALID_SIGNATURE", "invalid_signature", "Signature does not verify");
   }
 
   // only a message that passed every check uses up its nonce
