@@ -5,7 +5,7 @@
  * expose list a browser hides every header but the safelisted few, and the client would lose its clock (`Date`, read
  * for sign-ins), its rate limits, balances and payment answers.
  */
-import type { BrandNames } from "../config.js";
+import type { BrandNames } from "langchain-service";
 
 /** The request headers the client sends beyond the safelisted ones: credentials, payments, idempotency. */
 export const CORS_ALLOWED_HEADERS = [
