@@ -139,3 +139,57 @@ export async function benchPackage(): Promise<BenchRow[]> {
     for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
   }
 }
+
+/**
+ * The chat-only bundle for a worker (esbuild, minified, conditions workerd/worker/browser), `@langchain/core`
+ * bundled in both, against `@langchain/openai`'s `ChatOpenAI` built the same way. Optional peers and Node
+ * builtins still reached are left external (and counted in the note) so the figure is what a worker ships.
+ */
+export async function benchBundleSize(): Promise<BenchRow[]> {
+  const { build } = await import("esbuild");
+  const { gzipSync } = await import("node:zlib");
+  const { builtinModules } = await import("node:module");
+  const peers = ["siwe", "@x402/", "@solana/", "@solana-program/", "viem", "ioredis", "langchain", "@langchain/langgraph", "ganache", "solc", "litesvm"];
+  const size = async (contents: string) => {
+    const left: string[] = [];
+    const r = await build({
+      stdin: { contents, resolveDir: ROOT, loader: "ts" },
+      bundle: true,
+      write: false,
+      minify: true,
+      format: "esm",
+      platform: "browser",
+      conditions: ["workerd", "worker", "browser"],
+      logLevel: "silent",
+      plugins: [
+        {
+          name: "external-peers",
+          setup(b) {
+            b.onResolve({ filter: /^[^./]/ }, (args) => {
+              const p = args.path;
+              const name = p.startsWith("@") ? p.split("/").slice(0, 2).join("/") : p.split("/")[0]!;
+              if (peers.some((x) => p === x || p.startsWith(x.endsWith("/") ? x : `${x}/`)) || p.startsWith("node:") || builtinModules.includes(name)) {
+                left.push(p);
+                return { path: p, external: true };
+              }
+              return undefined;
+            });
+          },
+        },
+      ],
+    });
+    const bytes = r.outputFiles[0]!.contents;
+    return { min: bytes.length, gzip: gzipSync(bytes, { level: 9 }).length, left: [...new Set(left)] };
+  };
+  const t = performance.now();
+  const ours = await size(`export { ChatService } from "./src/chat/index.ts";`);
+  const ms = performance.now() - t;
+  const anchor = await size(`export { ChatOpenAI } from "@langchain/openai";`);
+  const kb = (n: number) => `${(n / 1024).toFixed(0)} KB`;
+  const anchorText = `@langchain/openai ${version("@langchain/openai")} ChatOpenAI: ${kb(anchor.min)} min, ${kb(anchor.gzip)} gzip`;
+  const left = ours.left.length ? `; left external: ${ours.left.join(", ")}` : "";
+  return [
+    { name: "worker bundle of langchain-service/chat (ChatService), minified", median_ms: ms, ratio: ours.min / anchor.min, anchor: anchorText, note: `${kb(ours.min)}, @langchain/core bundled in both; ms = esbuild time (ratio = bytes, goal <= 1.2)${left}` },
+    { name: "worker bundle of langchain-service/chat (ChatService), gzip", median_ms: NaN, ratio: ours.gzip / anchor.gzip, anchor: anchorText, note: `${kb(ours.gzip)} gzip -9` },
+  ];
+}

@@ -20,6 +20,7 @@ const sections: Record<string, () => Promise<BenchRow[]>> = {
   memory: async () => (await import("./memory.js")).benchMemory(),
   sse: async () => (await import("./sse.js")).benchSse(),
   package: async () => (await import("./package.js")).benchPackage(),
+  bundle: async () => (await import("./package.js")).benchBundleSize(),
   fleet: async () => (await import("./fleet.js")).benchFleet(),
   embeddings: async () => (await import("./embeddings.js")).benchEmbeddings(),
   live: async () => (await import("./live.js")).benchLive(),

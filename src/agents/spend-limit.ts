@@ -14,7 +14,8 @@
  */
 import type { AgentMiddleware } from "langchain";
 import { AIMessage, ToolMessage, type BaseMessage } from "@langchain/core/messages";
-import { dispatchCustomEvent } from "@langchain/core/callbacks/dispatch";
+import { dispatchCustomEvent } from "@langchain/core/callbacks/dispatch/web";
+import { currentRunConfig } from "../runtime/run-context.js";
 import { z } from "zod";
 import { BudgetExceededError, ConfigurationError, ValidationError } from "../http/errors.js";
 import { SpendBudget } from "../spend/budget.js";
@@ -180,7 +181,8 @@ export function spendLimitMiddleware(options: SpendLimitOptions): SpendLimitMidd
       const threshold = warnAt(run.limitUsd);
       if (run.warned || threshold === undefined || spend.spentUsd < threshold) return { spend };
       const warning: SpendWarning = { budget: budgetOf(run).name, spentUsd: spend.spentUsd, limitUsd: run.limitUsd, warnAtUsd: threshold };
-      await dispatchCustomEvent(SPEND_WARNING_EVENT, warning).catch(() => undefined);
+      const config = currentRunConfig();
+      if (config) await dispatchCustomEvent(SPEND_WARNING_EVENT, warning, config).catch(() => undefined);
       runtime?.writer?.({ type: SPEND_WARNING_EVENT, ...warning });
       return { spend, spendRun: { ...run, warned: true } };
     },

@@ -11,6 +11,7 @@ import type { ServiceResponseHeaders } from "../http/headers.js";
 import { readResponseBytes, readResponseText } from "../http/body.js";
 import type { ServiceFetch } from "./service-fetch.js";
 import type { X402Wallet } from "../x402/wallets.js";
+import { utf8Text } from "../runtime/bytes.js";
 
 export interface RequestOptions {
   method?: string;
@@ -149,9 +150,9 @@ export async function requestMedia(api: Pick<ServiceApi, "fetch" | "brand">, pat
   const contentType = (response.headers.get("content-type") ?? "").split(";")[0]!.trim().toLowerCase();
   if (contentType.includes("json")) {
     try {
-      return { status: response.status, headers, contentType, json: JSON.parse(Buffer.from(bytes).toString("utf8")), rawHeaders: response.headers };
+      return { status: response.status, headers, contentType, json: JSON.parse(utf8Text(bytes)), rawHeaders: response.headers };
     } catch (cause) {
-      throw new ResponseFormatError(`invalid JSON from ${path}`, { body: Buffer.from(bytes).toString("utf8").slice(0, 500), headers, cause });
+      throw new ResponseFormatError(`invalid JSON from ${path}`, { body: utf8Text(bytes).slice(0, 500), headers, cause });
     }
   }
   return { status: response.status, headers, contentType, bytes, rawHeaders: response.headers };

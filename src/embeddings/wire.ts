@@ -8,6 +8,7 @@
  */
 import { ResponseFormatError } from "../http/errors.js";
 import type { ServiceResponseHeaders } from "../http/headers.js";
+import { base64ToBytes, utf8Length } from "../runtime/bytes.js";
 
 /** published: "any array must contain 2048 items or less" */
 export const MAX_BATCH_SIZE = 2048;
@@ -30,7 +31,7 @@ export function batches(texts: readonly string[], size: number, maxBytes = MAX_B
   let bytes = 0;
   for (let i = 0; i < texts.length; i++) {
     const text = texts[i]!;
-    const b = Buffer.byteLength(text, "utf8");
+    const b = utf8Length(text);
     if (current.length > 0 && (current.length >= size || bytes + b > maxBytes)) {
       out.push({ start, texts: current });
       start = i;
@@ -46,7 +47,8 @@ export function batches(texts: readonly string[], size: number, maxBytes = MAX_B
 
 /** little-endian float32 from base64, as plain numbers */
 export function decodeBase64Float32(value: string): number[] {
-  const buf = Buffer.from(value, "base64");
+  const buf = base64ToBytes(value);
+  if (!buf) throw new Error("a base64 embedding is not base64");
   if (buf.length % 4 !== 0) throw new Error(`base64 embedding of ${buf.length} bytes is not a whole number of float32 values`);
   const view = new DataView(buf.buffer, buf.byteOffset, buf.length);
   const out = new Array<number>(buf.length / 4);

@@ -13,6 +13,7 @@ import type { ServiceResponseHeaders } from "../http/headers.js";
 import { checkArgs, requestMedia, type ServiceApi } from "../api/request.js";
 import { readMediaInput, type MediaInput } from "./input.js";
 import { sniffImage, type GeneratedImage } from "./sniff.js";
+import { base64ToBytes, bytesToBase64 } from "../runtime/bytes.js";
 
 /** A file path, bytes, a Blob, or (where the route takes one) an https URL or a `data:image/…;base64,` URL. */
 export type ImageInput = MediaInput;
@@ -105,7 +106,9 @@ async function load(image: ImageInput, what: string, urls: boolean): Promise<Loa
   if (typeof image === "string" && image.startsWith("data:")) {
     const m = DATA_URL.exec(image);
     if (!m) throw new ValidationError(`${what}: a data URL must be data:image/<type>;base64,<data>`);
-    bytes = new Uint8Array(Buffer.from(m[2]!, "base64"));
+    const decoded = base64ToBytes(m[2]!);
+    if (!decoded) throw new ValidationError(`${what}: a data URL must be data:image/<type>;base64,<data>`);
+    bytes = decoded;
     if (bytes.length > MAX_IMAGE_BYTES) throw new ValidationError(`${what} is larger than 25 MB (the service's limit)`);
   } else {
     ({ bytes, filename } = await readMediaInput(image, what, MAX_IMAGE_BYTES));
@@ -122,7 +125,7 @@ async function load(image: ImageInput, what: string, urls: boolean): Promise<Loa
 }
 
 function base64Of(l: Loaded): string {
-  return l.kind === "url" ? l.url : Buffer.from(l.bytes).toString("base64");
+  return l.kind === "url" ? l.url : bytesToBase64(l.bytes);
 }
 
 function filePart(form: FormData, name: string, l: Extract<Loaded, { kind: "bytes" }>): void {

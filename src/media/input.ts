@@ -3,9 +3,9 @@
  * with a size cap before anything is sent: an upload over the service's limit is a ValidationError here, not a
  * 413 after the bytes went out. (Multipart bodies are FormData + Blob, which need the bytes in hand.)
  */
-import { open } from "node:fs/promises";
-import { basename } from "node:path";
 import { ValidationError } from "../http/errors.js";
+import { concatBytes, utf8Bytes } from "../runtime/bytes.js";
+import { nodeFiles } from "../runtime/node.js";
 
 /** A file path, bytes, a Blob, or a stream of bytes (web `ReadableStream` or a Node readable). */
 export type MediaInput = string | Uint8Array | ArrayBuffer | Blob | ReadableStream<Uint8Array> | AsyncIterable<Uint8Array>;
@@ -24,12 +24,12 @@ async function collect(chunks: AsyncIterable<Uint8Array>, what: string, maxBytes
   const parts: Uint8Array[] = [];
   let size = 0;
   for await (const chunk of chunks) {
-    const part = typeof chunk === "string" ? Buffer.from(chunk) : chunk;
+    const part = typeof chunk === "string" ? utf8Bytes(chunk) : chunk;
     size += part.byteLength;
     if (size > maxBytes) throw tooLarge(what, maxBytes);
     parts.push(part);
   }
-  return new Uint8Array(Buffer.concat(parts));
+  return concatBytes(parts);
 }
 
 /** Reads `input` whole, refusing more than `maxBytes` and an empty input (ValidationError, nothing sent). */
@@ -37,6 +37,10 @@ export async function readMediaInput(input: MediaInput, what: string, maxBytes: 
   let out: ReadMedia;
   if (typeof input === "string") {
     if (input === "" || input.includes("\0")) throw new ValidationError(`${what}: not a file path`);
+    const {
+      fs: { open },
+      path: { basename },
+    } = nodeFiles(`${what} given as a file path`);
     let file;
     try {
       file = await open(input, "r");

@@ -25,7 +25,6 @@
  * outlast the time from reserve to commit (payment events, signing: seconds); a dead process holds its
  * reservation for at most that long.
  */
-import { randomUUID } from "node:crypto";
 import type { Cluster, Redis, RedisOptions } from "ioredis";
 import { ConfigurationError, StoreUnavailableError } from "../http/errors.js";
 import { capDetail, dryRunDetail, payeeDetail, round6 } from "./details.js";
@@ -442,7 +441,7 @@ export class RedisStore implements PaymentStore {
 
   async reserveSpend(request: SpendRequest): Promise<SpendOutcome> {
     const { scopes, candidates, now, dryRun } = request;
-    const id = randomUUID();
+    const id = globalThis.crypto.randomUUID();
     const payload = JSON.stringify({
       now,
       dryRun: dryRun === true,

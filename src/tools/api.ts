@@ -18,6 +18,7 @@ import { readResponseBytes } from "../http/body.js";
 import type { ServiceResponseHeaders } from "../http/headers.js";
 import { assertPublicHttpUrl } from "./url-guard.js";
 import { sniffImage, wavDurationSeconds, type GeneratedImage } from "../media/sniff.js";
+import { base64ToBytes, utf8Text } from "../runtime/bytes.js";
 
 export interface CallOptions {
   signal?: AbortSignal;
@@ -162,7 +163,7 @@ export function refuseViolation(headers: ServiceResponseHeaders, path: string): 
 function decodeImage(b64: string, headers: ServiceResponseHeaders): GeneratedImage {
   const text = b64.replace(/^data:[^,]*;base64,/, "");
   if (!/^[A-Za-z0-9+/]*={0,2}$/.test(text)) throw new ResponseFormatError("an image is not base64", { headers });
-  return sniffImage(new Uint8Array(Buffer.from(text, "base64")));
+  return sniffImage(base64ToBytes(text)!); // checked as base64 just above
 }
 
 /** POST /image/generate: the service's own image endpoint (base64 images in JSON). */
@@ -298,7 +299,7 @@ export async function createSpeech(client: ToolClient, parameters: CreateSpeechP
   const audio = await readResponseBytes(response, { what: "/audio/speech", signal: options.signal, headers });
   const contentType = (response.headers.get("content-type") ?? "").split(";")[0]!.trim().toLowerCase();
   if (contentType.includes("json") || audio.length === 0) {
-    throw new ResponseFormatError(`/audio/speech answered ${contentType || "nothing"} instead of audio`, { headers, body: Buffer.from(audio).toString("utf8").slice(0, 500) });
+    throw new ResponseFormatError(`/audio/speech answered ${contentType || "nothing"} instead of audio`, { headers, body: utf8Text(audio).slice(0, 500) });
   }
   const wav = wavDurationSeconds(audio);
   const format: SpeechFormat | "unknown" = wav !== undefined ? "wav" : (FORMAT_OF[contentType] ?? p.format ?? "unknown");

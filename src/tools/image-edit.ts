@@ -13,6 +13,7 @@ import { editImage, MAX_IMAGE_BYTES, multiEditImage, removeBackground, upscaleIm
 import { inputDirsOption, readAllowedFile } from "./input-files.js";
 import { balanceOf, clientOf, guard, outputDirOption, ToolInputError, writeOutputFile, type ServiceToolConnection, type ToolResult } from "./shared.js";
 import { policyRefusal } from "./results.js";
+import { bytesToBase64 } from "../runtime/bytes.js";
 
 export interface ImageEditToolOptions extends ServiceToolConnection {
   /** directory (or directories) the model may name images in (default: `outputDir`) */
@@ -95,7 +96,7 @@ export class ImageEditTool extends StructuredTool<typeof schema> {
         const path = await writeOutputFile(this.outputDir, operation === "edit" ? "edit" : operation === "upscale" ? "upscale" : "cutout", result.extension, result.bytes);
         return [JSON.stringify({ description, path }), { ...meta, path }];
       }
-      const dataUrl = `data:${result.mimeType};base64,${Buffer.from(result.bytes).toString("base64")}`;
+      const dataUrl = `data:${result.mimeType};base64,${bytesToBase64(result.bytes)}`;
       return [JSON.stringify({ description, image: "attached to this tool message as a data URL (artifact.dataUrl); not shown here" }), { ...meta, dataUrl }];
     }, policyRefusal); // a refused prompt is the model's to change: it reads why, no file is written
   }

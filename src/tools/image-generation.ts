@@ -11,6 +11,7 @@ import { ValidationError } from "../http/errors.js";
 import { generateImage } from "./api.js";
 import { awaitShared, balanceOf, clientOf, guard, outputDirOption, ToolInputError, writeOutputFile, type ServiceToolConnection, type ToolResult } from "./shared.js";
 import { policyRefusal } from "./results.js";
+import { bytesToBase64 } from "../runtime/bytes.js";
 
 export interface ImageGenerationToolOptions extends ServiceToolConnection {
   /** image model id (default: the model GET /models?type=image marks `default`) */
@@ -111,7 +112,7 @@ export class ImageGenerationTool extends StructuredTool<typeof schema> {
         const path = await writeOutputFile(this.outputDir, "image", image.extension, image.bytes);
         return [JSON.stringify({ description, path, ...(blurred ? { note: "the service blurred it (safe mode)" } : {}) }), { ...meta, path }];
       }
-      const dataUrl = `data:${image.mimeType};base64,${Buffer.from(image.bytes).toString("base64")}`;
+      const dataUrl = `data:${image.mimeType};base64,${bytesToBase64(image.bytes)}`;
       return [
         JSON.stringify({ description, image: "attached to this tool message as a data URL (artifact.dataUrl); not shown here", ...(blurred ? { note: "the service blurred it (safe mode)" } : {}) }),
         { ...meta, dataUrl },

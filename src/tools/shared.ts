@@ -3,13 +3,12 @@
  * `serviceFetch`, or the same options as `ChatService`), the split between the model's mistakes (answered as
  * `{"error": {...}}` text it can act on) and the system's failures (thrown), and output files.
  */
-import { randomBytes } from "node:crypto";
-import { mkdir, open, realpath } from "node:fs/promises";
-import { isAbsolute, join, relative, resolve } from "node:path";
 import type { ToolParams } from "@langchain/core/tools";
 import { ServiceClient, type ServiceClientOptions } from "../client.js";
 import { ConfigurationError, ValidationError } from "../http/errors.js";
 import type { ServiceResponseHeaders } from "../http/headers.js";
+import { bytesToHex, randomBytes } from "../runtime/bytes.js";
+import { nodeFiles, nodePath } from "../runtime/node.js";
 import { errorContent, guard as guardTool, type ToolResult } from "./results.js";
 
 export { ToolInputError, errorContent, type ToolResult } from "./results.js";
@@ -42,11 +41,14 @@ export function guard(body: () => Promise<ToolResult>, modelsMistake?: (err: unk
   return guardTool(body, (err) => modelsMistake?.(err) ?? ((err as { status?: number })?.status === 403 ? errorContent("FORBIDDEN", (err as Error).message) : undefined));
 }
 
-/** Checks an owner's `outputDir` option (ConfigurationError) and returns it absolute. */
+/**
+ * Checks an owner's `outputDir` option (ConfigurationError) and returns it absolute (where the runtime has
+ * `node:path`; elsewhere writing a file fails with a ConfigurationError when it is tried).
+ */
 export function outputDirOption(dir: unknown): string | undefined {
   if (dir === undefined) return undefined;
   if (typeof dir !== "string" || dir.trim() === "" || dir.includes("\0")) throw new ConfigurationError("outputDir must be a non-empty directory path");
-  return resolve(dir);
+  return nodePath()?.resolve(dir) ?? dir;
 }
 
 /**
@@ -56,9 +58,13 @@ export function outputDirOption(dir: unknown): string | undefined {
  */
 export async function writeOutputFile(dir: string, prefix: string, ext: string, bytes: Uint8Array): Promise<string> {
   if (!/^[a-z0-9-]{1,20}$/.test(prefix) || !/^[a-z0-9]{1,5}$/.test(ext)) throw new ValidationError("bad output file name parts");
+  const {
+    fs: { mkdir, open, realpath },
+    path: { isAbsolute, join, relative },
+  } = nodeFiles("outputDir");
   await mkdir(dir, { recursive: true });
   const stamp = new Date().toISOString().replace(/[-:]/g, "").replace(/\.\d+Z$/, "Z");
-  const path = join(dir, `${prefix}-${stamp}-${randomBytes(4).toString("hex")}.${ext}`);
+  const path = join(dir, `${prefix}-${stamp}-${bytesToHex(randomBytes(4))}.${ext}`);
   const file = await open(path, "wx", 0o644);
   try {
     await file.writeFile(bytes);

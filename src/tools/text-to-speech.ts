@@ -10,6 +10,7 @@ import type { ServiceClient } from "../client.js";
 import { ValidationError } from "../http/errors.js";
 import { createSpeech, listVoices, SPEECH_FORMATS, type SpeechFormat } from "./api.js";
 import { awaitShared, balanceOf, clientOf, guard, outputDirOption, ToolInputError, writeOutputFile, type ServiceToolConnection, type ToolResult } from "./shared.js";
+import { bytesToBase64 } from "../runtime/bytes.js";
 
 export interface TextToSpeechToolOptions extends ServiceToolConnection {
   /** TTS model (default `tts-kokoro`, the service's default) */
@@ -93,7 +94,7 @@ export class TextToSpeechTool extends StructuredTool<typeof schema> {
         const path = await writeOutputFile(this.outputDir, "speech", EXTENSION[res.format] ?? "bin", res.audio);
         return [JSON.stringify({ path, ...summary }), { ...meta, path }];
       }
-      const dataUrl = `data:${res.contentType || "application/octet-stream"};base64,${Buffer.from(res.audio).toString("base64")}`;
+      const dataUrl = `data:${res.contentType || "application/octet-stream"};base64,${bytesToBase64(res.audio)}`;
       return [JSON.stringify({ audio: "attached to this tool message as a data URL (artifact.dataUrl)", ...summary }), { ...meta, dataUrl }];
     });
   }

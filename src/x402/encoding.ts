@@ -1,5 +1,6 @@
 /** Small encoding helpers shared by the client and the emulator. */
 import { decodeBase58, encodeBase58, toBeArray } from "ethers";
+import { base64ToBytes, bytesToBase64, utf8Bytes, utf8Text } from "../runtime/bytes.js";
 
 /**
  * Base58 to bytes of a fixed length. ethers decodes base58 to a bigint (dropping leading zero bytes), so the
@@ -21,12 +22,13 @@ export function base58ToBytes(text: string, length: number): Uint8Array | undefi
 }
 
 export function toBase64Json(value: unknown): string {
-  return Buffer.from(JSON.stringify(value), "utf8").toString("base64");
+  return bytesToBase64(utf8Bytes(JSON.stringify(value)));
 }
 
 export function fromBase64Json<T = unknown>(value: string): T | undefined {
   try {
-    return JSON.parse(Buffer.from(value, "base64").toString("utf8")) as T;
+    const bytes = base64ToBytes(value);
+    return bytes ? (JSON.parse(utf8Text(bytes)) as T) : undefined;
   } catch {
     return undefined;
   }

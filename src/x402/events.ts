@@ -5,9 +5,10 @@
  * inside a run reach it through `dispatchCustomEvent`. `PaymentSpendHandler` sums what was spent.
  */
 import { BaseCallbackHandler } from "@langchain/core/callbacks/base";
-// Loaded with this module, not at the first payment: it installs the async context that `dispatchCustomEvent`
-// reads, which must exist before a run starts for the run to be found.
-import { dispatchCustomEvent } from "@langchain/core/callbacks/dispatch";
+// The web entry: the Node one imports node:async_hooks at load. The run's config is read the way LangGraph's
+// getConfig() reads it (src/runtime/run-context.ts installs the async context where the runtime has one).
+import { dispatchCustomEvent } from "@langchain/core/callbacks/dispatch/web";
+import { currentRunConfig } from "../runtime/run-context.js";
 
 import { PAYMENT_EVENT_NAME } from "./event-name.js";
 export { PAYMENT_EVENT_NAME };
@@ -69,8 +70,11 @@ export async function emitPaymentEvent(
   if (!toLangChain) return;
   try {
     if (listener) await listener(event);
-    // outside a run there is no parent to report to: dispatchCustomEvent throws, which is fine
-    else await dispatchCustomEvent(PAYMENT_EVENT_NAME, event);
+    // outside a run there is no parent to report to
+    else {
+      const config = currentRunConfig();
+      if (config) await dispatchCustomEvent(PAYMENT_EVENT_NAME, event, config);
+    }
   } catch {
     /* no active run, or a failing callback */
   }

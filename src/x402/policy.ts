@@ -199,6 +199,8 @@ export interface Authorization {
 }
 
 let policyIds = 0;
+/** this process among others sharing a store (not process.pid: browsers and workers have no process) */
+const PROCESS_TAG = globalThis.crypto.randomUUID().slice(0, 8);
 
 export class PaymentPolicy {
   readonly amountUsd?: number;
@@ -216,7 +218,7 @@ export class PaymentPolicy {
   readonly approve?: (request: PaymentApprovalRequest) => boolean | Promise<boolean>;
   readonly approvalTimeoutMs: number;
   /** this object's own budget and pins in the store */
-  readonly scopeKey = `policy:${process.pid}.${++policyIds}.${Math.random().toString(36).slice(2, 8)}`;
+  readonly scopeKey = `policy:${PROCESS_TAG}.${++policyIds}.${Math.random().toString(36).slice(2, 8)}`;
   readonly #now: () => number;
 
   constructor(options: PaymentPolicyOptions = {}) {

@@ -7,13 +7,13 @@
  * once and wants `issuedAt` at most 5 minutes old: every attempt, retries included, signs anew.
  */
 import { loadWalletPeer } from "./peers.js";
-import { randomBytes } from "node:crypto";
 import type { AuthProvider } from "../http/fetch-stack.js";
 import { serviceClock } from "../http/clock.js";
 import { ConfigurationError } from "../http/errors.js";
 import { toBase64Json } from "./encoding.js";
 import { normalizeSignInDomain } from "./sign-in-domain.js";
 import { BASE_CHAIN_ID, SOLANA_MAINNET, isX402Wallet, type X402Wallet } from "./wallets.js";
+import { bytesToHex, randomBytes } from "../runtime/bytes.js";
 
 export const SIWX_HEADER = "SIGN-IN-WITH-X";
 export const SIWX_LEGACY_HEADER = "X-Sign-In-With-X";
@@ -56,7 +56,7 @@ export interface SiwxOptions {
 
 /** 16 hex digits: SIWE wants at least 8 alphanumerics, the service's docs show 16 hex. */
 export function siwxNonce(): string {
-  return randomBytes(8).toString("hex");
+  return bytesToHex(randomBytes(8));
 }
 
 /** Solana SIWX text (CAIP-122 form, as `@x402/extensions` formats it). */

@@ -5,7 +5,6 @@
  */
 import { loadWalletPeer } from "./peers.js";
 import { createPrivateKey, createPublicKey, generateKeyPairSync, sign as nodeSign, type KeyObject } from "node:crypto";
-import { inspect } from "node:util";
 import { Wallet as EthersWallet, getAddress, isHexString, encodeBase58, type Signer, type TypedDataField } from "ethers";
 import { ConfigurationError } from "../http/errors.js";
 import { base58ToBytes } from "./encoding.js";
@@ -113,7 +112,7 @@ export class EvmWallet implements X402Wallet {
   toString() {
     return `EvmWallet(${this.address})`;
   }
-  [inspect.custom]() {
+  [Symbol.for("nodejs.util.inspect.custom")]() {
     return this.toString();
   }
 }
@@ -199,7 +198,7 @@ export class SolanaWallet implements X402Wallet {
   toString() {
     return `SolanaWallet(${this.address})`;
   }
-  [inspect.custom]() {
+  [Symbol.for("nodejs.util.inspect.custom")]() {
     return this.toString();
   }
 }

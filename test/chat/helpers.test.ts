@@ -1,20 +1,14 @@
 /** Pure helpers: service parameters, model suffixes, citations, think tags, reasoning details, usage, SSE. */
 import { describe, expect, it } from "vitest";
 import {
-  SERVICE_PARAMETER_KEYS,
-  ServiceParametersSchema,
   buildModelId,
   mapCitations,
-  mergeReasoningDetails,
-  parseModelId,
-  parseSseJson,
-  searchDocumentsFromArguments,
-  splitThinkTags,
-  ThinkTagSplitter,
-  toUsageMetadata,
-  toWireServiceParameters,
-  validateServiceParameters,
 } from "../../src/chat/index.js";
+import { SERVICE_PARAMETER_KEYS, ServiceParametersSchema, toWireServiceParameters, validateServiceParameters } from "../../src/chat/service-parameters.js";
+import { mergeReasoningDetails, searchDocumentsFromArguments, toUsageMetadata } from "../../src/chat/convert.js";
+import { parseModelId } from "../../src/chat/model-id.js";
+import { parseSseJson } from "../../src/chat/sse.js";
+import { splitThinkTags, ThinkTagSplitter } from "../../src/chat/think-tags.js";
 import { StreamError, ValidationError } from "../../src/http/errors.js";
 
 describe("service parameters", () => {

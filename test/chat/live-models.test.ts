@@ -6,9 +6,11 @@
  * refused unsent thereafter, and a deprecation is surfaced (profile, one warning) and followed only on request.
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from "vitest";
-import { ChatService, resetDeprecationWarnings, type ChatServiceInput } from "../../src/chat/index.js";
+import { ChatService, type ChatServiceInput } from "../../src/chat/index.js";
+import { resetDeprecationWarnings } from "../../src/chat/model-checks.js";
 import { startEmulator, type Emulator } from "langchain-service-emulator";
-import { ModelAccessDeniedError, ModelOfflineError, UnsupportedCapabilityError, UnsupportedParameterError, resetModelRecords } from "../../src/index.js";
+import { ModelAccessDeniedError, ModelOfflineError, UnsupportedCapabilityError, UnsupportedParameterError } from "../../src/index.js";
+import { resetModelRecords } from "../../src/models/records.js";
 
 let emu: Emulator;
 beforeAll(async () => {

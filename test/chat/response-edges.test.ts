@@ -5,7 +5,8 @@
  */
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { AIMessageChunk } from "@langchain/core/messages";
-import { ChatService, resetDeprecationWarnings } from "../../src/chat/index.js";
+import { ChatService } from "../../src/chat/index.js";
+import { resetDeprecationWarnings } from "../../src/chat/model-checks.js";
 import { ResponseFormatError, StreamError } from "../../src/http/errors.js";
 import { chunk, completion, json, sse, startFixtureServer, type FixtureServer } from "./fixture-server.js";
 

@@ -9,7 +9,8 @@ import { z as z3 } from "zod/v3";
 import { StructuredTool, tool } from "@langchain/core/tools";
 import { AIMessage, HumanMessage, SystemMessage, ToolMessage } from "@langchain/core/messages";
 import { RunnableBinding } from "@langchain/core/runnables";
-import { ChatService, toWireMessages } from "../../src/chat/index.js";
+import { ChatService } from "../../src/chat/index.js";
+import { toWireMessages } from "../../src/chat/convert.js";
 import { AbortError, ConfigurationError, ValidationError } from "../../src/http/errors.js";
 
 const BASE = "http://127.0.0.1:9/api/v1"; // discard port: nothing must be sent in these tests

@@ -16,10 +16,10 @@ import {
   ServiceClient,
   TimeoutError,
   createServiceFetch,
-  errorFromResponse,
   parseServiceHeaders,
-  toNumber,
 } from "../../src/index.js";
+import { errorFromResponse } from "../../src/http/status-errors.js";
+import { toNumber } from "../../src/http/headers.js";
 
 interface Seen {
   url: string;

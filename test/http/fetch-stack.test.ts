@@ -19,10 +19,10 @@ import {
   NetworkError,
   ConfigurationError,
   createServiceFetch,
-  responseHeaders,
   ServiceClient,
   type FetchLike,
 } from "../../src/index.js";
+import { responseHeaders } from "../../src/http/fetch-stack.js";
 
 const SECRET = "sk-emu-topsecret-0123456789";
 

@@ -9,12 +9,12 @@ import { Wallet } from "ethers";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   ChatService,
-  DEFAULT_MAX_REQUEST_BYTES,
   PayloadTooLargeError,
   ServiceClient,
   ServiceEmbeddings,
   createServiceFetch,
 } from "../../src/index.js";
+import { DEFAULT_MAX_REQUEST_BYTES } from "../../src/http/request-size.js";
 import { countUtf8 } from "../../src/http/request-size.js";
 import { startEmulator, type Emulator } from "langchain-service-emulator";
 import { EvmWallet } from "../../src/x402/wallets.js";

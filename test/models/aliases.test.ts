@@ -6,7 +6,8 @@
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { startEmulator, type Emulator } from "langchain-service-emulator";
-import { ChatService, ServiceClient, ServiceEmbeddings, costOf, resetModelRecords } from "../../src/index.js";
+import { ChatService, ServiceClient, ServiceEmbeddings, costOf } from "../../src/index.js";
+import { resetModelRecords } from "../../src/models/records.js";
 import { BadRequestError, BudgetExceededError, ModelNotFoundError } from "../../src/http/errors.js";
 import { SpendBudget } from "../../src/spend/budget.js";
 

@@ -5,7 +5,8 @@
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { startEmulator, type Emulator } from "langchain-service-emulator";
-import { ServiceClient, ValidationError, createServiceFetch, modelRecordsFor, resetModelRecords, type FetchLike } from "../../src/index.js";
+import { ServiceClient, ValidationError, createServiceFetch, type FetchLike } from "../../src/index.js";
+import { modelRecordsFor, resetModelRecords } from "../../src/models/records.js";
 
 let emu: Emulator;
 beforeAll(async () => {

@@ -7,7 +7,8 @@
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { startEmulator, type Emulator } from "langchain-service-emulator";
-import { createServiceFetch, modelFacts, modelPricing, modelRecordsFor, resetModelRecords } from "../../src/index.js";
+import { createServiceFetch, modelFacts, modelPricing } from "../../src/index.js";
+import { modelRecordsFor, resetModelRecords } from "../../src/models/records.js";
 import { startFixtureServer, type FixtureServer } from "../chat/fixture-server.js";
 
 let emu: Emulator;

@@ -5,7 +5,8 @@
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { startEmulator, MODELS, type Emulator } from "langchain-service-emulator";
-import { AbortError, EvmWallet, NotFoundError, ResponseFormatError, ServiceClient, modelPricing, modelRecordsFor, resetModelRecords, createServiceFetch, type FetchLike } from "../../src/index.js";
+import { AbortError, EvmWallet, NotFoundError, ResponseFormatError, ServiceClient, modelPricing, createServiceFetch, type FetchLike } from "../../src/index.js";
+import { modelRecordsFor, resetModelRecords } from "../../src/models/records.js";
 import { startFixtureServer, type FixtureServer } from "../chat/fixture-server.js";
 
 /** A base fetch recording the GETs of `/models` that reach the wire, with their credential headers. */

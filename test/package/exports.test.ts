@@ -1,0 +1,61 @@
+/**
+ * The public API on purpose: each entry point exports an explicit list (no `export *`), and the runtime names
+ * each one exports are written out here, sorted, so that a name cannot appear or vanish unnoticed. Adding a
+ * public name means adding it here (and to the README where users read about it); a name only tests need is
+ * imported by the tests from its source file, not from an entry.
+ */
+import { readFileSync } from "node:fs";
+import { describe, expect, it } from "vitest";
+
+const ENTRIES: Record<string, string[]> = {
+  "src/index.ts": [
+    "AbortError", "AbuseBlockError", "AudioGenerationTool", "AuthenticationError", "BadRequestError",
+    "BudgetExceededError", "CharacterNotFoundError", "ChatService", "ConfigurationError", "ContentFilterError",
+    "ContentPolicyError", "ContentViolationError", "ContractReadTool", "CreditBelowQuoteError", "CryptoNetworksTool",
+    "CryptoRpcTool", "CryptoRpcToolkit", "Erc20BalanceTool", "EvmWallet", "GatewayTimeoutError", "ImageEditTool",
+    "ImageGenerationTool", "InBandStreamError", "InsufficientBalanceError", "JobCancelledError", "JobFailedError",
+    "JobOutcomeUnknownError", "LatestBlockTool", "MemoryStore", "MessageRefusedError", "ModelAccessDeniedError",
+    "ModelNotFoundError", "ModelOfflineError", "ModelOverloadedError", "NativeBalanceTool", "NetworkError",
+    "NotFoundError", "PayloadTooLargeError", "PaymentFailedError", "PaymentNotCurableError", "PaymentPolicy",
+    "PaymentPolicyError", "PaymentRequiredError", "PaymentSpendHandler", "PaymentsUnavailableError",
+    "PermissionDeniedError", "ProOnlyModelError", "QuoteRefusedError", "RateLimitError", "RedirectError",
+    "ResponseFormatError", "ResponseTooLargeError", "SPEND_LIMIT_KEY", "SPEND_WARNING_EVENT", "ServerError",
+    "ServiceClient", "ServiceEmbeddings", "ServiceError", "SolanaWallet", "SpendBudget", "SpendLog",
+    "StoreUnavailableError", "StreamError", "TextToSpeechTool", "TimeoutError", "ToolInputError",
+    "TopUpRejectedError", "TransactionStatusTool", "TranscriptionTool", "USDC_BASE", "UnexpectedStatusError",
+    // the proxy's method rules, networks, the brand's header names and the wallet constants the emulator package shares
+    "NODE_KEYS_REASON", "SIWX_HEADER", "SIWX_LEGACY_HEADER", "SOLANA_MAINNET", "USDC_SOLANA", "brandNames", "describeNetwork",
+    "isFilterOrSubscription", "methodTier", "needsNodeKeys", "sniffAudio", "unsupportedReason",
+    // smart accounts (ERC-1271 / ERC-6492)
+    "smartAccountSigner",
+    "UnsafeUrlError", "UnsupportedCapabilityError", "UnsupportedNetworkError", "UnsupportedParameterError",
+    "ValidationError", "VideoGenerationTool", "WebScrapeTool", "WebSearchTool", "buildModelId", "costOf",
+    "createClonedVoice", "createEthersProvider", "createServiceFetch", "createSiwxHeader", "createSolanaConnection",
+    "createSpeech", "cryptoRpc", "editImage", "generateImage", "getCharacter", "getUsage", "getX402Transactions",
+    "inBandErrorOf", "listCharacters", "listVoices", "mapCitations", "modelFacts", "modelOfSku", "modelPricing",
+    "multiEditImage", "parseServiceHeaders", "paymentApprovalMiddleware", "removeBackground", "responseHeadersOf",
+    "retryAfterMs", "runJob", "simpleGenerateImage", "spendLimitMiddleware", "topUp", "transcribe", "upscaleImage",
+    "webScrape", "webSearch", "webSearchCitations", "webSearchDocuments", "withX402",
+  ],
+  "src/chat/index.ts": [
+    "ChatService", "MessageRefusedError", "buildModelId", "costOf", "inBandErrorOf", "mapCitations",
+    "responseHeadersOf", "webSearchCitations", "webSearchDocuments",
+  ],
+  "src/redis/index.ts": [
+    "RedisStore", "StoreUnavailableError",
+  ],
+};
+
+describe("entry points export explicit lists", () => {
+  for (const [entry, expected] of Object.entries(ENTRIES)) {
+    it(`${entry} exports exactly its listed runtime names`, async () => {
+      const mod = (await import(`../../${entry}`)) as Record<string, unknown>;
+      expect(Object.keys(mod).sort()).toEqual([...expected].sort());
+    });
+
+    it(`${entry} re-exports nothing wholesale (no export *)`, () => {
+      const source = readFileSync(new URL(`../../${entry}`, import.meta.url), "utf8");
+      expect(source.match(/^export \*.*$/gm) ?? []).toEqual([]);
+    });
+  }
+});
