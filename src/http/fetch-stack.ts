@@ -39,7 +39,8 @@ import type { LimitStore } from "./shared-limits.js";
 import { validateHints, validateStackOptions } from "./options.js";
 import { DEFAULT_MAX_REQUEST_BYTES, checkRequestSize, requestHeader } from "./request-size.js";
 import { checkIdempotencyKey } from "./idempotency-key.js";
-import { defaultFetch } from "./node-fetch.js";
+// the base: undici on Node, the runtime's fetch elsewhere, picked by the `node` export condition (base.node.ts)
+import { defaultFetch } from "#base";
 
 export type { FetchLayer, FetchLike, ServiceRequestHints, ServiceRequestInit } from "./types.js";
 
@@ -85,7 +86,7 @@ export interface TransportOptions {
    * PayloadTooLargeError, as the service would answer 413 (default 35 MiB, the service's "35 MB"; `Infinity`: no check)
    */
   maxRequestBytes?: number;
-  /** the underlying fetch (default: `globalThis.fetch`, sent over `node:http(s)` on Node where it can be: node-fetch.ts) */
+  /** the underlying fetch (default: `globalThis.fetch`; on Node, undici's `request()` where it can be: base.node.ts) */
   fetch?: FetchLike;
   /** retry policy; `false` or `{ maxRetries: 0 }` turns retries off */
   retry?: Partial<RetryOptions> | false;

@@ -90,6 +90,19 @@ export function asksForStream(body: unknown): boolean {
   }
 }
 
+/**
+ * The request broke on a kept-alive socket the server closed as it was picked, before any answer: undici's
+ * "other side closed" (or a reset, a broken pipe) on a socket that had carried an earlier answer (it had read
+ * bytes). The server never answered it: re-sent once, on a fresh socket, as Node's documentation advises. A
+ * fresh socket that breaks is not this (the request may have reached the service: at-most-once for paid calls).
+ */
+export function droppedKeptAliveSocket(err: unknown): boolean {
+  for (let e = err as { code?: string; socket?: { bytesRead?: number }; cause?: unknown } | undefined, depth = 0; e && depth < 4; e = e.cause as typeof e, depth++) {
+    if (e.code === "UND_ERR_SOCKET" || e.code === "ECONNRESET" || e.code === "EPIPE") return (e.socket?.bytesRead ?? 0) > 0;
+  }
+  return false;
+}
+
 /** A body that can be sent only once (a stream, an async iterable): never re-sent blindly. */
 export function isOneShotBody(body: unknown): boolean {
   return (
@@ -120,6 +133,8 @@ export function retryLayer(options: Partial<RetryOptions>, _brand: string): Fetc
     /** "too many in flight" answers so far, and the time spent waiting after them */
     let inFlightRefusals = 0;
     let inFlightWaitedMs = 0;
+    /** a request broken on a dropped kept-alive socket was re-sent already */
+    let resentOnFreshSocket = false;
     for (let attempt = 0; ; attempt++) {
       let response: Response;
       try {
@@ -130,7 +145,13 @@ export function retryLayer(options: Partial<RetryOptions>, _brand: string): Fetc
         if (last && err instanceof AbuseBlockError && err.source === "client") {
           return new Response(last.text, { status: last.status, statusText: last.statusText, headers: last.headers });
         }
-        // An abort is final; transport errors are not retried either, since the request may have reached
+        // one that never reached the service (a kept-alive socket dropped under it): once more, not an attempt
+        if (!resentOnFreshSocket && !init?.signal?.aborted && droppedKeptAliveSocket(err)) {
+          resentOnFreshSocket = true;
+          attempt--;
+          continue;
+        }
+        // An abort is final; other transport errors are not retried either, since the request may have reached
         // the service (at-most-once for paid calls).
         throw err;
       }
