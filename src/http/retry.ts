@@ -14,7 +14,8 @@
  * 504 of a streaming request, while a 504 of any other request is final: the service timed it out, the same
  * request would time out again, and the error says to stream. 400/401/402 and other statuses are never retried
  * here (blind retries of client errors count towards the abuse block). Only the response headers decide; a
- * response handed back to the caller is never retried, so a stream already partly read is never re-sent.
+ * response handed back to the caller is never retried, so a stream already partly read is never re-sent. A
+ * request broken on a kept-alive socket the server dropped before answering is re-sent once (`droppedKeptAliveSocket`).
  */
 import { AbuseBlockError, abortErrorOf } from "./errors.js";
 import { saysModelOffline } from "./model-errors.js";
