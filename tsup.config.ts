@@ -1,7 +1,16 @@
 import { defineConfig } from "tsup";
 
 export default defineConfig({
-  entry: { index: "src/index.ts", "chat/index": "src/chat/index.ts", "redis/index": "src/redis/index.ts" },
+  entry: {
+    index: "src/index.ts",
+    "chat/index": "src/chat/index.ts",
+    "redis/index": "src/redis/index.ts",
+    // the two bases, each its own file: `#base` stays an import in the output, and package.json's `imports` picks
+    // one by condition where the package is used (a worker's or a browser's bundler takes `default`, never undici)
+    "http/base": "src/http/base.ts",
+    "http/base.node": "src/http/base.node.ts",
+  },
+  external: ["#base"],
   format: ["esm", "cjs"],
   dts: true,
   sourcemap: true,

@@ -1,8 +1,8 @@
 /**
  * ChatService overhead, in one run on loopback: sequential `invoke` and consuming a 1000-chunk stream, four
  * ways — `ChatService`, the raw `openai` SDK, `ChatOpenAI`, and a bare `fetch` (with a plain SSE split +
- * `JSON.parse` on the stream); `invoke` also a bare POST over `node:http`, the floor of ChatService's own base on
- * Node (src/http/node-fetch.ts: fetch itself costs more than a whole ChatService call). Ratios are against the
+ * `JSON.parse` on the stream); `invoke` also a bare POST over `node:http`, the floor on Node (ChatService's base
+ * there is undici's `request()`, src/http/base.node.ts: fetch itself costs more than a whole ChatService call). Ratios are against the
  * raw SDK, which sends with fetch. Then what each feature costs when it is on,
  * as a ratio to the API-key case, interleaved with it: a wallet with credit (SIWX signed per request), a
  * `RedisStore` (pacing and guard windows in Redis; skipped without a redis-server), a `SpendBudget`.
@@ -192,7 +192,7 @@ export async function benchChat(opts: { iterations?: number; streams?: number; r
     );
 
     const anchors: Record<string, Record<string, string>> = {
-      invoke: { ChatOpenAI: "1.20x SDK", "bare fetch": "SDK = 1.67x fetch", ChatService: "goal <= 0.9x SDK", "bare node:http": "the floor of ChatService's base on Node" },
+      invoke: { ChatOpenAI: "1.20x SDK", "bare fetch": "SDK = 1.67x fetch", ChatService: "goal <= 0.9x SDK", "bare node:http": "the floor on Node" },
       stream: { ChatOpenAI: "1.81x SDK", "bare fetch": "SDK ~ 5x fetch", ChatService: "goal <= 1.0x SDK" },
     };
     const rows: BenchRow[] = [];

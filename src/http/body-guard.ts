@@ -9,8 +9,8 @@
  * - `maxResponseBytes`: the largest non-stream body read (streams are capped per event by the SSE parser,
  *   `maxEventBytes`).
  *
- * A body is read only when its consumer reads (a slow consumer is never "idle"), with one lazily re-armed timer
- * instead of a timer per chunk.
+ * The bounds wrap the body's stream (a plain `Response` built on it), read only when its consumer reads (a slow
+ * consumer is never "idle"), with one lazily re-armed timer instead of a timer per chunk.
  */
 import { ConfigurationError, ResponseTooLargeError, TimeoutError, ValidationError, abortErrorOf } from "./errors.js";
 import type { FetchLike } from "./types.js";
@@ -126,48 +126,19 @@ export interface BodyGuardOptions {
 
 const NULL_BODY_STATUSES = new Set([204, 205, 304]);
 
-/** What a guarded read pulls a body from: a body stream's reader, or the Node base's own chunks (node-fetch.ts). */
-export interface ChunkSource {
-  read(): Promise<ReadableStreamReadResult<Uint8Array>>;
-  cancel(reason?: unknown): Promise<void>;
-}
-
 /**
- * A response that can hand its body over as chunks, with no web stream made for it (the Node base's): the guard
- * reads through this when present. It takes the body, once; undefined: no body.
- */
-export const BODY_CHUNKS = Symbol("serviceBodyChunks");
-type Chunked = Response & { [BODY_CHUNKS]?: () => ChunkSource | undefined };
-
-const nativeBody = Object.getOwnPropertyDescriptor(Response.prototype, "body")!.get!;
-
-/** Opens a response's own body (past any getter the guard put on it), once, when a read first needs it. */
-function opener(response: Response): () => ChunkSource {
-  let source: ChunkSource | undefined;
-  return () => {
-    if (source) return source;
-    const chunks = (response as Chunked)[BODY_CHUNKS];
-    if (chunks) return (source = chunks.call(response) ?? EMPTY);
-    const body = nativeBody.call(response) as ReadableStream<Uint8Array> | null;
-    return (source = body ? body.getReader() : EMPTY);
-  };
-}
-
-const EMPTY: ChunkSource = { read: () => Promise.resolve({ done: true, value: undefined }), cancel: () => Promise.resolve() };
-
-/**
- * The response with its body bounded by idle time, the deadline and (unless a stream) size. A stream's body is
- * handed on through a guarded pull stream. A non-stream body (JSON, media) is guarded where it is read: its
- * `text()`, `json()`, `arrayBuffer()` and `blob()` read it in one guarded loop, and its `body` is the guarded
- * stream, made only if asked for. Building a stream and a `Response` per request cost about a tenth of a whole
- * loopback chat call; most answers are read whole, once.
+ * The response with its body bounded by idle time, the deadline and (unless a stream) size: a plain `Response`
+ * built on a pull stream that reads the answer's own body only when its consumer reads (a slow consumer is never
+ * idle). Every way of reading it (`text()`, `json()`, `body`, `clone()`) goes through that stream, so the bounds
+ * hold whichever is used; nothing on the answer is patched.
  */
 export function guardBody(response: Response, g: BodyGuardOptions): Response {
   if (response.status < 200 || NULL_BODY_STATUSES.has(response.status)) return response;
-  // the Node base's answer says it has a body without making a stream for it
-  if (!(response as Chunked)[BODY_CHUNKS] && !response.body) return response;
-  if ((response.headers.get("content-type") ?? "").includes("text/event-stream")) return guardedStreamResponse(response, opener(response), g, Infinity);
-  return guardedAtRead(response, opener(response), g);
+  const body = response.body;
+  if (!body) return response;
+  const stream = (response.headers.get("content-type") ?? "").includes("text/event-stream");
+  // streams are capped per event by the SSE parser (maxEventBytes), not as a whole
+  return guardedResponse(response, body, g, stream ? Infinity : g.maxBytes);
 }
 
 function tooLargeError(status: number, maxBytes: number): ResponseTooLargeError {
@@ -177,126 +148,11 @@ function tooLargeError(status: number, maxBytes: number): ResponseTooLargeError 
   );
 }
 
-/** A non-stream response whose reading methods (and `body`, when asked for) keep the guard's bounds. */
-function guardedAtRead(response: Response, source: () => ChunkSource, g: BodyGuardOptions): Response {
-  let open = source;
-  let stream: Response | undefined;
-  const streamed = () => (stream ??= guardedStreamResponse(response, open, g, g.maxBytes));
-  let read: Promise<Uint8Array> | undefined;
-  const bytes = async (): Promise<Uint8Array> => {
-    if (read) throw new TypeError("Body is unusable: Body has already been read");
-    // `body` was asked for (to cancel it, or to hand it on): what is left is read through that guarded stream
-    if (stream) return new Uint8Array(await stream.arrayBuffer());
-    return (read = readGuarded(response, open, g));
-  };
-  const decoder = () => new TextDecoder();
-  // the response's own clone (the Node base's tees its body), before this guard's replaces it
-  const ownClone = response.clone;
-  Object.defineProperties(response, {
-    body: { get: () => streamed().body, configurable: true },
-    bodyUsed: { get: () => (stream ? stream.bodyUsed : read !== undefined), configurable: true },
-    text: { value: async () => decoder().decode(await bytes()), configurable: true },
-    json: { value: async () => JSON.parse(decoder().decode(await bytes())) as unknown, configurable: true },
-    arrayBuffer: {
-      value: async () => {
-        const b = await bytes();
-        return b.byteOffset === 0 && b.byteLength === b.buffer.byteLength ? b.buffer : b.slice().buffer;
-      },
-      configurable: true,
-    },
-    // a clone tees the body: both halves stay guarded
-    clone: {
-      value: () => {
-        if (stream) return stream.clone();
-        if (read) throw new TypeError("Response.clone: Body has already been consumed.");
-        const copy = ownClone.call(response);
-        open = opener(response);
-        return guardedAtRead(copy, opener(copy), g);
-      },
-      configurable: true,
-    },
-    blob: { value: async () => new Blob([(await bytes()) as Uint8Array<ArrayBuffer>], { type: response.headers.get("content-type") ?? "" }), configurable: true },
-  });
-  return response;
-}
-
-/** Reads a whole body within the guard's bounds, in one loop: no stream or Response made for it. */
-async function readGuarded(response: Response, open: () => ChunkSource, g: BodyGuardOptions): Promise<Uint8Array> {
-  const maxBytes = g.maxBytes;
-  const declared = Number(response.headers.get("content-length") ?? NaN);
-  let failWith!: (err: unknown) => void;
-  const failed = new Promise<never>((_, reject) => (failWith = reject));
-  failed.catch(() => undefined);
-  let finished = false;
-  const reader = open();
-  const fail = (err: unknown) => {
-    if (finished) return;
-    finished = true;
-    failWith(err);
-    g.abort(err);
-    reader.cancel(err).catch(() => undefined);
-  };
-  if (declared > maxBytes) {
-    fail(tooLargeError(response.status, maxBytes));
-    return failed;
-  }
-  let waitingSince = 0;
-  let idleTimer: ReturnType<typeof setTimeout> | undefined;
-  const checkIdle = () => {
-    idleTimer = undefined;
-    if (finished || waitingSince === 0) return;
-    const left = waitingSince + g.idleMs - Date.now();
-    if (left <= 0) fail(new TimeoutError(`no data for ${g.idleMs} ms while reading the response body (idleTimeout)`));
-    else idleTimer = unref(setTimeout(checkIdle, left));
-  };
-  const deadlineTimer = g.deadline ? unref(setTimeout(() => fail(totalTimeoutError(g.deadline!.ms)), Math.max(0, g.deadline.at - Date.now()))) : undefined;
-  const chunks: Uint8Array[] = [];
-  let received = 0;
-  try {
-    for (;;) {
-      waitingSince = Date.now();
-      idleTimer ??= unref(setTimeout(checkIdle, g.idleMs));
-      let chunk: ReadableStreamReadResult<Uint8Array>;
-      try {
-        chunk = await Promise.race([reader.read(), failed]);
-      } catch (err) {
-        if (finished) throw err; // the guard's own failure (idle, deadline, size)
-        throw g.signal?.aborted ? abortErrorOf(g.signal.reason) : err;
-      } finally {
-        waitingSince = 0;
-      }
-      if (chunk.done) break;
-      received += chunk.value.byteLength;
-      if (received > maxBytes) {
-        fail(tooLargeError(response.status, maxBytes));
-        return await failed;
-      }
-      chunks.push(chunk.value);
-    }
-  } finally {
-    finished = true;
-    if (idleTimer !== undefined) clearTimeout(idleTimer);
-    if (deadlineTimer !== undefined) clearTimeout(deadlineTimer);
-  }
-  return joinChunks(chunks, received);
-}
-
-/** The chunks of a body as one array (the one chunk itself when there is one). */
-export function joinChunks(chunks: Uint8Array[], size: number): Uint8Array {
-  if (chunks.length === 1) return chunks[0]!;
-  const out = new Uint8Array(size);
-  let at = 0;
-  for (const c of chunks) {
-    out.set(c, at);
-    at += c.byteLength;
-  }
-  return out;
-}
-
-/** The response with its body handed on through a guarded pull stream (streams; a non-stream body asked for as a stream). */
-function guardedStreamResponse(response: Response, open: () => ChunkSource, g: BodyGuardOptions, maxBytes: number): Response {
+/** A `Response` like `response` whose body is `source` read through the guard's bounds. */
+function guardedResponse(response: Response, source: ReadableStream<Uint8Array>, g: BodyGuardOptions, maxBytes: number): Response {
   const tooLarge = () => tooLargeError(response.status, maxBytes);
-  let reader: ChunkSource | undefined;
+  let reader: ReadableStreamDefaultReader<Uint8Array> | undefined;
+  const open = () => (reader ??= source.getReader());
   let out!: ReadableStreamDefaultController<Uint8Array>;
   let received = 0;
   /** when the pending read started; 0: no read pending */
@@ -315,7 +171,7 @@ function guardedStreamResponse(response: Response, open: () => ChunkSource, g: B
     finish();
     out.error(err);
     g.abort(err);
-    (reader ?? open()).cancel(err).catch(() => undefined);
+    open().cancel(err).catch(() => undefined);
   };
   // One timer, re-armed only when it fires: no timer work per chunk.
   const checkIdle = () => {
@@ -338,12 +194,12 @@ function guardedStreamResponse(response: Response, open: () => ChunkSource, g: B
         }
       },
       async pull(controller) {
-        reader ??= open();
+        const r = open();
         waitingSince = Date.now();
         idleTimer ??= unref(setTimeout(checkIdle, g.idleMs));
         let read: ReadableStreamReadResult<Uint8Array>;
         try {
-          read = await reader.read();
+          read = await r.read();
         } catch (err) {
           if (finished) return;
           finish();
@@ -364,7 +220,7 @@ function guardedStreamResponse(response: Response, open: () => ChunkSource, g: B
       },
       cancel(reason) {
         finish();
-        return (reader ?? open()).cancel(reason);
+        return open().cancel(reason);
       },
     },
     { highWaterMark: 0 },

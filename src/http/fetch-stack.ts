@@ -66,7 +66,7 @@ export interface TransportOptions {
    * PayloadTooLargeError, as the service would answer 413 (default 35 MiB, the service's "35 MB"; `Infinity`: no check)
    */
   maxRequestBytes?: number;
-  /** the underlying fetch (default: `globalThis.fetch`, sent over `node:http(s)` on Node where it can be: node-fetch.ts) */
+  /** the underlying fetch (default: `globalThis.fetch`; on Node, undici's `request()` where it can be: base.node.ts) */
   fetch?: FetchLike;
   /** retry policy; `false` or `{ maxRetries: 0 }` turns retries off */
   retry?: Partial<RetryOptions> | false;

@@ -99,3 +99,16 @@ export const routeRateLimited429 = (status: number): boolean => status === 429;
 
 /** `409 PAYMENT_IN_PROGRESS`: the payment is settling (or settled): the balance tells which, then the same bytes later. */
 export const settling409 = (status: number): boolean => status === 409;
+
+/**
+ * The request broke on a kept-alive socket the server closed as it was picked, before any answer: undici's
+ * "other side closed" (or a reset, a broken pipe) on a socket that had carried an earlier answer (it had read
+ * bytes). The server never answered it: re-sent once, on a fresh socket, as Node's documentation advises. A
+ * fresh socket that breaks is not this (the request may have reached the service: at-most-once for paid calls).
+ */
+export function droppedKeptAliveSocket(err: unknown): boolean {
+  for (let e = err as { code?: string; socket?: { bytesRead?: number }; cause?: unknown } | undefined, depth = 0; e && depth < 4; e = e.cause as typeof e, depth++) {
+    if (e.code === "UND_ERR_SOCKET" || e.code === "ECONNRESET" || e.code === "EPIPE") return (e.socket?.bytesRead ?? 0) > 0;
+  }
+  return false;
+}

@@ -15,7 +15,8 @@
  * request would time out again, and the error says to stream. 400/401/402 and other statuses are never retried
  * here (blind retries of client errors count towards the abuse block). Only the response headers decide; a
  * response handed back to the caller is never retried, so a stream already partly read is never re-sent.
- * Each of these rules is a named predicate of retry-rules.ts.
+ * A request broken on a kept-alive socket the server dropped before answering is re-sent once
+ * (`droppedKeptAliveSocket`). Each of these rules is a named predicate of retry-rules.ts.
  *
  * Written here rather than on `p-retry` (7.x, a transitive dependency, not ours): it retries thrown errors, so
  * every answer would have to be thrown and rebuilt; its one exponential schedule (factor, `randomize` x1-2) has no
@@ -25,7 +26,7 @@
  */
 import { AbuseBlockError, abortErrorOf } from "./errors.js";
 import { classify429, tooManyKind } from "./refusals.js";
-import { abuse429, inFlight429, isOneShotBody, modelOffline503, overloaded429, serverError5xx } from "./retry-rules.js";
+import { abuse429, droppedKeptAliveSocket, inFlight429, isOneShotBody, modelOffline503, overloaded429, serverError5xx } from "./retry-rules.js";
 import { parseServiceHeaders, rateLimitResetAtMs, retryAfterMs } from "./headers.js";
 import type { FetchLayer } from "./types.js";
 
@@ -100,6 +101,8 @@ export function retryLayer(options: Partial<RetryOptions>, _brand: string): Fetc
     /** "too many in flight" answers so far, and the time spent waiting after them */
     let inFlightRefusals = 0;
     let inFlightWaitedMs = 0;
+    /** a request broken on a dropped kept-alive socket was re-sent already */
+    let resentOnFreshSocket = false;
     for (let attempt = 0; ; attempt++) {
       let response: Response;
       try {
@@ -110,7 +113,13 @@ export function retryLayer(options: Partial<RetryOptions>, _brand: string): Fetc
         if (last && err instanceof AbuseBlockError && err.source === "client") {
           return new Response(last.text, { status: last.status, statusText: last.statusText, headers: last.headers });
         }
-        // An abort is final; transport errors are not retried either, since the request may have reached
+        // one that never reached the service (a kept-alive socket dropped under it): once more, not an attempt
+        if (!resentOnFreshSocket && !init?.signal?.aborted && droppedKeptAliveSocket(err)) {
+          resentOnFreshSocket = true;
+          attempt--;
+          continue;
+        }
+        // An abort is final; other transport errors are not retried either, since the request may have reached
         // the service (at-most-once for paid calls).
         throw err;
       }

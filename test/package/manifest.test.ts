@@ -57,7 +57,8 @@ function importsOf(file: string): Imports {
 
 /** `@scope/name/sub` → `@scope/name`; `name/sub` → `name`; undefined for relative and node builtins. */
 function packageOf(specifier: string): string | undefined {
-  if (specifier.startsWith(".") || specifier.startsWith("node:") || builtinModules.includes(specifier)) return undefined;
+  // `#base`: the package's own import (src/package.json), not a package
+  if (specifier.startsWith(".") || specifier.startsWith("#") || specifier.startsWith("node:") || builtinModules.includes(specifier)) return undefined;
   const parts = specifier.split("/");
   return specifier.startsWith("@") ? parts.slice(0, 2).join("/") : parts[0];
 }
@@ -100,6 +101,8 @@ function eagerPackages(entry: string): Set<string> {
     seen.add(file);
     for (const spec of importsOf(file).static) {
       if (spec.startsWith(".")) walk(resolve(dirname(file), spec.replace(/\.js$/, ".ts")));
+      // a package import, as Node resolves it (the `node` condition: the Node base)
+      else if (spec === "#base") walk(join(ROOT, "src/http/base.node.ts"));
       else {
         const name = packageOf(spec);
         if (name) packages.add(name);
@@ -146,8 +149,8 @@ describe("package.json declares what src uses, and no more", () => {
 });
 
 describe("what each entry point loads", () => {
-  it("langchain-service/chat loads only LangChain, zod and the SSE parser", () => {
-    expect([...eagerPackages("src/chat/index.ts")].sort()).toEqual(["@langchain/core", "@langchain/openai", "eventsource-parser", "zod"]);
+  it("langchain-service/chat loads only LangChain, zod, the SSE parser and (on Node) undici", () => {
+    expect([...eagerPackages("src/chat/index.ts")].sort()).toEqual(["@langchain/core", "@langchain/openai", "eventsource-parser", "undici", "zod"]);
   });
 
   it("langchain-service loads only dependencies and required peers (ethers for the crypto tools and wallets)", () => {

@@ -1,9 +1,10 @@
 /**
- * The innermost layer: the fetch that sends (the `fetch` option, else the default base of node-fetch.ts).
+ * The innermost layer: the fetch that sends (the `fetch` option, else the default base: undici on Node, the
+ * runtime's fetch elsewhere, picked by the `node` export condition through `#base`: base.node.ts / base.ts).
  */
 import { ConfigurationError } from "../errors.js";
 import { describe } from "../options.js";
-import { defaultFetch } from "../node-fetch.js";
+import { defaultFetch } from "#base";
 import type { FetchLike } from "../types.js";
 
 export interface BaseLayerOptions {

@@ -1,6 +1,6 @@
 /**
- * The Node base over HTTPS, as a user meets it against the live service: the certificate is checked (an
- * untrusted one fails as fetch fails), a CA the process trusts (NODE_EXTRA_CA_CERTS) is honoured, and the TLS
+ * The Node base (undici, src/http/base.node.ts) over HTTPS, as a user meets it against the live service: the
+ * certificate is checked (an untrusted one fails as fetch fails), a CA the process trusts (NODE_EXTRA_CA_CERTS) is honoured, and the TLS
  * connection is kept alive. A real TLS server on loopback with a certificate made here by openssl (installed by
  * .ci/run); each client runs in its own process, since the CA list is read at start.
  */
@@ -61,9 +61,10 @@ describe("the Node base over HTTPS", () => {
   it("trusts a CA given in NODE_EXTRA_CA_CERTS, and keeps the TLS connection alive", async () => {
     const before = connections;
     const { ours, theirs } = await child({ NODE_EXTRA_CA_CERTS: join(dir, "cert.pem") });
-    expect(ours).toEqual([{ status: 200, text: '{"secure":true}' }, { status: 200, text: '{"secure":true}' }]);
+    expect(ours).toEqual(Array(4).fill({ status: 200, text: '{"secure":true}' }));
     expect(theirs).toMatchObject({ status: 200 });
-    // two requests of ours on one connection, one of fetch's on its own
-    expect(connections - before).toBe(2);
+    // four requests of ours on at most two connections (undici's pool opens a second one when the next request
+    // comes as the first's socket is still being handed back), one of fetch's on its own
+    expect(connections - before).toBeLessThanOrEqual(3);
   }, 30_000);
 });
