@@ -191,6 +191,13 @@ export async function benchChat(opts: { iterations?: number; streams?: number; r
       rounds,
     );
 
+    // what the consumer got for the 1000 events: ChatService joins the text deltas that arrived in one read
+    const delivered: Record<string, number> = {
+      "openai SDK": await consume(await sdk.chat.completions.create({ model: "bench", messages, stream: true })),
+      ChatOpenAI: await consume(await chatOpenAI.stream("hello")),
+      ChatService: await consume(await chatService.stream("hello")),
+    };
+
     const anchors: Record<string, Record<string, string>> = {
       invoke: { ChatOpenAI: "1.20x SDK", "bare fetch": "SDK = 1.67x fetch", ChatService: "goal <= 0.9x SDK", "bare node:http": "the floor on Node" },
       stream: { ChatOpenAI: "1.81x SDK", "bare fetch": "SDK ~ 5x fetch", ChatService: "goal <= 1.0x SDK" },
@@ -205,7 +212,7 @@ export async function benchChat(opts: { iterations?: number; streams?: number; r
           median_ms: Number(ms.toFixed(4)),
           ratio: Number((ms / sdkMs).toFixed(2)),
           anchor: anchors[kind]?.[name],
-          note: `${(ms / floor).toFixed(2)}x bare fetch${kind === "stream" ? `, ${((ms * 1000) / STREAM_CHUNKS).toFixed(2)} us/chunk` : ""}`,
+          note: `${(ms / floor).toFixed(2)}x bare fetch${kind === "stream" ? `, ${((ms * 1000) / STREAM_CHUNKS).toFixed(2)} us/event${delivered[name] ? `, ${delivered[name]} chunks delivered` : ""}` : ""}`,
         });
       }
     }

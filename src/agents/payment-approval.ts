@@ -61,7 +61,7 @@ export function paymentApprovalMiddleware(options: PaymentApprovalOptions = {}):
 
     wrapModelCall: async (request: any, handler: (request: any) => Promise<any>) => {
       try {
-        return await withRunConfigurable({ [MARK]: token }, () => handler(request));
+        return await withRunConfigurable("PaymentApprovalMiddleware.mark", { [MARK]: token }, () => handler(request));
       } catch (err) {
         if (!ending || !refusedByApproval(err)) throw err;
         return new AIMessage({
@@ -73,7 +73,7 @@ export function paymentApprovalMiddleware(options: PaymentApprovalOptions = {}):
 
     wrapToolCall: async (request: any, handler: (request: any) => Promise<any>) => {
       try {
-        return await withRunConfigurable({ [MARK]: token }, () => handler(request));
+        return await withRunConfigurable("PaymentApprovalMiddleware.mark", { [MARK]: token }, () => handler(request));
       } catch (err) {
         if (!ending || !refusedByApproval(err)) throw err;
         return new ToolMessage({

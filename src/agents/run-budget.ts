@@ -1,29 +1,36 @@
 /**
  * What the agent middleware hands the package's faces, and what it asks before a model call:
- * - `withRunConfigurable`: runs a model or tool call with keys added to the run's `configurable`, as the async
- *   context holds it. Every face finds a run's budget there (`runSpend`), so no tool needs wiring;
+ * - `withRunConfigurable`: runs a model or tool call as a child run whose `configurable` has keys added. Every
+ *   face finds a run's budget there (`runSpend`), so no tool needs wiring;
  * - `CappedBudget`: a run's budget with one tool's own cap in front (both hold each request; either refuses it);
  * - `modelCallWorstCaseUsd`: what the next model call may cost at worst, as the spend layer will reserve it.
  */
 import type { BaseMessage } from "@langchain/core/messages";
-import { AsyncLocalStorageProviderSingleton } from "@langchain/core/singletons";
-import type { RunnableConfig } from "@langchain/core/runnables";
+import { ensureConfig, RunnableLambda } from "@langchain/core/runnables";
 import { ChatService } from "../chat/chat-model.js";
 import { toWireMessages } from "../chat/convert.js";
 import { modelRecordsFor } from "../models/records.js";
 import { SpendBudget, type BudgetReservation } from "../spend/budget.js";
 import { requestShape, worstCaseUsd } from "../spend/estimate.js";
 
-/** Runs `fn` in the current run's context with `patch` added to its `configurable`. */
-export function withRunConfigurable<T>(patch: Record<string, unknown>, fn: () => T): T {
-  const config = (AsyncLocalStorageProviderSingleton.getRunnableConfig() ?? {}) as RunnableConfig;
-  const next = { ...config, configurable: { ...config.configurable, ...patch } };
-  return AsyncLocalStorageProviderSingleton.runWithConfig(next, fn) as T;
+/** tags of the child run: LangSmith and LangGraph's message stream leave a hidden run out */
+const HIDDEN = ["langsmith:hidden"];
+
+/**
+ * Runs `fn` as a child run of the current one (a `RunnableLambda`: LangChain's public way to give code below a
+ * run's config, which is what core's `ensureConfig()` then reads there) with `patch` added to its `configurable`.
+ * The result rides in a box: a lambda would invoke a returned Runnable or drain a returned iterable.
+ */
+export async function withRunConfigurable<T>(name: string, patch: Record<string, unknown>, fn: () => Promise<T>): Promise<T> {
+  const config = ensureConfig();
+  const run = RunnableLambda.from(async () => ({ value: await fn() }));
+  const { value } = await run.invoke(undefined, { ...config, runName: name, tags: [...(config.tags ?? []), ...HIDDEN], configurable: { ...config.configurable, ...patch } });
+  return value;
 }
 
-/** The current run's `configurable` (the async context's), or undefined outside a run. */
+/** The current run's `configurable` (as core's `ensureConfig()` reads the run), or undefined outside a run. */
 export function runConfigurable(): Record<string, unknown> | undefined {
-  return (AsyncLocalStorageProviderSingleton.getRunnableConfig() as RunnableConfig | undefined)?.configurable;
+  return ensureConfig().configurable;
 }
 
 /**

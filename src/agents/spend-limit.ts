@@ -219,7 +219,7 @@ export function spendLimitMiddleware(options: SpendLimitOptions): SpendLimitMidd
       }
       let response;
       try {
-        response = await withRunConfigurable({ budget }, () => handler(request));
+        response = await withRunConfigurable("SpendLimitMiddleware.budget", { budget }, () => handler(request));
       } catch (err) {
         // the transport refused the call after all (a fleet spent the room in between): nothing was sent; the run
         // ends as under "end" (no person to ask about a call already refused), or throws under "error"
@@ -247,7 +247,7 @@ export function spendLimitMiddleware(options: SpendLimitOptions): SpendLimitMidd
       const cap = limit === undefined ? undefined : new SpendBudget({ maxUsd: limit, name: `agent.${run.id}.tool.${name.replace(/[^\w.:-]/g, "_").slice(0, 64)}`, fees: runBudget.fees });
       const budget = cap ? new CappedBudget(runBudget, cap) : runBudget;
       try {
-        return await withRunConfigurable({ budget }, () => handler(request));
+        return await withRunConfigurable("SpendLimitMiddleware.budget", { budget }, () => handler(request));
       } catch (err) {
         if (!(err instanceof BudgetExceededError)) throw err;
         const refusal = (content: string, detail: Record<string, unknown>) =>

@@ -15,18 +15,16 @@
 import { BaseChatModel, type BindToolsInput, type LangSmithParams } from "@langchain/core/language_models/chat_models";
 import { isOpenAITool, type BaseLanguageModelInput, type StructuredOutputMethodOptions } from "@langchain/core/language_models/base";
 import type { ChatModelStreamEvent } from "@langchain/core/language_models/event";
-import type { AIMessageChunk, BaseMessage, ContentBlock } from "@langchain/core/messages";
+import type { AIMessageChunk, BaseMessage } from "@langchain/core/messages";
 import type { ChatGenerationChunk, ChatResult } from "@langchain/core/outputs";
-import { CallbackManager, type CallbackManagerForLLMRun } from "@langchain/core/callbacks/manager";
+import type { CallbackManagerForLLMRun } from "@langchain/core/callbacks/manager";
 import { convertToOpenAITool } from "@langchain/core/utils/function_calling";
-import { ensureConfig, pickRunnableConfigKeys, raceWithSignal, type Runnable, type RunnableConfig } from "@langchain/core/runnables";
-import { AsyncLocalStorageProviderSingleton } from "@langchain/core/singletons";
-import { IterableReadableStream } from "@langchain/core/utils/stream";
+import type { Runnable } from "@langchain/core/runnables";
 import type { InteropZodType } from "@langchain/core/utils/types";
 import type { SerializableSchema } from "@langchain/core/utils/standard_schema";
 
 import { brandNames, DEFAULT_BRAND, type BrandNames } from "../config.js";
-import { spendOf, withConfigurableBudget } from "../spend/call-options.js";
+import { spendOf } from "../spend/call-options.js";
 import { PAYMENT_EVENT_NAME } from "../x402/event-name.js";
 import { responseHeaders } from "../http/fetch-stack.js";
 import { createServiceFetch, faceStackOptions, type ServiceFetch } from "../stack.js";
@@ -45,7 +43,7 @@ import { structuredOutput } from "./structured-output.js";
 import { pickRequestFields, REQUEST_FIELD_NAMES, toWireRequestFields, validateRequestFields, wireToolChoice, type ChatRequestFields } from "./request-fields.js";
 import { checkCapabilities, profileFromRecord, schemaInPrompt, type ServiceModelProfile } from "./profile.js";
 import { checkModelRecord, learnRefusal, modelToSend, warnDeprecatedOnce, withModel } from "./model-checks.js";
-import { citationAnnotations, BLOCK_INDEX, registerContentBlockTranslator } from "./content-blocks.js";
+import { registerContentBlockTranslator, withCitationAnnotations } from "./content-blocks.js";
 import { isEmpty, llmOutputOf, resultFromCompletion, type ChatReadContext } from "./completion.js";
 import { readChatStream, type StreamPiece } from "./stream.js";
 import { askStreamSearchResults } from "./stream-search-results.js";
@@ -109,9 +107,6 @@ function validateProfileOverrides(profile: unknown): Partial<ServiceModelProfile
 
 // the request fields are members of the model (declared once, in ChatRequestFields)
 export interface ChatService extends ChatRequestFields {}
-
-/** Whether the environment alone (tracing variables, configure hooks) gives a run callbacks, and when that was read. */
-const environmentCallbacks = { at: 0, on: false };
 
 export class ChatService extends BaseChatModel<ChatServiceCallOptions, AIMessageChunk> {
   static override lc_name() {
@@ -456,164 +451,15 @@ export class ChatService extends BaseChatModel<ChatServiceCallOptions, AIMessage
     options: this["ParsedCallOptions"],
     runManager?: CallbackManagerForLLMRun,
   ): AsyncGenerator<ChatGenerationChunk> {
+    const chunks = this.#streamChunks(messages, options, runManager);
+    const v1 = !this.disableStreaming && (options.outputVersion ?? this.outputVersion) === "v1";
+    yield* v1 && (options.n ?? this.n ?? 1) === 1 ? withCitationAnnotations(chunks) : chunks;
+  }
+
+  async *#streamChunks(messages: BaseMessage[], options: this["ParsedCallOptions"], runManager?: CallbackManagerForLLMRun): AsyncGenerator<ChatGenerationChunk> {
     for await (const pieces of this.#streamPieces(messages, options, runManager)) {
       for (const piece of pieces) yield piece.chunk;
     }
-  }
-
-  /**
-   * Whether any callback handler or tracer would see this run (the same test the base class makes). With no
-   * handler given anywhere the answer depends only on the environment (tracing variables, configure hooks): read
-   * at most once a second, not on every call.
-   */
-  #hasCallbacks(config: RunnableConfig): boolean | Promise<boolean> {
-    if (config.callbacks === undefined && this.callbacks === undefined && !this.verbose) {
-      const now = Date.now();
-      if (now - environmentCallbacks.at < 1_000) return environmentCallbacks.on;
-      return this.#configuredCallbacks(config).then((on) => {
-        environmentCallbacks.at = now;
-        environmentCallbacks.on = on;
-        return on;
-      });
-    }
-    return this.#configuredCallbacks(config);
-  }
-
-  async #configuredCallbacks(config: RunnableConfig): Promise<boolean> {
-    const manager = await CallbackManager.configure(
-      config.callbacks,
-      this.callbacks,
-      config.tags,
-      this.tags,
-      config.metadata,
-      this.metadata,
-      { verbose: this.verbose },
-    );
-    return manager !== undefined;
-  }
-
-  /**
-   * `invoke()`: with no callback handler, tracer or cache, calls `_generate` directly and shapes the message
-   * exactly as the base class does (generation info and token usage folded into `response_metadata`), without
-   * the run bookkeeping nobody receives. Otherwise the base implementation runs unchanged.
-   */
-  override async invoke(input: BaseLanguageModelInput, given?: Partial<ChatServiceCallOptions>): Promise<AIMessageChunk> {
-    const options = withConfigurableBudget(given);
-    if (this.cache) return super.invoke(input, options);
-    const [config, callOptions] = this._separateRunnableConfigFromCallOptionsCompat(options);
-    // a known answer is used at once: awaiting a plain boolean would cost a turn of the microtask queue
-    const callbacks = this.#hasCallbacks(config);
-    if ((callOptions.outputVersion ?? this.outputVersion) === "v1" || (typeof callbacks === "boolean" ? callbacks : await callbacks)) {
-      return super.invoke(input, options);
-    }
-    const messages = ChatService._convertInputToPromptValue(input).toChatMessages();
-    const result = await this._generate(messages, callOptions);
-    const generation = result.generations[0];
-    if (!generation) throw new ResponseFormatError("response has no choices");
-    const message = generation.message;
-    message.response_metadata = { ...result.llmOutput, ...generation.generationInfo, ...message.response_metadata };
-    return message as AIMessageChunk;
-  }
-
-  /**
-   * `.stream()` as the base's (the first chunk awaited before it returns, so a refused request throws here; each
-   * chunk read in the run's async context; a signal races each read), but with that context entered once for the
-   * stream: the base enters it anew for every chunk, building a callback manager and reading four environment
-   * variables each time, about a sixth of what a chunk costs. With callbacks or a tracer the base runs unchanged.
-   */
-  override async stream(input: BaseLanguageModelInput, given?: Partial<ChatServiceCallOptions>): Promise<IterableReadableStream<AIMessageChunk>> {
-    const options = withConfigurableBudget(given);
-    const config = ensureConfig(options);
-    const callbacks = this.#hasCallbacks(config);
-    if (typeof callbacks === "boolean" ? callbacks : await callbacks) return super.stream(input, options);
-    const generator = this._streamIterator(input, config);
-    const signal = config.signal;
-    const read = () => (signal ? raceWithSignal(generator.next(), signal) : generator.next());
-    const storage = AsyncLocalStorageProviderSingleton.getInstance();
-    let context: unknown;
-    const first = AsyncLocalStorageProviderSingleton.runWithConfig(
-      pickRunnableConfigKeys(config),
-      () => {
-        context = storage.getStore();
-        return read();
-      },
-      true,
-    );
-    await first;
-    let firstUsed = false;
-    const chunks: AsyncGenerator<AIMessageChunk> = {
-      next: () => {
-        if (signal?.aborted) return Promise.reject(signal.reason);
-        if (!firstUsed) {
-          firstUsed = true;
-          return first;
-        }
-        return storage.run(context, read);
-      },
-      return: (value) => generator.return(value),
-      throw: (err) => generator.throw(err),
-      [Symbol.asyncIterator]() {
-        return this;
-      },
-    } as AsyncGenerator<AIMessageChunk>;
-    return IterableReadableStream.fromAsyncGenerator(chunks);
-  }
-
-  /**
-   * `.stream()`: when no callback handler or tracer is configured, yields the chunks without the base class's
-   * per-chunk bookkeeping (a `concat` per chunk to build an end-of-run result nobody receives). Otherwise,
-   * and for `outputVersion: "v1"`, the base implementation runs unchanged.
-   */
-  override async *_streamIterator(
-    input: BaseLanguageModelInput,
-    options?: Partial<ChatServiceCallOptions>,
-  ): AsyncGenerator<AIMessageChunk> {
-    const [config, callOptions] = this._separateRunnableConfigFromCallOptionsCompat(options);
-    if (!this.disableStreaming && (callOptions.outputVersion ?? this.outputVersion) === "v1") {
-      yield* this.#withCitationAnnotations(super._streamIterator(input, options), (callOptions.n ?? this.n ?? 1) === 1);
-      return;
-    }
-    const callbacks = this.#hasCallbacks(config);
-    if (this.disableStreaming || (typeof callbacks === "boolean" ? callbacks : await callbacks)) {
-      yield* super._streamIterator(input, options);
-      return;
-    }
-    const messages = ChatService._convertInputToPromptValue(input).toChatMessages();
-    const signal = callOptions.signal;
-    for await (const pieces of this.#streamPieces(messages, callOptions)) {
-      for (const piece of pieces) {
-        signal?.throwIfAborted();
-        yield piece.chunk.message as AIMessageChunk;
-      }
-    }
-    signal?.throwIfAborted();
-  }
-
-  /**
-   * A v1 stream (core translates each chunk to standard blocks): a stream's citations come on another chunk than
-   * its text, so its last chunk gets the `citation` annotations of the whole text, on a text block with the
-   * stream's text `index` (`concat` merges it into the text block). One choice only: with `n > 1` the chunks
-   * of several answers interleave.
-   */
-  async *#withCitationAnnotations(chunks: AsyncGenerator<AIMessageChunk>, oneChoice: boolean): AsyncGenerator<AIMessageChunk> {
-    let last: AIMessageChunk | undefined;
-    let text = "";
-    let citations: WebSearchCitation[] = [];
-    for await (const chunk of chunks) {
-      if (last) yield last;
-      last = chunk;
-      for (const block of Array.isArray(chunk.content) ? (chunk.content as ContentBlock.Standard[]) : []) {
-        if (block.type === "text" && typeof block.text === "string") text += block.text;
-      }
-      const found = chunk.response_metadata?.web_search_citations;
-      if (Array.isArray(found)) citations = found as WebSearchCitation[];
-    }
-    if (!last) return;
-    const annotations = oneChoice && citations.length ? citationAnnotations(text, citations) : [];
-    if (annotations.length && Array.isArray(last.content)) {
-      last.content = [...(last.content as ContentBlock.Standard[]), { type: "text", text: "", index: BLOCK_INDEX.text, annotations }] as typeof last.content;
-    }
-    yield last;
   }
 
   /** One streamed answer; requested again when it failed in-band transiently (overloaded, an outage) before any content. */

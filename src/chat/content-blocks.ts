@@ -21,6 +21,7 @@
  * stream come on another chunk than its text, so the merged message (`concat`) is where annotations appear.
  */
 import { AIMessage, AIMessageChunk, type BaseMessage, type ContentBlock } from "@langchain/core/messages";
+import type { ChatGenerationChunk } from "@langchain/core/outputs";
 import type { Document } from "@langchain/core/documents";
 import { mapCitations } from "./citations.js";
 import type { WebSearchCitation } from "./service-parameters.js";
@@ -165,4 +166,31 @@ export function registerContentBlockTranslator(provider: string): void {
   const registry = (globalThis as { lc_block_translators_registry?: TranslatorRegistry }).lc_block_translators_registry;
   if (!registry || registry.has(provider)) return;
   registry.set(provider, SERVICE_BLOCK_TRANSLATOR);
+}
+
+/**
+ * A v1 stream (core turns each chunk into standard blocks): a stream's citations come on another chunk than its
+ * text, so its last chunk carries, already as v1 content (core keeps a chunk marked `output_version: "v1"` as it
+ * is), its own blocks and the `citation` annotations of the whole text on a text block with the stream's text
+ * `index`, which `concat` merges into the text block. One choice only: with `n > 1` the answers interleave.
+ */
+export async function* withCitationAnnotations(chunks: AsyncIterable<ChatGenerationChunk>): AsyncGenerator<ChatGenerationChunk> {
+  let last: ChatGenerationChunk | undefined;
+  let text = "";
+  let citations: WebSearchCitation[] = [];
+  for await (const chunk of chunks) {
+    if (last) yield last;
+    last = chunk;
+    for (const part of textOf(chunk.message)) text += part;
+    const found = citationsOf((chunk.message.response_metadata ?? {}) as Record<string, unknown>);
+    if (found.length) citations = found;
+  }
+  if (!last) return;
+  const annotations = citations.length ? citationAnnotations(text, citations) : [];
+  if (annotations.length && AIMessageChunk.isInstance(last.message)) {
+    const message = last.message;
+    message.content = [...toStandardBlocks(message), { type: "text", text: "", index: BLOCK_INDEX.text, annotations }] as typeof message.content;
+    message.response_metadata = { ...message.response_metadata, output_version: "v1" };
+  }
+  yield last;
 }

@@ -1,11 +1,12 @@
 /**
  * What one LangChain call adds to a face's own budget and log: a `budget` call option
  * (`model.invoke(x, { budget })`), a budget in the run's `configurable` (`{ configurable: { budget } }`: it reaches
- * every model and tool of an agent run), and every `SpendLog` among the run's callbacks. A face passes what its
- * call says on the request as `service.spend`; what the run around a request says (the async context of a graph
- * node or chain step: a tool inside an agent) the spend layer reads itself (`runSpend`).
+ * every model and tool of an agent run, chain or graph), and every `SpendLog` among the run's callbacks. A face
+ * passes what its call says on the request as `service.spend`; what the run around a request says (a graph node,
+ * a chain step, a tool inside an agent) the spend layer reads itself (`runSpend`), as core's own
+ * `dispatchCustomEvent` finds its run: `ensureConfig()` with no argument is the run's config.
  */
-import { AsyncLocalStorageProviderSingleton } from "@langchain/core/singletons";
+import { ensureConfig } from "@langchain/core/runnables";
 import { SpendBudget } from "./budget.js";
 import { SpendLog } from "./log.js";
 
@@ -33,23 +34,12 @@ export function spendOf(
 }
 
 /**
- * The call's options with a budget named in its own `configurable` (`model.invoke(x, { configurable: { budget } })`)
- * as its `budget`: LangChain strips `configurable` from a model's call options, and a direct call outside a run has
- * no run context to find it in. Unchanged (the same object) when there is none to move.
- */
-export function withConfigurableBudget<T extends { budget?: unknown; configurable?: Record<string, unknown> }>(options: T | undefined): T | undefined {
-  const budget = options?.configurable?.budget;
-  return budget instanceof SpendBudget && options!.budget === undefined ? { ...options!, budget } : options;
-}
-
-/**
- * The budget and logs of the run a request is made in (LangChain's async context: a graph node, a chain step, a
- * tool inside an agent), or undefined outside one or when it has none. LangChain strips `configurable` from a
- * model's call options; the run's config is here instead.
+ * The budget and logs of the run a request is made in (a graph node, a chain step, a tool inside an agent), or
+ * undefined outside one or when it has none. LangChain strips `configurable` from a model's call options; the
+ * run's config is here instead.
  */
 export function runSpend(): { budgets?: SpendBudget[]; logs?: SpendLog[] } | undefined {
-  const config = AsyncLocalStorageProviderSingleton.getRunnableConfig() as { configurable?: Record<string, unknown>; callbacks?: unknown } | undefined;
-  if (!config) return undefined;
+  const config = ensureConfig();
   const budget = config.configurable?.budget;
   const callbacks = config.callbacks;
   const logs = logsAmong(Array.isArray(callbacks) ? callbacks : (callbacks as HandlersLike | undefined)?.handlers);

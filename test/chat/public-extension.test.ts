@@ -1,0 +1,83 @@
+/**
+ * `ChatService` is a plain LangChain chat model: it implements `_generate`, `_streamResponseChunks`,
+ * `invocationParams` and the other documented hooks, overrides none of the public run methods, and no source file
+ * reaches into core's internals (its async-context singleton, the config splitting of `Runnable`). So callbacks,
+ * tracing and caching take core's own path: a handler that core's configure hook adds (what tracers do) sees every
+ * call, the one right after a call without handlers too. Against the emulator over loopback.
+ */
+import { readdirSync, readFileSync, statSync } from "node:fs";
+import { join, relative } from "node:path";
+import { fileURLToPath } from "node:url";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { BaseCallbackHandler } from "@langchain/core/callbacks/base";
+import { registerConfigureHook, setContextVariable } from "@langchain/core/context";
+import { InMemoryCache } from "@langchain/core/caches";
+import { ChatService } from "../../src/chat/index.js";
+import { startEmulator, type Emulator } from "../../src/emulator/index.js";
+
+const SRC = fileURLToPath(new URL("../../src/", import.meta.url));
+
+function sources(dir: string): string[] {
+  return readdirSync(dir).flatMap((name) => {
+    const path = join(dir, name);
+    return statSync(path).isDirectory() ? sources(path) : /\.m?ts$/.test(name) ? [path] : [];
+  });
+}
+
+let emu: Emulator;
+beforeAll(async () => {
+  emu = await startEmulator({ apiKeys: [{ key: "k", usd: 100 }] });
+});
+afterAll(async () => {
+  await emu?.close();
+});
+
+const model = (fields: Partial<ConstructorParameters<typeof ChatService>[0]> = {}) =>
+  new ChatService({ model: "emu-m", apiKey: "k", baseUrl: emu.url, maxTokens: 32, ...fields });
+
+describe("ChatService on LangChain's public extension points", () => {
+  it("overrides none of the public run methods of Runnable and BaseChatModel", () => {
+    const own = Object.getOwnPropertyNames(ChatService.prototype);
+    for (const method of ["invoke", "stream", "batch", "transform", "streamEvents", "_streamIterator", "generate", "generatePrompt", "_generateUncached"]) {
+      expect(own, method).not.toContain(method);
+    }
+    for (const hook of ["_generate", "_streamResponseChunks", "invocationParams", "_llmType", "getLsParams"]) expect(own, hook).toContain(hook);
+  });
+
+  it("no source file imports core's internals (the async-context singleton, the config splitting of Runnable)", () => {
+    const internal = /@langchain\/core\/singletons|AsyncLocalStorageProviderSingleton|_separateRunnableConfigFromCallOptions|pickRunnableConfigKeys|raceWithSignal|runWithConfig/;
+    const offenders = sources(SRC).filter((file) => internal.test(readFileSync(file, "utf8")));
+    expect(offenders.map((f) => relative(SRC, f))).toEqual([]);
+  });
+
+  it("a handler added by core's configure hook (as a tracer is) sees the call right after one without handlers, invoked and streamed", async () => {
+    const m = model();
+    await m.invoke("hello"); // no handler anywhere: nothing to see
+    const seen: string[] = [];
+    class Seer extends BaseCallbackHandler {
+      name = "seer";
+      override handleChatModelStart() {
+        seen.push("start");
+      }
+      override handleLLMEnd() {
+        seen.push("end");
+      }
+    }
+    registerConfigureHook({ contextVar: "service_test_seer" });
+    setContextVariable("service_test_seer", new Seer());
+    await m.invoke("hello again");
+    expect(seen).toEqual(["start", "end"]);
+    for await (const _ of await m.stream("and a stream")) void _;
+    expect(seen).toEqual(["start", "end", "start", "end"]);
+    setContextVariable("service_test_seer", undefined);
+  });
+
+  it("caching takes core's path: the second identical call is answered from the cache, sending nothing", async () => {
+    const m = model({ cache: new InMemoryCache() });
+    const first = await m.invoke("cache me [[emu:tokens=5]]");
+    expect(first.usage_metadata?.total_tokens).toBeGreaterThan(0); // read now: core zeroes the cached message's usage in place
+    const second = await m.invoke("cache me [[emu:tokens=5]]");
+    expect(second.content).toBe(first.content);
+    expect(second.usage_metadata?.total_tokens).toBe(0); // core's mark of an answer read from the cache
+  });
+});
