@@ -33,17 +33,87 @@ export interface TypedDataRequest {
   message: Record<string, unknown>;
 }
 
-/** An EVM wallet from a private key (0x + 64 hex) or any ethers v6 `Signer`. */
+/**
+ * A viem `Account` that signs itself (`type: "local"`): `privateKeyToAccount`, or `toAccount({ address,
+ * signMessage, signTypedData, signTransaction })` whose signing happens elsewhere (a KMS, CDP, Privy, Turnkey).
+ * Structural, so the main entry needs no viem import; a viem `LocalAccount` fits it.
+ */
+export interface ViemAccountLike {
+  readonly address: string;
+  readonly type: "local";
+  signMessage(args: { message: string }): Promise<string>;
+  signTypedData(request: TypedDataRequest): Promise<string>;
+}
+
+/** An EIP-1193 provider (a browser wallet's `window.ethereum`, WalletConnect, an embedded wallet). */
+export interface Eip1193Provider {
+  request(args: { method: string; params?: unknown }): Promise<unknown>;
+}
+
+/** The two signatures an EVM wallet gives, whatever holds its key. */
+interface EvmSigning {
+  message(text: string): Promise<string>;
+  typedData(request: TypedDataRequest): Promise<`0x${string}`>;
+}
+
+function ethersSigning(signer: Signer): EvmSigning {
+  return {
+    message: (text) => signer.signMessage(text),
+    /**
+     * ethers derives the primary type from `types` and rejects the `EIP712Domain` entry, so every other type is
+     * passed (passing only the primary type would break nested types such as Permit2's witness).
+     */
+    typedData(request) {
+      const types: Record<string, TypedDataField[]> = {};
+      for (const [name, fields] of Object.entries(request.types)) {
+        if (name !== "EIP712Domain") types[name] = fields as TypedDataField[];
+      }
+      return signer.signTypedData(request.domain, types, request.message) as Promise<`0x${string}`>;
+    },
+  };
+}
+
+function viemSigning(account: ViemAccountLike): EvmSigning {
+  return {
+    message: (text) => account.signMessage({ message: text }),
+    typedData: (request) => account.signTypedData(request) as Promise<`0x${string}`>,
+  };
+}
+
+function isEthersSigner(value: unknown): value is Signer {
+  const v = value as Partial<Signer> | null;
+  return !!v && typeof v.getAddress === "function" && typeof v.signMessage === "function" && typeof v.signTypedData === "function";
+}
+
+function isViemAccount(value: unknown): value is ViemAccountLike {
+  const v = value as Partial<ViemAccountLike> | null;
+  return !!v && typeof v.address === "string" && v.type === "local" && typeof v.signMessage === "function" && typeof v.signTypedData === "function";
+}
+
+function checkedAddress(addr: unknown, what: string): string {
+  if (typeof addr !== "string") throw new ConfigurationError(`EvmWallet: ${what} has no address`);
+  try {
+    return getAddress(addr);
+  } catch {
+    throw new ConfigurationError(`EvmWallet: invalid ${what} address ${JSON.stringify(addr.slice(0, 64))}`);
+  }
+}
+
+/**
+ * An EVM wallet from a private key (0x + 64 hex), an ethers v6 `Signer`, a viem `Account` (local or custom), or
+ * an EIP-1193 provider (`EvmWallet.fromEip1193`). The key, or whatever holds it, stays in a private field.
+ */
 export class EvmWallet implements X402Wallet {
   readonly kind = "evm" as const;
   readonly address: string;
-  readonly #signer: Signer;
+  readonly #sign: EvmSigning;
 
   /**
-   * @param key a 0x-prefixed 32-byte private key, or an ethers Signer that knows its address synchronously
-   *   (`Wallet`, `HDNodeWallet`); for any other Signer use `EvmWallet.fromSigner`.
+   * @param key a 0x-prefixed 32-byte private key; a viem `Account` that signs itself (`privateKeyToAccount`,
+   *   `toAccount`); or an ethers Signer that knows its address synchronously (`Wallet`, `HDNodeWallet`; for any
+   *   other Signer use `EvmWallet.fromSigner`).
    */
-  constructor(key: string | (Signer & { address: string }), address?: string) {
+  constructor(key: string | ViemAccountLike | (Signer & { address: string }), address?: string) {
     if (typeof key === "string") {
       // keys read from files and env lines often carry a newline or an uppercase 0X
       const trimmed = key.trim();
@@ -58,31 +128,58 @@ export class EvmWallet implements X402Wallet {
         // ethers' message may quote the key: replace it
         throw new ConfigurationError("EvmWallet: not a valid secp256k1 private key");
       }
-      this.#signer = wallet;
+      this.#sign = ethersSigning(wallet);
       this.address = wallet.address;
       return;
     }
-    if (!key || typeof (key as Signer).signMessage !== "function" || typeof (key as Signer).signTypedData !== "function") {
-      throw new ConfigurationError("EvmWallet: expected a private key string or an ethers v6 Signer");
+    // an ethers Signer has getAddress(); a viem Account has none and says `type: "local"`
+    if (isEthersSigner(key)) {
+      const addr = address ?? (key as { address?: unknown }).address;
+      if (typeof addr !== "string") {
+        throw new ConfigurationError("EvmWallet: this Signer has no synchronous address; use `await EvmWallet.fromSigner(signer)`");
+      }
+      this.address = checkedAddress(addr, "signer");
+      this.#sign = ethersSigning(key);
+      return;
     }
-    const addr = address ?? (key as { address?: unknown }).address;
-    if (typeof addr !== "string") {
-      throw new ConfigurationError("EvmWallet: this Signer has no synchronous address; use `await EvmWallet.fromSigner(signer)`");
+    if (isViemAccount(key)) {
+      this.address = checkedAddress(key.address, "account");
+      this.#sign = viemSigning(key);
+      return;
     }
-    try {
-      this.address = getAddress(addr);
-    } catch {
-      throw new ConfigurationError(`EvmWallet: invalid signer address ${JSON.stringify(addr)}`);
+    if ((key as { type?: unknown } | null)?.type === "json-rpc") {
+      throw new ConfigurationError("EvmWallet: a viem JSON-RPC account signs through its wallet: use `await EvmWallet.fromEip1193(provider, address)`");
     }
-    this.#signer = key;
+    throw new ConfigurationError("EvmWallet: expected a private key string, a viem Account or an ethers v6 Signer");
   }
 
   /** Wraps any ethers v6 Signer (a browser or hardware signer resolves its address asynchronously). */
   static async fromSigner(signer: Signer): Promise<EvmWallet> {
-    if (!signer || typeof signer.getAddress !== "function") {
+    if (!isEthersSigner(signer)) {
       throw new ConfigurationError("EvmWallet.fromSigner: expected an ethers v6 Signer");
     }
     return new EvmWallet(signer as Signer & { address: string }, await signer.getAddress());
+  }
+
+  /**
+   * An EIP-1193 provider's account, through viem's wallet client over a `custom` transport: `personal_sign` signs
+   * in, `eth_signTypedData_v4` signs the EIP-3009 payment (viem adds the `EIP712Domain` type v4 wallets need).
+   * Without `address`: the first of `eth_accounts`, else of `eth_requestAccounts` (which may ask the user).
+   */
+  static async fromEip1193(provider: Eip1193Provider, address?: string): Promise<EvmWallet> {
+    if (!provider || typeof (provider as Partial<Eip1193Provider>).request !== "function") {
+      throw new ConfigurationError("EvmWallet.fromEip1193: expected an EIP-1193 provider (an object with request())");
+    }
+    const chosen = address !== undefined ? checkedAddress(address, "provider") : await providerAccount(provider);
+    const { createWalletClient, custom } = await loadWalletPeer("evm", () => import("viem"));
+    const client = createWalletClient({ account: chosen as `0x${string}`, transport: custom(provider) });
+    const account = {
+      address: chosen,
+      type: "local" as const,
+      signMessage: ({ message }: { message: string }) => client.signMessage({ message }),
+      signTypedData: (request: TypedDataRequest) => client.signTypedData(request as Parameters<typeof client.signTypedData>[0]),
+    };
+    return new EvmWallet(account);
   }
 
   /** A fresh random wallet (tests, demos). */
@@ -90,21 +187,14 @@ export class EvmWallet implements X402Wallet {
     return new EvmWallet(EthersWallet.createRandom().privateKey);
   }
 
+  /** EIP-191 signature of the text (a SIWX sign-in). */
   signMessage(message: string): Promise<string> {
-    return this.#signer.signMessage(message);
+    return this.#sign.message(message);
   }
 
-  /**
-   * EIP-712 signing for `@x402/evm`. ethers derives the primary type from `types` and rejects the
-   * `EIP712Domain` entry, so every other type is passed (passing only the primary type would break
-   * nested types such as Permit2's witness).
-   */
+  /** EIP-712 signature, as `@x402/evm`'s `ClientEvmSigner` asks for it (the EIP-3009 payment). */
   signTypedData(request: TypedDataRequest): Promise<`0x${string}`> {
-    const types: Record<string, TypedDataField[]> = {};
-    for (const [name, fields] of Object.entries(request.types)) {
-      if (name !== "EIP712Domain") types[name] = fields as TypedDataField[];
-    }
-    return this.#signer.signTypedData(request.domain, types, request.message) as Promise<`0x${string}`>;
+    return this.#sign.typedData(request);
   }
 
   toJSON() {
@@ -118,6 +208,14 @@ export class EvmWallet implements X402Wallet {
   }
 }
 
+async function providerAccount(provider: Eip1193Provider): Promise<string> {
+  for (const method of ["eth_accounts", "eth_requestAccounts"]) {
+    const accounts = await provider.request({ method });
+    if (Array.isArray(accounts) && accounts.length > 0) return checkedAddress(accounts[0], "provider");
+  }
+  throw new ConfigurationError("EvmWallet.fromEip1193: the provider gave no account (eth_accounts, eth_requestAccounts)");
+}
+
 // PKCS#8 / SPKI prefixes for a raw Ed25519 key: Node's crypto signs and verifies Ed25519 natively, so a
 // Solana signature needs no @solana/* module loaded (those load only to build a payment).
 const ED25519_PKCS8_PREFIX = Buffer.from("302e020100300506032b657004220420", "hex");
@@ -127,14 +225,45 @@ export function ed25519PublicKeyObject(publicKey: Uint8Array): KeyObject {
   return createPublicKey({ key: Buffer.concat([ED25519_SPKI_PREFIX, publicKey]), format: "der", type: "spki" });
 }
 
-/** A Solana wallet from a 64-byte secret key (bytes, JSON array, base58) or a `@solana/web3.js` Keypair. */
+/**
+ * A `@solana/kit` signer that signs messages and transactions in place: a `KeyPairSigner`
+ * (`generateKeyPairSigner`, `createKeyPairSignerFromBytes`), or any `MessagePartialSigner &
+ * TransactionPartialSigner` (Privy, Turnkey, a remote signer). Structural: the main entry needs no kit import.
+ */
+export interface KitSignerLike {
+  readonly address: string;
+  signMessages(messages: readonly { content: Uint8Array; signatures: Readonly<Record<string, Uint8Array>> }[]): Promise<readonly Readonly<Record<string, Uint8Array>>[]>;
+  signTransactions(transactions: readonly never[]): Promise<readonly Readonly<Record<string, Uint8Array>>[]>;
+}
+
+function isKitSigner(value: unknown): value is KitSignerLike {
+  const v = value as Partial<KitSignerLike> | null;
+  return !!v && typeof v === "object" && typeof v.address === "string" && typeof v.signMessages === "function";
+}
+
+/**
+ * A Solana wallet from a 64-byte secret key (bytes, JSON array, base58), a `@solana/web3.js` Keypair, or a
+ * `@solana/kit` message and transaction partial signer.
+ */
 export class SolanaWallet implements X402Wallet {
   readonly kind = "solana" as const;
   readonly address: string;
-  readonly #secretKey: Uint8Array;
-  readonly #privateKey: KeyObject;
+  readonly #secretKey: Uint8Array | undefined;
+  readonly #privateKey: KeyObject | undefined;
+  readonly #signer: KitSignerLike | undefined;
 
-  constructor(key: Uint8Array | number[] | string | { secretKey: Uint8Array }) {
+  constructor(key: Uint8Array | number[] | string | { secretKey: Uint8Array } | KitSignerLike) {
+    if (isKitSigner(key)) {
+      if (typeof key.signTransactions !== "function") {
+        throw new ConfigurationError("SolanaWallet: the kit signer must also sign transactions (a TransactionPartialSigner) to pay");
+      }
+      if (!base58ToBytes(key.address, 32)) {
+        throw new ConfigurationError(`SolanaWallet: invalid signer address ${JSON.stringify(key.address.slice(0, 64))}`);
+      }
+      this.address = key.address;
+      this.#signer = key;
+      return;
+    }
     let bytes: Uint8Array | undefined;
     if (key instanceof Uint8Array) bytes = key;
     else if (Array.isArray(key)) bytes = Uint8Array.from(key);
@@ -152,7 +281,7 @@ export class SolanaWallet implements X402Wallet {
     }
     if (!bytes || bytes.length !== 64) {
       throw new ConfigurationError(
-        "SolanaWallet: expected a 64-byte secret key (Uint8Array, JSON array, base58 string) or a @solana/web3.js Keypair",
+        "SolanaWallet: expected a 64-byte secret key (Uint8Array, JSON array, base58 string), a @solana/web3.js Keypair or a @solana/kit signer",
       );
     }
     const seed = bytes.subarray(0, 32);
@@ -175,22 +304,32 @@ export class SolanaWallet implements X402Wallet {
   }
 
   get publicKeyBytes(): Uint8Array {
-    return this.#secretKey.slice(32);
+    return this.#secretKey ? this.#secretKey.slice(32) : base58ToBytes(this.address, 32)!;
   }
 
-  /** Raw Ed25519 signature of the bytes. */
+  /** Raw Ed25519 signature of the bytes, made here (a wallet over a kit signer signs with `signMessage`). */
   signBytes(data: Uint8Array): Uint8Array {
+    if (!this.#privateKey) throw new ConfigurationError("SolanaWallet: this wallet's key is held by its signer; use signMessage");
     return new Uint8Array(nodeSign(null, data, this.#privateKey));
   }
 
+  /** base58 Ed25519 signature of the text (a SIWX sign-in). */
   async signMessage(message: string): Promise<string> {
-    return encodeBase58(this.signBytes(new TextEncoder().encode(message)));
+    const content = new TextEncoder().encode(message);
+    if (!this.#signer) return encodeBase58(this.signBytes(content));
+    const [signatures] = await this.#signer.signMessages([{ content, signatures: {} }]);
+    const signature = signatures?.[this.address];
+    if (!(signature instanceof Uint8Array) || signature.length !== 64) {
+      throw new ConfigurationError("SolanaWallet: the kit signer returned no 64-byte signature for its address");
+    }
+    return encodeBase58(signature);
   }
 
-  /** A `@solana/kit` TransactionSigner for `@x402/svm` (loaded on first use). */
+  /** The `@solana/kit` TransactionSigner `@x402/svm` pays with: the signer given, or one over the key (kit loaded on first use). */
   async kitSigner(): Promise<unknown> {
+    if (this.#signer) return this.#signer;
     const kit = await loadWalletPeer("solana", () => import("@solana/kit"));
-    return kit.createKeyPairSignerFromBytes(this.#secretKey);
+    return kit.createKeyPairSignerFromBytes(this.#secretKey!);
   }
 
   toJSON() {
