@@ -3,7 +3,8 @@
  * an Ed25519 key), never sends them, and signs what it is asked over loopback HTTP. Prints one line,
  * `{"url", "evm", "solana"}` (the addresses), then serves until killed. Routes (JSON in, JSON out):
  * POST /evm/sign-message {message} · POST /evm/sign-typed-data {typedData (bigints as strings)} ·
- * POST /solana/sign {bytes: base64} -> {signature: base64} · GET /log -> the routes asked so far.
+ * POST /solana/sign-message and /solana/sign-transaction {bytes: base64} -> {signature: base64} (Ed25519 of the
+ * bytes; two routes so a test can count payments) · GET /log -> the routes asked so far.
  */
 import { createServer } from "node:http";
 import { createPublicKey, generateKeyPairSync, sign } from "node:crypto";
@@ -19,7 +20,7 @@ const log: string[] = [];
 async function answer(route: string, body: Record<string, unknown>): Promise<unknown> {
   if (route === "POST /evm/sign-message") return { signature: await evm.signMessage({ message: String(body.message) }) };
   if (route === "POST /evm/sign-typed-data") return { signature: await evm.signTypedData(body.typedData as never) };
-  if (route === "POST /solana/sign") {
+  if (route === "POST /solana/sign-message" || route === "POST /solana/sign-transaction") {
     return { signature: sign(null, Buffer.from(String(body.bytes), "base64"), ed.privateKey).toString("base64") };
   }
   if (route === "GET /log") return { log };
