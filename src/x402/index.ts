@@ -7,6 +7,9 @@ export {
   SOLANA_MAINNET,
   type X402Wallet,
   type WalletKind,
+  type ViemAccountLike,
+  type Eip1193Provider,
+  type KitSignerLike,
 } from "./wallets.js";
 export {
   createSiwxHeader,
