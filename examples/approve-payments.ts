@@ -14,7 +14,8 @@ import { createInterface } from "node:readline/promises";
 import { pathToFileURL } from "node:url";
 import { AIMessage, HumanMessage, type BaseMessage } from "@langchain/core/messages";
 import { Command, END, MemorySaver, MessagesAnnotation, START, StateGraph, interrupt } from "@langchain/langgraph";
-import { ChatService, EvmWallet, PaymentPolicy, PaymentPolicyError, USDC_BASE, type PaymentApprovalRequest, type PaymentEvent } from "../src/index.js";
+import { ChatService, PaymentPolicy, PaymentPolicyError, USDC_BASE, type PaymentApprovalRequest, type PaymentEvent } from "../src/index.js";
+import { EvmWallet } from "../src/evm/index.js";
 import { startEmulator } from "../src/emulator/index.js";
 
 /** The person's answer to one offer: true pays it. */

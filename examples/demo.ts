@@ -18,7 +18,6 @@ import { BaseCallbackHandler } from "@langchain/core/callbacks/base";
 import {
   ChatService,
   CryptoRpcToolkit,
-  EvmWallet,
   PaymentPolicy,
   ServiceClient,
   SpendLog,
@@ -26,6 +25,7 @@ import {
   type Reconciliation,
   type ServiceResponseHeaders,
 } from "../src/index.js";
+import { EvmWallet } from "../src/evm/index.js";
 import type { Emulator } from "../src/emulator/index.js";
 
 export interface DemoResult {

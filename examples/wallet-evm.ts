@@ -14,13 +14,13 @@ import { pathToFileURL } from "node:url";
 import { Contract, JsonRpcProvider, Network } from "ethers";
 import {
   ChatService,
-  EvmWallet,
   ServiceClient,
   createServiceFetch,
   type PaymentEvent,
   type PaymentPolicyOptions,
   type X402Transaction,
 } from "../src/index.js";
+import { EvmWallet } from "../src/evm/index.js";
 import { startEmulator, type Emulator, type LedgerEntry } from "../src/emulator/index.js";
 
 export interface Options {

@@ -18,12 +18,12 @@ import {
   ChatService,
   CryptoRpcToolkit,
   ServiceClient,
-  SolanaWallet,
   createServiceFetch,
   type PaymentEvent,
   type PaymentPolicyOptions,
   type X402Transaction,
 } from "../src/index.js";
+import { SolanaWallet } from "../src/solana/index.js";
 import { startEmulator, type LedgerEntry } from "../src/emulator/index.js";
 
 export interface Options {

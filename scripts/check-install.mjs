@@ -81,11 +81,13 @@ try {
     } finally {
       await emu.close();
     }
-    // a wallet user who has not installed the wallet face's optional peers is told what to install
-    const { EvmWallet, createSiwxHeader, ConfigurationError } = await import("langchain-service");
-    const err = await createSiwxHeader(EvmWallet.random(), "http://127.0.0.1:1/api/v1/models").catch((e) => e);
-    if (!(err instanceof ConfigurationError) || !err.message.includes("npm install @x402/core @x402/evm siwe")) {
-      throw new Error("a wallet without its peers should be a ConfigurationError naming the install line, got: " + String(err));
+    // the wallets are their own entries: without their optional peers, importing one names the missing package
+    const { ConfigurationError } = await import("langchain-service");
+    for (const [entry, peer] of [["langchain-service/evm", /viem|@x402/], ["langchain-service/solana", /@solana\/kit|@x402/]]) {
+      const err = await import(entry).then(() => undefined, (e) => e);
+      if (err?.code !== "ERR_MODULE_NOT_FOUND" || !peer.test(err.message)) {
+        throw new Error(entry + " without its peers should fail to load naming one, got: " + String(err));
+      }
     }
     // a fleet store without its client (ioredis, an optional peer) says what to install
     const { RedisStore } = await import("langchain-service/redis");

@@ -1,7 +1,8 @@
-/** Wallet sign-in (SIWX) and self-paying top-ups (x402). Heavy modules load on first payment. */
+/**
+ * Wallet sign-in (SIWX) and self-paying top-ups (x402). The wallets themselves are imported from
+ * `langchain-service/evm` (`EvmWallet`) and `langchain-service/solana` (`SolanaWallet`), with their chain libraries.
+ */
 export {
-  EvmWallet,
-  SolanaWallet,
   isX402Wallet,
   BASE_MAINNET,
   SOLANA_MAINNET,

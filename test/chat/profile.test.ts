@@ -15,7 +15,8 @@ import { createAgent } from "langchain";
 import { ChatService, type ChatServiceInput } from "../../src/chat/index.js";
 import { startEmulator, MODELS, type Emulator } from "../../src/emulator/index.js";
 import { BadRequestError, UnsupportedCapabilityError, ValidationError } from "../../src/http/errors.js";
-import { EvmWallet, ServiceClient, resetModelRecords } from "../../src/index.js";
+import { ServiceClient, resetModelRecords } from "../../src/index.js";
+import { EvmWallet } from "../../src/evm/index.js";
 import { completion, json, startFixtureServer, type FixtureServer } from "./fixture-server.js";
 
 const IMAGE = "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==";

@@ -17,7 +17,7 @@ import {
 } from "../../src/index.js";
 import { countUtf8 } from "../../src/http/request-size.js";
 import { startEmulator, type Emulator } from "../../src/emulator/index.js";
-import { EvmWallet } from "../../src/x402/wallets.js";
+import { EvmWallet } from "../../src/evm/index.js";
 import { probeRoute } from "../emulator/helpers.js";
 
 const LIMIT = DEFAULT_MAX_REQUEST_BYTES;

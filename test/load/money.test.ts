@@ -13,7 +13,8 @@ import { ChatService } from "../../src/chat/index.js";
 import { PaymentFailedError } from "../../src/http/errors.js";
 import { type FetchLike } from "../../src/http/fetch-stack.js";
 import { createServiceFetch } from "../../src/stack.js";
-import { EvmWallet, createWalletAuth, x402PaymentLayer, type PaymentEvent, type PaymentPolicyOptions } from "../../src/x402/index.js";
+import { createWalletAuth, x402PaymentLayer, type PaymentEvent, type PaymentPolicyOptions } from "../../src/x402/index.js";
+import { EvmWallet } from "../../src/evm/index.js";
 import { USDC_ABI } from "../../src/emulator/chain/index.js";
 import { unpacedRoutes } from "../x402/helpers.js";
 

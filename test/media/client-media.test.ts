@@ -13,7 +13,7 @@ import { startEmulator, type Emulator } from "../../src/emulator/index.js";
 import { encodeWav, speakPcm } from "../../src/emulator/media/wav.js";
 import { pictureFor } from "../../src/emulator/media/png.js";
 import { ModelNotFoundError, ValidationError } from "../../src/http/errors.js";
-import { EvmWallet } from "../../src/x402/wallets.js";
+import { EvmWallet } from "../../src/evm/index.js";
 import { decodePng } from "../tools/helpers.js";
 import { recordingClient } from "./helpers.js";
 

@@ -10,7 +10,8 @@ import { createKeyPairSignerFromBytes } from "@solana/kit";
 import { generateKeyPairSync, createPublicKey } from "node:crypto";
 import { startEmulator, type Emulator } from "../../src/emulator/index.js";
 import { PaymentPolicyError } from "../../src/http/errors.js";
-import { SolanaWallet, withX402, type PaymentEvent } from "../../src/x402/index.js";
+import { withX402, type PaymentEvent } from "../../src/x402/index.js";
+import { SolanaWallet } from "../../src/solana/index.js";
 import { chatBody } from "./helpers.js";
 import { startSigningService, type SigningService } from "./remote-signer.js";
 
