@@ -4,7 +4,6 @@
  * module, which the main entry loads, imports none of them.
  */
 import type { PaymentDecision } from "./policy.js";
-import type { X402Wallet } from "./wallets.js";
 
 export interface SignPaymentOptions {
   /** Solana RPC for `ExactSvmScheme` (mint lookup, recent blockhash) */
@@ -34,6 +33,6 @@ export function nonceOf(signed: SignedPayment): string | undefined {
 }
 
 /** Signs the payment the policy decided on with the wallet's own scheme. Nothing is sent. */
-export function signPayment(wallet: X402Wallet, decision: PaymentDecision, options: SignPaymentOptions = {}): Promise<SignedPayment> {
+export function signPayment(wallet: { signPayment(decision: PaymentDecision, options?: SignPaymentOptions): Promise<SignedPayment> }, decision: PaymentDecision, options: SignPaymentOptions = {}): Promise<SignedPayment> {
   return wallet.signPayment(decision, options);
 }

@@ -12,7 +12,7 @@ import { serviceClock } from "../http/clock.js";
 import { ConfigurationError } from "../http/errors.js";
 import { toBase64Json } from "./encoding.js";
 import { normalizeSignInDomain } from "./sign-in-domain.js";
-import { BASE_CHAIN_ID, SOLANA_MAINNET, isX402Wallet, type X402Wallet } from "./wallets.js";
+import { BASE_CHAIN_ID, SOLANA_MAINNET, isX402Wallet, type SiwxFields, type X402Wallet } from "./wallets.js";
 
 export const SIWX_HEADER = "SIGN-IN-WITH-X";
 export const SIWX_LEGACY_HEADER = "X-Sign-In-With-X";
@@ -20,17 +20,7 @@ export const SIWX_STATEMENT = "Sign in with your wallet to use the API";
 /** lifetime of one signed header; the service also requires `issuedAt` within 5 minutes */
 export const SIWX_TTL_MS = 5 * 60_000;
 
-export interface SiwxFields {
-  domain: string;
-  uri: string;
-  address: string;
-  nonce: string;
-  issuedAt: string;
-  expirationTime: string;
-  statement?: string;
-  /** EVM chain id (8453) or the Solana CAIP-2 id */
-  chainId: number | string;
-}
+export type { SiwxFields };
 
 /** The decoded header. */
 export interface SiwxPayload {

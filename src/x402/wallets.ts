@@ -7,13 +7,23 @@
 import { createPublicKey, type KeyObject } from "node:crypto";
 import type { PaymentDecision } from "./policy.js";
 import type { SignedPayment, SignPaymentOptions } from "./payment.js";
-import type { SiwxFields } from "./siwx.js";
 
-export const BASE_MAINNET = "eip155:8453";
-export const SOLANA_MAINNET = "solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp";
-export const BASE_CHAIN_ID = 8453;
+export { BASE_MAINNET, SOLANA_MAINNET, BASE_CHAIN_ID } from "./networks.js";
 
 export type WalletKind = "evm" | "solana";
+
+/** The fields of a sign-in message (SIWX), as `signInMessage` formats them. */
+export interface SiwxFields {
+  domain: string;
+  uri: string;
+  address: string;
+  nonce: string;
+  issuedAt: string;
+  expirationTime: string;
+  statement?: string;
+  /** EVM chain id (8453) or the Solana CAIP-2 id */
+  chainId: number | string;
+}
 
 /** What the x402 layer needs from a wallet (`EvmWallet`, `SolanaWallet`). */
 export interface X402Wallet {
