@@ -5,6 +5,8 @@ export default defineConfig({
     index: "src/index.ts",
     "chat/index": "src/chat/index.ts",
     "redis/index": "src/redis/index.ts",
+    "evm/index": "src/evm/index.ts",
+    "solana/index": "src/solana/index.ts",
     // the two bases, each its own file: `#base` stays an import in the output, and package.json's `imports` picks
     // one by condition where the package is used (a worker's or a browser's bundler takes `default`, never undici)
     "http/base": "src/http/base.ts",

@@ -18,7 +18,7 @@ import { pathToFileURL } from "node:url";
 import OpenAI from "openai";
 import { ChatOpenAI } from "@langchain/openai";
 import { ChatService } from "../src/chat/index.js";
-import { EvmWallet } from "../src/x402/wallets.js";
+import { EvmWallet } from "../src/evm/index.js";
 import { SpendBudget } from "../src/spend/budget.js";
 import { RedisStore } from "../src/redis/index.js";
 import { fleetRedis } from "../examples/fleet.js";

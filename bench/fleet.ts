@@ -13,7 +13,8 @@
  */
 import { randomUUID } from "node:crypto";
 import { startEmulator, type Emulator } from "langchain-service-emulator";
-import { ChatService, EvmWallet, MemoryStore, createServiceFetch, type PaymentStore, type SpendRequest } from "../src/index.js";
+import { ChatService, MemoryStore, createServiceFetch, type PaymentStore, type SpendRequest } from "../src/index.js";
+import { EvmWallet } from "../src/evm/index.js";
 import { RedisStore } from "../src/redis/index.js";
 import { fleetRedis, type LocalRedis } from "../examples/fleet.js";
 import { spawnFleet, type WorkerDone, type WorkerJob } from "../examples/fleet-worker.js";

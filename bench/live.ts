@@ -17,7 +17,7 @@ import { Wallet } from "ethers";
 import { ChatService } from "../src/chat/index.js";
 import { ServiceClient } from "../src/client.js";
 import { startEmulator } from "langchain-service-emulator";
-import { EvmWallet } from "../src/x402/wallets.js";
+import { EvmWallet } from "../src/evm/index.js";
 import { median, type BenchRow } from "./types.js";
 
 const ROUNDS = 5;

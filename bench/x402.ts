@@ -17,7 +17,9 @@ import { SiweMessage } from "siwe";
 import { startEmulator, type Emulator } from "langchain-service-emulator";
 import { type FetchLike } from "../src/http/fetch-stack.js";
 import { createServiceFetch } from "../src/stack.js";
-import { createSiwxHeader, createWalletAuth, EvmWallet, SolanaWallet, X402PaymentController, x402PaymentLayer } from "../src/x402/index.js";
+import { createSiwxHeader, createWalletAuth, X402PaymentController, x402PaymentLayer } from "../src/x402/index.js";
+import { EvmWallet } from "../src/evm/index.js";
+import { SolanaWallet } from "../src/solana/index.js";
 import { median, type BenchRow } from "./types.js";
 
 const CHAT = JSON.stringify({ model: "emu-xs", messages: [{ role: "user", content: "hello" }] });

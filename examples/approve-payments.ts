@@ -14,8 +14,9 @@ import { createInterface } from "node:readline/promises";
 import { pathToFileURL } from "node:url";
 import { AIMessage, HumanMessage, type BaseMessage } from "@langchain/core/messages";
 import { Command, END, MemorySaver, MessagesAnnotation, START, StateGraph, interrupt } from "@langchain/langgraph";
-import { ChatService, EvmWallet, PaymentPolicy, PaymentPolicyError, USDC_BASE, type PaymentApprovalRequest, type PaymentEvent } from "../src/index.js";
+import { ChatService, PaymentPolicy, PaymentPolicyError, USDC_BASE, type PaymentApprovalRequest, type PaymentEvent } from "../src/index.js";
 import { startEmulator } from "langchain-service-emulator";
+import { EvmWallet } from "../src/evm/index.js";
 
 /** The person's answer to one offer: true pays it. */
 export type Approver = (offer: PaymentApprovalRequest) => boolean | Promise<boolean>;

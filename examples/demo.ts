@@ -18,7 +18,6 @@ import { BaseCallbackHandler } from "@langchain/core/callbacks/base";
 import {
   ChatService,
   CryptoRpcToolkit,
-  EvmWallet,
   PaymentPolicy,
   ServiceClient,
   SpendLog,
@@ -27,6 +26,7 @@ import {
   type ServiceResponseHeaders,
 } from "../src/index.js";
 import type { Emulator } from "langchain-service-emulator";
+import { EvmWallet } from "../src/evm/index.js";
 
 export interface DemoResult {
   answer: string;

@@ -13,7 +13,8 @@ import { resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import { createAgent } from "langchain";
 import { HumanMessage, ToolMessage } from "@langchain/core/messages";
-import { ChatService, EvmWallet, createServiceFetch, type PaymentEvent, type PaymentPolicyOptions } from "../src/index.js";
+import { ChatService, createServiceFetch, type PaymentEvent, type PaymentPolicyOptions } from "../src/index.js";
+import { EvmWallet } from "../src/evm/index.js";
 import { ImageGenerationTool, TextToSpeechTool } from "../src/tools/index.js";
 import { startEmulator, type LedgerEntry } from "langchain-service-emulator";
 

@@ -10,7 +10,8 @@
 import { spawn } from "node:child_process";
 import { createInterface } from "node:readline";
 import { fileURLToPath, pathToFileURL } from "node:url";
-import { ChatService, EvmWallet, ServiceClient, createServiceFetch, type PaymentEvent, type PaymentPolicyOptions } from "../src/index.js";
+import { ChatService, ServiceClient, createServiceFetch, type PaymentEvent, type PaymentPolicyOptions } from "../src/index.js";
+import { EvmWallet } from "../src/evm/index.js";
 import { RedisStore } from "../src/redis/index.js";
 
 export interface WorkerJob {

@@ -15,7 +15,8 @@ import { join, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import { createAgent } from "langchain";
 import { HumanMessage, ToolMessage } from "@langchain/core/messages";
-import { ChatService, EvmWallet, ServiceClient, createServiceFetch, type JobProgress, type PaymentEvent, type PaymentPolicyOptions } from "../src/index.js";
+import { ChatService, ServiceClient, createServiceFetch, type JobProgress, type PaymentEvent, type PaymentPolicyOptions } from "../src/index.js";
+import { EvmWallet } from "../src/evm/index.js";
 import { TranscriptionTool, VideoGenerationTool } from "../src/tools/index.js";
 import { startEmulator, type LedgerEntry } from "langchain-service-emulator";
 

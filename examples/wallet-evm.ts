@@ -14,7 +14,6 @@ import { pathToFileURL } from "node:url";
 import { Contract, JsonRpcProvider, Network } from "ethers";
 import {
   ChatService,
-  EvmWallet,
   ServiceClient,
   createServiceFetch,
   type PaymentEvent,
@@ -22,6 +21,7 @@ import {
   type X402Transaction,
 } from "../src/index.js";
 import { startEmulator, type Emulator, type LedgerEntry } from "langchain-service-emulator";
+import { EvmWallet } from "../src/evm/index.js";
 
 export interface Options {
   baseUrl?: string;

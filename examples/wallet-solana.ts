@@ -18,13 +18,13 @@ import {
   ChatService,
   CryptoRpcToolkit,
   ServiceClient,
-  SolanaWallet,
   createServiceFetch,
   type PaymentEvent,
   type PaymentPolicyOptions,
   type X402Transaction,
 } from "../src/index.js";
 import { startEmulator, type LedgerEntry } from "langchain-service-emulator";
+import { SolanaWallet } from "../src/solana/index.js";
 
 export interface Options {
   baseUrl?: string;

@@ -91,11 +91,13 @@ try {
       const cjs = require(entry);
       if (!Object.keys(esm).length || !Object.keys(cjs).length) throw new Error(entry + " exports nothing");
     }
-    // a wallet user who has not installed the wallet face's optional peers is told what to install
-    const { EvmWallet, createSiwxHeader, ConfigurationError } = await import("langchain-service");
-    const err = await createSiwxHeader(EvmWallet.random(), "http://127.0.0.1:1/api/v1/models").catch((e) => e);
-    if (!(err instanceof ConfigurationError) || !err.message.includes("npm install @x402/core @x402/evm siwe")) {
-      throw new Error("a wallet without its peers should be a ConfigurationError naming the install line, got: " + String(err));
+    // the wallets are their own entries: without their optional peers, importing one names the missing package
+    const { ConfigurationError } = await import("langchain-service");
+    for (const [entry, peers] of [["langchain-service/evm", ["viem", "@x402/"]], ["langchain-service/solana", ["@solana/kit", "@x402/"]]]) {
+      const err = await import(entry).then(() => undefined, (e) => e);
+      if (err?.code !== "ERR_MODULE_NOT_FOUND" || !peers.some((p) => err.message.includes(p))) {
+        throw new Error(entry + " without its peers should fail to load naming one, got: " + String(err));
+      }
     }
     // a fleet store without its client (ioredis, an optional peer) says what to install
     const { RedisStore } = await import("langchain-service/redis");

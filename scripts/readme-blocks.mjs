@@ -38,4 +38,6 @@ export const PACKAGE_ENTRIES = {
   "langchain-service/chat": "src/chat/index.ts",
   "langchain-service-emulator": "packages/langchain-service-emulator/src/index.ts",
   "langchain-service/redis": "src/redis/index.ts",
+  "langchain-service/evm": "src/evm/index.ts",
+  "langchain-service/solana": "src/solana/index.ts",
 };

@@ -236,8 +236,6 @@ export {
 
 // wallets, sign-in and self-paying top-ups
 export {
-  EvmWallet,
-  SolanaWallet,
   createSiwxHeader,
   PaymentPolicy,
   USDC_BASE,
@@ -245,7 +243,6 @@ export {
   SOLANA_MAINNET,
   SIWX_HEADER,
   SIWX_LEGACY_HEADER,
-  smartAccountSigner,
   withX402,
   PaymentSpendHandler,
   topUp,
@@ -270,9 +267,6 @@ export {
   type TransactionsOptions,
   type X402Transaction,
   type X402Transactions,
-  type SmartAccountSignerOptions,
-  type SmartAccountOwner,
-  type SmartAccountSigner,
 } from "./x402/index.js";
 
 // shared state (the Redis store is `langchain-service/redis`)

@@ -1,12 +1,16 @@
-/** Wallet sign-in (SIWX) and self-paying top-ups (x402). Heavy modules load on first payment. */
+/**
+ * Wallet sign-in (SIWX) and self-paying top-ups (x402). The wallets themselves are imported from
+ * `langchain-service/evm` (`EvmWallet`) and `langchain-service/solana` (`SolanaWallet`), with their chain libraries.
+ */
 export {
-  EvmWallet,
-  SolanaWallet,
   isX402Wallet,
   BASE_MAINNET,
   SOLANA_MAINNET,
   type X402Wallet,
   type WalletKind,
+  type ViemAccountLike,
+  type Eip1193Provider,
+  type KitSignerLike,
 } from "./wallets.js";
 export {
   createSiwxHeader,
@@ -47,4 +51,3 @@ export { withX402, type X402Fetch } from "./with-x402.js";
 export { BALANCE_MAX_AGE_MS, type X402Balance } from "./balance.js";
 export { PaymentSpendHandler, PAYMENT_EVENT_NAME, type PaymentEvent, type PaymentEventType } from "./events.js";
 export { topUp, getX402Transactions, type TopUpOptions, type TransactionsOptions, type X402Transaction, type X402Transactions } from "./client.js";
-export { smartAccountSigner, type SmartAccountSignerOptions, type SmartAccountOwner, type SmartAccountSigner } from "./smart-account.js";

@@ -13,7 +13,7 @@
 import { z } from "zod";
 import { ConfigurationError, PaymentPolicyError } from "../http/errors.js";
 import { atomicToUsd, usdToAtomic } from "./encoding.js";
-import { BASE_MAINNET, SOLANA_MAINNET } from "./wallets.js";
+import { BASE_MAINNET, SOLANA_MAINNET } from "./networks.js";
 import { defaultStore } from "../store/memory.js";
 import type { PaymentStore, SpendScope } from "../store/types.js";
 

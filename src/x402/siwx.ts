@@ -1,19 +1,18 @@
 /**
  * Sign-In-With-X as the service speaks it: header `SIGN-IN-WITH-X` = base64 of JSON
- * `{address, message, signature, timestamp, chainId, type?}`. EVM signs an EIP-4361 message (built with
- * `siwe`), Solana signs the Solana SIWX text with Ed25519. The domain is `signInDomain` when given (the service
+ * `{address, message, signature, timestamp, chainId, type?}`. EVM signs an EIP-4361 message (built by the
+ * wallet with viem's `createSiweMessage`), Solana signs the Solana SIWX text with Ed25519. The domain is `signInDomain` when given (the service
  * checks it against its own hosts, not the host a request reached: a proxy or custom base URL needs it), else the
  * request URL's host with port; the URI is the request's origin (the service does not check it); nonce and `issuedAt` are fresh for every call, because the service accepts each nonce
  * once and wants `issuedAt` at most 5 minutes old: every attempt, retries included, signs anew.
  */
-import { loadWalletPeer } from "./peers.js";
+import { bytesToHex, randomBytes } from "../runtime/bytes.js";
 import type { AuthProvider } from "../http/fetch-stack.js";
 import { serviceClock } from "../http/clock.js";
 import { ConfigurationError } from "../http/errors.js";
 import { toBase64Json } from "./encoding.js";
 import { normalizeSignInDomain } from "./sign-in-domain.js";
-import { BASE_CHAIN_ID, SOLANA_MAINNET, isX402Wallet, type X402Wallet } from "./wallets.js";
-import { bytesToHex, randomBytes } from "../runtime/bytes.js";
+import { BASE_CHAIN_ID, SOLANA_MAINNET, isX402Wallet, type SiwxFields, type X402Wallet } from "./wallets.js";
 
 export const SIWX_HEADER = "SIGN-IN-WITH-X";
 export const SIWX_LEGACY_HEADER = "X-Sign-In-With-X";
@@ -21,17 +20,7 @@ export const SIWX_STATEMENT = "Sign in with your wallet to use the API";
 /** lifetime of one signed header; the service also requires `issuedAt` within 5 minutes */
 export const SIWX_TTL_MS = 5 * 60_000;
 
-export interface SiwxFields {
-  domain: string;
-  uri: string;
-  address: string;
-  nonce: string;
-  issuedAt: string;
-  expirationTime: string;
-  statement?: string;
-  /** EVM chain id (8453) or the Solana CAIP-2 id */
-  chainId: number | string;
-}
+export type { SiwxFields };
 
 /** The decoded header. */
 export interface SiwxPayload {
@@ -75,50 +64,6 @@ export function formatSolanaSiwxMessage(f: SiwxFields): string {
   return lines.join("\n");
 }
 
-// a dynamic import is re-resolved on every call under some loaders: keep the module promise
-let siweModule: Promise<typeof import("siwe")> | undefined;
-function loadSiwe(): Promise<typeof import("siwe")> {
-  siweModule ??= loadWalletPeer("evm", () => import("siwe"));
-  siweModule.catch(() => (siweModule = undefined)); // installed later: try again
-  return siweModule;
-}
-
-/**
- * The signer fields already checked by siwe's full parse. `new SiweMessage(fields)` re-parses the text it formats
- * with an ABNF parser on every call: about half of a header's cost. Only the nonce and the two times change between
- * a signer's requests (made here, in formats EIP-4361 allows), so the parse runs once per signer and the later texts
- * are formatted by siwe's own `prepareMessage` without it.
- */
-const checkedSigners = new Set<string>();
-const MAX_CHECKED_SIGNERS = 1024;
-const NONCE = /^[a-zA-Z0-9]{8,}$/;
-const ISO_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$/;
-
-/** EIP-4361 text via `siwe` (loaded on first use, it is not needed by API-key users). */
-export async function formatEvmSiwxMessage(f: SiwxFields): Promise<string> {
-  const { SiweMessage } = await loadSiwe();
-  const fields = {
-    domain: f.domain,
-    address: f.address,
-    statement: f.statement,
-    uri: f.uri,
-    version: "1",
-    chainId: Number(f.chainId),
-    nonce: f.nonce,
-    issuedAt: f.issuedAt,
-    expirationTime: f.expirationTime,
-  };
-  const signer = JSON.stringify([f.domain, f.address, f.statement, f.uri, fields.chainId]);
-  const ours = NONCE.test(f.nonce) && ISO_TIME.test(f.issuedAt) && (f.expirationTime === undefined || ISO_TIME.test(f.expirationTime));
-  if (ours && checkedSigners.has(signer)) return (Object.assign(Object.create(SiweMessage.prototype), fields) as InstanceType<typeof SiweMessage>).prepareMessage();
-  const text = new SiweMessage(fields).prepareMessage(); // the full check: throws on anything EIP-4361 refuses
-  if (ours) {
-    if (checkedSigners.size >= MAX_CHECKED_SIGNERS) checkedSigners.clear();
-    checkedSigners.add(signer);
-  }
-  return text;
-}
-
 function requestOrigin(url: string | URL): URL {
   let parsed: URL;
   try {
@@ -147,7 +92,7 @@ export async function createSiwxPayload(wallet: X402Wallet, url: string | URL, o
     statement: options.statement ?? SIWX_STATEMENT,
     chainId: wallet.kind === "evm" ? BASE_CHAIN_ID : SOLANA_MAINNET,
   };
-  const message = wallet.kind === "evm" ? await formatEvmSiwxMessage(fields) : formatSolanaSiwxMessage(fields);
+  const message = await wallet.signInMessage(fields);
   const signature = await wallet.signMessage(message);
   return wallet.kind === "evm"
     ? { address: wallet.address, message, signature, timestamp: now, chainId: BASE_CHAIN_ID }

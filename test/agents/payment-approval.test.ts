@@ -12,13 +12,13 @@ import { startEmulator, type Emulator } from "langchain-service-emulator";
 import {
   ChatService,
   ConfigurationError,
-  EvmWallet,
   PaymentPolicy,
   PaymentPolicyError,
   USDC_BASE,
   paymentApprovalMiddleware,
   type PaymentEvent,
 } from "../../src/index.js";
+import { EvmWallet } from "../../src/evm/index.js";
 
 let emu: Emulator;
 beforeAll(async () => {

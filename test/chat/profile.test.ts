@@ -15,8 +15,9 @@ import { createAgent } from "langchain";
 import { ChatService, type ChatServiceInput } from "../../src/chat/index.js";
 import { startEmulator, MODELS, type Emulator } from "langchain-service-emulator";
 import { BadRequestError, UnsupportedCapabilityError, ValidationError } from "../../src/http/errors.js";
-import { EvmWallet, ServiceClient } from "../../src/index.js";
+import { ServiceClient } from "../../src/index.js";
 import { resetModelRecords } from "../../src/models/records.js";
+import { EvmWallet } from "../../src/evm/index.js";
 import { completion, json, startFixtureServer, type FixtureServer } from "./fixture-server.js";
 
 const IMAGE = "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==";

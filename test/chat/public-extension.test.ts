@@ -13,7 +13,7 @@ import { BaseCallbackHandler } from "@langchain/core/callbacks/base";
 import { registerConfigureHook, setContextVariable } from "@langchain/core/context";
 import { InMemoryCache } from "@langchain/core/caches";
 import { ChatService } from "../../src/chat/index.js";
-import { startEmulator, type Emulator } from "../../src/emulator/index.js";
+import { startEmulator, type Emulator } from "langchain-service-emulator";
 
 const SRC = fileURLToPath(new URL("../../src/", import.meta.url));
 

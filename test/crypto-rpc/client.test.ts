@@ -229,7 +229,8 @@ describe("adapters", () => {
 
 describe("wallet callers", () => {
   it("a wallet signed in with SIWX pays per call from its credit and sees X-Balance-Remaining", async () => {
-    const { EvmWallet, createWalletAuth } = await import("../../src/x402/index.js");
+    const { createWalletAuth } = await import("../../src/x402/index.js");
+    const { EvmWallet } = await import("../../src/evm/index.js");
     const walletEmu = await startEmulator({ apiKeys: ["unused"], walletStartingUsd: 1, upstreams: { "base-mainnet": emu.chain!.rpcUrl }, x402: { balanceHeader: true } }); // the seed's header
     try {
       const wallet = new EvmWallet(Wallet.createRandom().privateKey);

@@ -11,7 +11,8 @@ import { CryptoRpcToolkit, type CryptoToolOptions } from "../../src/crypto-rpc/i
 import { describeNetwork } from "../../src/crypto-rpc/networks.js";
 import { RPC_IN_FLIGHT_MESSAGE } from "../../packages/langchain-service-emulator/src/routes/crypto-rpc.js";
 import { startEmulator, type Emulator, type EmulatorOptions } from "langchain-service-emulator";
-import { EvmWallet, createSiwxHeader } from "../../src/x402/index.js";
+import { createSiwxHeader } from "../../src/x402/index.js";
+import { EvmWallet } from "../../src/evm/index.js";
 import { ValidationError } from "../../src/http/errors.js";
 import { countingClient } from "./helpers.js";
 

@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ServiceClient } from "../../src/client.js";
 import { CryptoRpcToolkit } from "../../src/crypto-rpc/index.js";
 import { startEmulator, type Emulator } from "langchain-service-emulator";
-import { EvmWallet } from "../../src/x402/wallets.js";
+import { EvmWallet } from "../../src/evm/index.js";
 
 const SLOW_MS = 700;
 let node: { url: string; active: number; maxActive: number; calls: number; delayMs: number; server: Server };

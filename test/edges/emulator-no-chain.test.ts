@@ -11,7 +11,8 @@ import { ServiceClient } from "../../src/client.js";
 import { BadRequestError, PaymentFailedError, UnsupportedNetworkError } from "../../src/http/errors.js";
 import { CryptoRpcToolkit } from "../../src/crypto-rpc/index.js";
 import { createSiwxHeader } from "../../src/x402/siwx.js";
-import { EvmWallet, SOLANA_MAINNET } from "../../src/x402/wallets.js";
+import { SOLANA_MAINNET } from "../../src/x402/wallets.js";
+import { EvmWallet } from "../../src/evm/index.js";
 
 const KEY = "no-chain-key";
 /** what `import("litesvm")` throws when the optional package is absent */

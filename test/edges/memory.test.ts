@@ -17,7 +17,8 @@ import { ChatService } from "../../src/chat/index.js";
 import { AbuseBlockError, PaymentFailedError } from "../../src/http/errors.js";
 import { ServiceClient } from "../../src/client.js";
 import { LruMap, SharedRegistry } from "../../src/http/bounded.js";
-import { EvmWallet, USDC_BASE, X402PaymentController } from "../../src/x402/index.js";
+import { USDC_BASE, X402PaymentController } from "../../src/x402/index.js";
+import { EvmWallet } from "../../src/evm/index.js";
 
 const MB = 1024 * 1024;
 const TENANTS = 20_000;

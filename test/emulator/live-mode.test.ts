@@ -8,7 +8,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { Wallet } from "ethers";
 import { MAX_BODY_BYTES, SEED_MAX_BODY_BYTES, startEmulator, type Emulator } from "langchain-service-emulator";
-import { EvmWallet } from "../../src/x402/wallets.js";
+import { EvmWallet } from "../../src/evm/index.js";
 import { createSiwxHeader } from "../../src/x402/siwx.js";
 import { main } from "../../packages/langchain-service-emulator/src/cli.js";
 import { bearer, probeRoute } from "./helpers.js";

@@ -77,7 +77,7 @@ describe("openai client against the strict emulator under brand venice", () => {
 
   it("with only a wallet, through the package's stack as its fetch: signs in, pays exactly the offer, answers", async () => {
     const { createServiceFetch } = await import("../../src/stack.js");
-    const { EvmWallet } = await import("../../src/x402/index.js");
+    const { EvmWallet } = await import("../../src/evm/index.js");
     const wallet = new EvmWallet(venice.chain!.accounts[1]!.privateKey);
     const fetch = createServiceFetch({ baseUrl: venice.url, brand: "venice", wallet, payment: { allowedPayees: [venice.chain!.treasury] } });
     const sdk = new OpenAI({ apiKey: "-", baseURL: venice.url, fetch, maxRetries: 0 });

@@ -6,7 +6,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { startEmulator, type Emulator } from "langchain-service-emulator";
 import { createSiwxHeader } from "../../src/x402/siwx.js";
-import { EvmWallet } from "../../src/x402/wallets.js";
+import { EvmWallet } from "../../src/evm/index.js";
 import { postJson, probeRoute } from "./helpers.js";
 
 // a throwaway local key (ganache's deterministic account 1), never a real one

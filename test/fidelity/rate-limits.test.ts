@@ -19,7 +19,7 @@ import { ChatService } from "../../src/chat/index.js";
 import { GatewayTimeoutError, RateLimitError, ServerError, ServiceClient, createServiceFetch, type FetchLike } from "../../src/index.js";
 import { bearer, probeRoute } from "../emulator/helpers.js";
 import { createSiwxHeader } from "../../src/x402/siwx.js";
-import { EvmWallet } from "../../src/x402/wallets.js";
+import { EvmWallet } from "../../src/evm/index.js";
 
 // --- fixtures ----------------------------------------------------------------------------------------
 

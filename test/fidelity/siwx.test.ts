@@ -18,7 +18,9 @@ import { AuthenticationError, ConfigurationError } from "../../src/http/errors.j
 import type { FetchLike } from "../../src/http/fetch-stack.js";
 import { toBase64Json } from "../../src/x402/encoding.js";
 import { createSiwxHeader, createSiwxPayload } from "../../src/x402/siwx.js";
-import { EvmWallet, SolanaWallet, type X402Wallet } from "../../src/x402/wallets.js";
+import { type X402Wallet } from "../../src/x402/wallets.js";
+import { EvmWallet } from "../../src/evm/index.js";
+import { SolanaWallet } from "../../src/solana/index.js";
 import { json } from "../chat/fixture-server.js";
 import { probeRoute } from "../emulator/helpers.js";
 import { startHostile, type HostileServer } from "../hostile/server.js";

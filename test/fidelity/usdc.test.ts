@@ -12,7 +12,9 @@ import { findAssociatedTokenPda, getMintDecoder, TOKEN_PROGRAM_ADDRESS } from "@
 import { address } from "@solana/kit";
 import { startEmulator, type Emulator } from "langchain-service-emulator";
 import { ChatService } from "../../src/chat/chat-model.js";
-import { EvmWallet, PaymentPolicy, SolanaWallet, USDC_BASE, USDC_SOLANA, type PaymentEvent } from "../../src/x402/index.js";
+import { PaymentPolicy, USDC_BASE, USDC_SOLANA, type PaymentEvent } from "../../src/x402/index.js";
+import { EvmWallet } from "../../src/evm/index.js";
+import { SolanaWallet } from "../../src/solana/index.js";
 
 const USDC_READS = [
   "function name() view returns (string)",

@@ -12,7 +12,8 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { startEmulator, type Emulator, type EmulatorOptions } from "langchain-service-emulator";
 import type { X402EmulatorOptions } from "../../packages/langchain-service-emulator/src/x402/index.js";
 import { createSiwxHeader } from "../../src/x402/siwx.js";
-import { EvmWallet, signPayment, type X402Wallet } from "../../src/x402/index.js";
+import { signPayment, type X402Wallet } from "../../src/x402/index.js";
+import { EvmWallet } from "../../src/evm/index.js";
 import { probeRoute } from "../emulator/helpers.js";
 import { payer, startPaidEmulator } from "../x402/helpers.js";
 

@@ -4,7 +4,8 @@
  */
 import { RunnableLambda } from "@langchain/core/runnables";
 import { describe, expect, it } from "vitest";
-import { ChatService, EvmWallet, PaymentSpendHandler, ServiceClient } from "../../src/index.js";
+import { ChatService, PaymentSpendHandler, ServiceClient } from "../../src/index.js";
+import { EvmWallet } from "../../src/evm/index.js";
 import { PAYEE_A, authorizationOf, completed, json, offer, paymentRequired, hostileServers, toppedUp, type HostileServer } from "./server.js";
 
 const hostile = hostileServers();

@@ -6,7 +6,8 @@ import { describe, expect, it, vi } from "vitest";
 import { ChatService } from "../../src/chat/chat-model.js";
 import { AbuseBlockError, BadRequestError, PaymentFailedError, RedirectError } from "../../src/http/errors.js";
 import { createServiceFetch } from "../../src/stack.js";
-import { EvmWallet, withX402 } from "../../src/x402/index.js";
+import { withX402 } from "../../src/x402/index.js";
+import { EvmWallet } from "../../src/evm/index.js";
 import {
   CREDENTIAL_HEADERS,
   PAYEE_A,

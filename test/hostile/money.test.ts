@@ -11,7 +11,8 @@ import { ChatService } from "../../src/chat/chat-model.js";
 import { ServiceClient } from "../../src/client.js";
 import { PaymentFailedError, PaymentPolicyError, PaymentRequiredError } from "../../src/http/errors.js";
 import { createServiceFetch } from "../../src/stack.js";
-import { EvmWallet, PaymentPolicy, PaymentSpendHandler, withX402, type PaymentEvent } from "../../src/x402/index.js";
+import { PaymentPolicy, PaymentSpendHandler, withX402, type PaymentEvent } from "../../src/x402/index.js";
+import { EvmWallet } from "../../src/evm/index.js";
 import {
   PAYEE_A,
   PAYEE_B,

@@ -6,7 +6,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { PaymentFailedError } from "../../src/http/errors.js";
-import { EvmWallet } from "../../src/x402/wallets.js";
+import { EvmWallet } from "../../src/evm/index.js";
 import { withX402 } from "../../src/x402/with-x402.js";
 import { authorizationOf, hostileServers, json, offer, paymentRequired } from "./server.js";
 

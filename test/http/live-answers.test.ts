@@ -9,7 +9,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { Wallet } from "ethers";
 import { ChatService } from "../../src/chat/index.js";
 import { createServiceFetch } from "../../src/stack.js";
-import { EvmWallet } from "../../src/x402/wallets.js";
+import { EvmWallet } from "../../src/evm/index.js";
 import {
   AbuseBlockError,
   ContentPolicyError,

@@ -17,7 +17,7 @@ import {
 import { DEFAULT_MAX_REQUEST_BYTES } from "../../src/http/request-size.js";
 import { countUtf8 } from "../../src/http/request-size.js";
 import { startEmulator, type Emulator } from "langchain-service-emulator";
-import { EvmWallet } from "../../src/x402/wallets.js";
+import { EvmWallet } from "../../src/evm/index.js";
 import { probeRoute } from "../emulator/helpers.js";
 
 const LIMIT = DEFAULT_MAX_REQUEST_BYTES;

@@ -13,8 +13,9 @@ import { ChatService } from "../../src/chat/index.js";
 import { PaymentFailedError } from "../../src/http/errors.js";
 import { type FetchLike } from "../../src/http/fetch-stack.js";
 import { createServiceFetch } from "../../src/stack.js";
-import { EvmWallet, createWalletAuth, x402PaymentLayer, type PaymentEvent, type PaymentPolicyOptions } from "../../src/x402/index.js";
+import { createWalletAuth, x402PaymentLayer, type PaymentEvent, type PaymentPolicyOptions } from "../../src/x402/index.js";
 import { USDC_ABI } from "../../packages/langchain-service-emulator/src/chain/index.js";
+import { EvmWallet } from "../../src/evm/index.js";
 import { unpacedRoutes } from "../x402/helpers.js";
 
 let emu: Emulator;

@@ -12,7 +12,7 @@ import { startEmulator, type Emulator } from "langchain-service-emulator";
 import { ChatService } from "../../src/chat/index.js";
 import { AuthenticationError, CharacterNotFoundError, ConfigurationError, ValidationError } from "../../src/http/errors.js";
 import { modelOfSku } from "../../src/account/billing.js";
-import { EvmWallet } from "../../src/x402/wallets.js";
+import { EvmWallet } from "../../src/evm/index.js";
 import { recordingClient } from "./helpers.js";
 
 let emu: Emulator;

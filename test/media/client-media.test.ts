@@ -13,7 +13,7 @@ import { startEmulator, type Emulator } from "langchain-service-emulator";
 import { encodeWav, speakPcm } from "../../packages/langchain-service-emulator/src/media/wav.js";
 import { pictureFor } from "../../packages/langchain-service-emulator/src/media/png.js";
 import { ModelNotFoundError, ValidationError } from "../../src/http/errors.js";
-import { EvmWallet } from "../../src/x402/wallets.js";
+import { EvmWallet } from "../../src/evm/index.js";
 import { decodePng } from "../tools/helpers.js";
 import { recordingClient } from "./helpers.js";
 

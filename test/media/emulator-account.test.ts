@@ -9,7 +9,7 @@ import { Wallet } from "ethers";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startEmulator, type Emulator } from "langchain-service-emulator";
 import { createServiceFetch } from "../../src/stack.js";
-import { EvmWallet } from "../../src/x402/wallets.js";
+import { EvmWallet } from "../../src/evm/index.js";
 
 let emu: Emulator;
 beforeAll(async () => {

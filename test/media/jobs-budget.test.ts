@@ -8,7 +8,7 @@ import { startEmulator, type Emulator } from "langchain-service-emulator";
 import { BudgetExceededError } from "../../src/http/errors.js";
 import { SpendBudget } from "../../src/spend/budget.js";
 import { SpendLog } from "../../src/spend/log.js";
-import { EvmWallet } from "../../src/x402/wallets.js";
+import { EvmWallet } from "../../src/evm/index.js";
 import { recordingClient } from "./helpers.js";
 
 let emu: Emulator;

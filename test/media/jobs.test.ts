@@ -13,7 +13,7 @@ import { startEmulator, type Emulator } from "langchain-service-emulator";
 import { InsufficientBalanceError, ValidationError } from "../../src/http/errors.js";
 import { JobCancelledError, JobFailedError, JobOutcomeUnknownError, QuoteRefusedError } from "../../src/media/errors.js";
 import { POLL_FLOOR_MS, type JobProgress } from "../../src/media/job-runner.js";
-import { EvmWallet } from "../../src/x402/wallets.js";
+import { EvmWallet } from "../../src/evm/index.js";
 import { decodeWav } from "../tools/helpers.js";
 import { decodeMp4 } from "./mp4-reader.js";
 import { recordingClient } from "./helpers.js";

@@ -5,8 +5,9 @@
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { startEmulator, MODELS, type Emulator } from "langchain-service-emulator";
-import { AbortError, EvmWallet, NotFoundError, ResponseFormatError, ServiceClient, modelPricing, createServiceFetch, type FetchLike } from "../../src/index.js";
+import { AbortError, NotFoundError, ResponseFormatError, ServiceClient, modelPricing, createServiceFetch, type FetchLike } from "../../src/index.js";
 import { modelRecordsFor, resetModelRecords } from "../../src/models/records.js";
+import { EvmWallet } from "../../src/evm/index.js";
 import { startFixtureServer, type FixtureServer } from "../chat/fixture-server.js";
 
 /** A base fetch recording the GETs of `/models` that reach the wire, with their credential headers. */

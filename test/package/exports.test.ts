@@ -12,7 +12,7 @@ const ENTRIES: Record<string, string[]> = {
     "AbortError", "AbuseBlockError", "AudioGenerationTool", "AuthenticationError", "BadRequestError",
     "BudgetExceededError", "CharacterNotFoundError", "ChatService", "ConfigurationError", "ContentFilterError",
     "ContentPolicyError", "ContentViolationError", "ContractReadTool", "CreditBelowQuoteError", "CryptoNetworksTool",
-    "CryptoRpcTool", "CryptoRpcToolkit", "Erc20BalanceTool", "EvmWallet", "GatewayTimeoutError", "ImageEditTool",
+    "CryptoRpcTool", "CryptoRpcToolkit", "Erc20BalanceTool", "GatewayTimeoutError", "ImageEditTool",
     "ImageGenerationTool", "InBandStreamError", "InsufficientBalanceError", "JobCancelledError", "JobFailedError",
     "JobOutcomeUnknownError", "LatestBlockTool", "MemoryStore", "MessageRefusedError", "ModelAccessDeniedError",
     "ModelNotFoundError", "ModelOfflineError", "ModelOverloadedError", "NativeBalanceTool", "NetworkError",
@@ -20,14 +20,13 @@ const ENTRIES: Record<string, string[]> = {
     "PaymentPolicyError", "PaymentRequiredError", "PaymentSpendHandler", "PaymentsUnavailableError",
     "PermissionDeniedError", "ProOnlyModelError", "QuoteRefusedError", "RateLimitError", "RedirectError",
     "ResponseFormatError", "ResponseTooLargeError", "SPEND_LIMIT_KEY", "SPEND_WARNING_EVENT", "ServerError",
-    "ServiceClient", "ServiceEmbeddings", "ServiceError", "SolanaWallet", "SpendBudget", "SpendLog",
+    "ServiceClient", "ServiceEmbeddings", "ServiceError", "SpendBudget", "SpendLog",
     "StoreUnavailableError", "StreamError", "TextToSpeechTool", "TimeoutError", "ToolInputError",
     "TopUpRejectedError", "TransactionStatusTool", "TranscriptionTool", "USDC_BASE", "UnexpectedStatusError",
     // the proxy's method rules, networks, the brand's header names and the wallet constants the emulator package shares
     "NODE_KEYS_REASON", "SIWX_HEADER", "SIWX_LEGACY_HEADER", "SOLANA_MAINNET", "USDC_SOLANA", "brandNames", "describeNetwork",
     "isFilterOrSubscription", "methodTier", "needsNodeKeys", "sniffAudio", "unsupportedReason",
-    // smart accounts (ERC-1271 / ERC-6492)
-    "smartAccountSigner",
+
     "UnsafeUrlError", "UnsupportedCapabilityError", "UnsupportedNetworkError", "UnsupportedParameterError",
     "ValidationError", "VideoGenerationTool", "WebScrapeTool", "WebSearchTool", "buildModelId", "costOf",
     "createClonedVoice", "createEthersProvider", "createServiceFetch", "createSiwxHeader", "createSolanaConnection",
@@ -41,6 +40,8 @@ const ENTRIES: Record<string, string[]> = {
     "ChatService", "MessageRefusedError", "buildModelId", "costOf", "inBandErrorOf", "mapCitations",
     "responseHeadersOf", "webSearchCitations", "webSearchDocuments",
   ],
+  "src/evm/index.ts": ["BASE_CHAIN_ID", "BASE_MAINNET", "EvmWallet", "smartAccountSigner"],
+  "src/solana/index.ts": ["SOLANA_MAINNET", "SolanaWallet"],
   "src/redis/index.ts": [
     "RedisStore", "StoreUnavailableError",
   ],

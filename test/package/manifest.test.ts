@@ -124,8 +124,10 @@ describe("package.json declares what src uses, and no more", () => {
     expect(unused).toEqual([]);
   });
 
-  it("a package loaded eagerly is installed for everyone (a dependency or a required peer)", () => {
-    const optional = [...staticPackages].filter((n) => !(n in deps) && !requiredPeers.has(n));
+  it("a package loaded eagerly is installed for everyone (a dependency or a required peer), but by the wallet entries", () => {
+    // langchain-service/evm and /solana import their optional peers statically: importing one says they are installed
+    const walletOnly = new Set([...eagerPackages("src/evm/index.ts"), ...eagerPackages("src/solana/index.ts")].filter((n) => optionalPeers.has(n)));
+    const optional = [...staticPackages].filter((n) => !(n in deps) && !requiredPeers.has(n) && !walletOnly.has(n));
     expect(optional).toEqual([]);
   });
 
@@ -156,6 +158,14 @@ describe("what each entry point loads", () => {
   it("langchain-service loads only dependencies and required peers (ethers for the crypto tools and wallets)", () => {
     const eager = [...eagerPackages("src/index.ts")];
     expect(eager.filter((n) => !(n in deps) && !requiredPeers.has(n))).toEqual([]);
+  });
+});
+
+describe("the wallet entries", () => {
+  it("langchain-service/evm and /solana load their chain's optional peers, and no other optional peer", () => {
+    const optional = (entry: string) => [...eagerPackages(entry)].filter((n) => optionalPeers.has(n)).sort();
+    expect(optional("src/evm/index.ts")).toEqual(["@x402/core", "@x402/evm", "viem"]);
+    expect(optional("src/solana/index.ts")).toEqual(["@solana/kit", "@x402/core", "@x402/svm"]);
   });
 });
 

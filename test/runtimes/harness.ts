@@ -12,7 +12,7 @@ import { promisify } from "node:util";
 import { generateKeyPairSync, type KeyObject } from "node:crypto";
 import { Contract, JsonRpcProvider, Network, Wallet, parseUnits } from "ethers";
 import type { Emulator } from "langchain-service-emulator";
-import { SolanaWallet } from "../../src/x402/wallets.js";
+import { SolanaWallet } from "../../src/solana/index.js";
 
 export const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 /** private to this checkout (.gitignore): other Node majors (.ci/run installs them here), the build, the project */

@@ -8,7 +8,7 @@
  */
 import { createInterface } from "node:readline";
 import { RedisStore } from "../../src/store/redis.js";
-import { EvmWallet } from "../../src/x402/wallets.js";
+import { EvmWallet } from "../../src/evm/index.js";
 import { withX402 } from "../../src/x402/with-x402.js";
 
 const job = JSON.parse(process.env.FLEET_JOB ?? "{}") as {

@@ -13,7 +13,7 @@ import { bounded, fleet, member } from "./processes.js";
 import { ownRedisAvailable, redisAvailable, startRedis, type TestRedis } from "./redis-server.js";
 import { RedisStore } from "../../src/store/redis.js";
 import { withX402 } from "../../src/x402/with-x402.js";
-import { EvmWallet } from "../../src/x402/wallets.js";
+import { EvmWallet } from "../../src/evm/index.js";
 
 const PAYER = fileURLToPath(new URL("./fleet-payer.ts", import.meta.url));
 type PayerResult = { statuses: (number | string)[]; events: string[] };

@@ -5,7 +5,7 @@
  * StoreUnavailableError and nothing reaches the service. Every wait is bounded.
  */
 import { fileURLToPath } from "node:url";
-import { EvmWallet } from "../../src/x402/wallets.js";
+import { EvmWallet } from "../../src/evm/index.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { StoreUnavailableError } from "../../src/http/errors.js";
 import { RedisStore } from "../../src/store/redis.js";

@@ -14,7 +14,7 @@
 import { createInterface } from "node:readline";
 import { createServiceFetch } from "../../src/stack.js";
 import { RedisStore } from "../../src/store/redis.js";
-import { EvmWallet } from "../../src/x402/wallets.js";
+import { EvmWallet } from "../../src/evm/index.js";
 
 interface Job {
   kind: "burst" | "fail" | "wallet";

@@ -11,7 +11,7 @@ import { RedisStore } from "../../src/store/redis.js";
 import type { PaymentStore, TopUpEnd, TopUpState } from "../../src/store/types.js";
 import { StoreUnavailableError } from "../../src/http/errors.js";
 import { withX402 } from "../../src/x402/with-x402.js";
-import { EvmWallet } from "../../src/x402/wallets.js";
+import { EvmWallet } from "../../src/evm/index.js";
 import { walletScopeKey } from "../../src/x402/policy.js";
 import { walletNamespace } from "../../src/x402/wallets.js";
 

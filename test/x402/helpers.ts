@@ -1,7 +1,7 @@
 /** Shared setup for the x402 tests: an emulator with a local chain, wallets funded with its test USDC. */
 import { Contract, JsonRpcProvider, Network } from "ethers";
 import { startEmulator, type Emulator, type EmulatorOptions } from "langchain-service-emulator";
-import { EvmWallet } from "../../src/x402/wallets.js";
+import { EvmWallet } from "../../src/evm/index.js";
 import type { PaymentPolicyOptions } from "../../src/x402/policy.js";
 
 /**

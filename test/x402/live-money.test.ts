@@ -16,7 +16,7 @@ import type { FetchLike } from "../../src/http/fetch-stack.js";
 import { ServiceClient } from "../../src/client.js";
 import type { PaymentEvent } from "../../src/x402/index.js";
 import { createSiwxHeader } from "../../src/x402/siwx.js";
-import { EvmWallet } from "../../src/x402/wallets.js";
+import { EvmWallet } from "../../src/evm/index.js";
 import { chatBody, payer, startPaidEmulator, testPolicy, unpacedRoutes, usdcBalance } from "./helpers.js";
 
 let emu: Emulator;

@@ -7,7 +7,8 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { PaymentFailedError, PaymentPolicyError } from "../../src/http/errors.js";
-import { EvmWallet, USDC_BASE, withX402, type PaymentEvent } from "../../src/x402/index.js";
+import { USDC_BASE, withX402, type PaymentEvent } from "../../src/x402/index.js";
+import { EvmWallet } from "../../src/evm/index.js";
 
 let server: Server;
 let base: string;

@@ -6,7 +6,8 @@
  */
 import { describe, expect, it } from "vitest";
 import { PaymentFailedError, PaymentPolicyError } from "../../src/http/errors.js";
-import { EvmWallet, PaymentPolicy, USDC_BASE, X402PaymentController } from "../../src/x402/index.js";
+import { PaymentPolicy, USDC_BASE, X402PaymentController } from "../../src/x402/index.js";
+import { EvmWallet } from "../../src/evm/index.js";
 import { usdToAtomic } from "../../src/x402/encoding.js";
 
 const TOP_UP = "http://127.0.0.1:1/api/v1/x402/top-up";

@@ -10,7 +10,7 @@ import type { FetchLike } from "../../src/http/fetch-stack.js";
 import { limitedRouteOf } from "../../src/http/route-limits.js";
 import { ServiceClient } from "../../src/client.js";
 import { MemoryLimits } from "../../src/store/memory-limits.js";
-import { EvmWallet } from "../../src/x402/index.js";
+import { EvmWallet } from "../../src/evm/index.js";
 import { chatBody, payer, startPaidEmulator, testPolicy } from "./helpers.js";
 
 const started: Emulator[] = [];

@@ -20,7 +20,7 @@ import { ServiceEmbeddings } from "../../src/embeddings/index.js";
 import { WebSearchTool } from "../../src/tools/web-search.js";
 import { AuthenticationError, ConfigurationError } from "../../src/http/errors.js";
 import { withX402 } from "../../src/x402/with-x402.js";
-import { EvmWallet } from "../../src/x402/wallets.js";
+import { EvmWallet } from "../../src/evm/index.js";
 
 const DOMAIN = "api.deploy.test";
 let emu: Emulator;

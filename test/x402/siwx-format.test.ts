@@ -5,8 +5,9 @@
  */
 import { describe, expect, it } from "vitest";
 import { SiweMessage } from "siwe";
-import { formatEvmSiwxMessage, siwxNonce } from "../../src/x402/siwx.js";
-import { EvmWallet } from "../../src/x402/wallets.js";
+import { siwxNonce } from "../../src/x402/siwx.js";
+import { formatEvmSiwxMessage } from "../../src/x402/evm/siwe.js";
+import { EvmWallet } from "../../src/evm/index.js";
 
 describe("formatEvmSiwxMessage", () => {
   it("a signer's texts, first and later, equal siwe's fully checked text", async () => {

@@ -25,7 +25,8 @@ import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import type { Emulator } from "langchain-service-emulator";
 import { ServiceClient } from "../../src/client.js";
 import { ConfigurationError } from "../../src/http/errors.js";
-import { createSiwxHeader, EvmWallet, smartAccountSigner, topUp, type SmartAccountSigner } from "../../src/x402/index.js";
+import { createSiwxHeader, topUp } from "../../src/x402/index.js";
+import { EvmWallet, smartAccountSigner, type SmartAccountSigner } from "../../src/evm/index.js";
 import { probeRoute } from "../emulator/helpers.js";
 import { startPaidEmulator, testPolicy, unpacedRoutes, usdcBalance } from "./helpers.js";
 
@@ -50,7 +51,13 @@ describe("smartAccountSigner's input", () => {
     ["undeployed with no way to deploy", { address: ACCOUNT, owner, deployed: false }, /needs factory and factoryData/],
     ["a deployed flag that is neither", { address: ACCOUNT, owner, deployed: "yes" }, /boolean or a client with getCode/],
   ])("refuses %s with a ConfigurationError that names no key", async (_name, options, message) => {
-    const err = await smartAccountSigner(options as never).catch((e: unknown) => e);
+    const err = (() => {
+      try {
+        return smartAccountSigner(options as never);
+      } catch (e) {
+        return e;
+      }
+    })();
     expect(err).toBeInstanceOf(ConfigurationError);
     expect((err as Error).message).toMatch(message);
     expect(JSON.stringify(err) + String(err)).not.toMatch(/[0-9a-f]{64}/i);

@@ -26,7 +26,8 @@ import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import type { Emulator } from "langchain-service-emulator";
 import { ServiceClient } from "../../src/client.js";
 import { PaymentFailedError } from "../../src/http/errors.js";
-import { createSiwxHeader, EvmWallet, topUp } from "../../src/x402/index.js";
+import { createSiwxHeader, topUp } from "../../src/x402/index.js";
+import { EvmWallet } from "../../src/evm/index.js";
 import { probeRoute } from "../emulator/helpers.js";
 import { startPaidEmulator, testPolicy, unpacedRoutes, usdcBalance } from "./helpers.js";
 

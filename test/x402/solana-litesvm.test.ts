@@ -12,7 +12,8 @@ import { LITESVM_MISSING_MESSAGE, SOLANA_STARTING_USDC_ATOMIC, type SolanaRail }
 import { ServiceClient } from "../../src/client.js";
 import { UnsupportedNetworkError } from "../../src/http/errors.js";
 import { CryptoRpcToolkit } from "../../src/crypto-rpc/index.js";
-import { SolanaWallet, withX402 } from "../../src/x402/index.js";
+import { withX402 } from "../../src/x402/index.js";
+import { SolanaWallet } from "../../src/solana/index.js";
 import { chatBody, payer, testPolicy } from "./helpers.js";
 
 const KEY = "litesvm-key";

@@ -9,7 +9,8 @@ import { findAssociatedTokenPda, TOKEN_PROGRAM_ADDRESS } from "@solana-program/t
 import { address } from "@solana/kit";
 import { startEmulator, type Emulator } from "langchain-service-emulator";
 import { RunnableLambda } from "@langchain/core/runnables";
-import { PaymentSpendHandler, SolanaWallet, withX402, type PaymentEvent } from "../../src/x402/index.js";
+import { PaymentSpendHandler, withX402, type PaymentEvent } from "../../src/x402/index.js";
+import { SolanaWallet } from "../../src/solana/index.js";
 import { chatBody } from "./helpers.js";
 
 let emu: Emulator;

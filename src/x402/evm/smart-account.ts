@@ -11,11 +11,11 @@
  *
  * The owner signs the same digest the account is asked about, so this fits accounts that accept their owner's
  * plain signature (the emulator's, light single-owner accounts); accounts that sign a wrapped, account-bound hash
- * need their SDK's own signer. viem is an optional peer: it loads when a signer is made.
+ * need their SDK's own signer. Part of `langchain-service/evm`, which imports viem statically.
  */
-import type { Hex, LocalAccount, SignableMessage, TypedDataDefinition } from "viem";
-import { ConfigurationError } from "../http/errors.js";
-import { loadWalletPeer } from "./peers.js";
+import { getAddress, serializeErc6492Signature, type Hex, type LocalAccount, type SignableMessage, type TypedDataDefinition } from "viem";
+import { toAccount } from "viem/accounts";
+import { ConfigurationError } from "../../http/errors.js";
 
 /** What signs for the account: a viem `Account` (local, or custom from `toAccount`) or anything with these two. */
 export interface SmartAccountOwner {
@@ -39,7 +39,7 @@ export type SmartAccountSigner = LocalAccount;
 
 const HEX = /^0x(?:[0-9a-fA-F]{2})*$/;
 
-/** Checks everything before any module loads or anything is signed; the owner is never printed. */
+/** Checks everything before anything is signed; the owner is never printed. */
 function checked(options: SmartAccountSignerOptions): Required<Pick<SmartAccountSignerOptions, "address" | "owner">> & SmartAccountSignerOptions {
   if (!options || typeof options !== "object") throw new ConfigurationError("smartAccountSigner: expected { address, owner, factory?, factoryData?, deployed? }");
   const { address, owner, factory, factoryData, deployed } = options;
@@ -58,9 +58,8 @@ function checked(options: SmartAccountSignerOptions): Required<Pick<SmartAccount
 }
 
 /** The smart account as a viem custom account, for `EvmWallet` and anything else that takes one. */
-export async function smartAccountSigner(options: SmartAccountSignerOptions): Promise<SmartAccountSigner> {
+export function smartAccountSigner(options: SmartAccountSignerOptions): SmartAccountSigner {
   const { address, owner, factory, factoryData, deployed } = checked(options);
-  const [{ toAccount }, { getAddress, serializeErc6492Signature }] = await loadWalletPeer("evm", () => Promise.all([import("viem/accounts"), import("viem")]));
   const account = getAddress(address);
   let hasCode = deployed === true || factory === undefined;
   async function wrapped(signature: Hex): Promise<Hex> {
