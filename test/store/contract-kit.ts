@@ -8,7 +8,9 @@
  * store author copies this folder (four files, no other dependency than the package's types) into their suite.
  *
  * `makeStore` is called once per case and must give a store with fresh state (a new prefix, a new object, an
- * emptied server); cases use real time only for leases (a few hundred ms), every other clock is the `now` passed.
+ * emptied server); cases use real time only for top-up leases (200 ms to 1 s, on the store's clock), every other
+ * clock is the `now` passed: a store whose round trip is not well under 100 ms (a remote one) will see the 200 ms
+ * lease cases lapse early; run it near its backend (a local emulator of it) for the contract.
  */
 import type { LimitStore } from "../../src/http/shared-limits.js";
 import type { BudgetStore, PaymentStore } from "../../src/store/types.js";

@@ -205,6 +205,20 @@ export function describeTopUpContract(name: string, make: () => PaymentStore, av
       expect(await store.endTopUp(W, c.token!, { settled: false, clearPending: "p2" })).toEqual({ epoch: 0, leased: false });
     });
 
+    it.runIf(available)("an outcome is a fact: a lapsed holder's end still clears its payment and moves the epoch, but frees only its own lease", async () => {
+      const store = make();
+      const a = await store.acquireTopUpLease(W, 1_000);
+      expect(await store.putPendingPayment(W, a.token!, record("p3"))).toBe(true);
+      await sleep(1_100);
+      const b = await store.acquireTopUpLease(W, 5_000);
+      expect(b.token).toBeGreaterThan(a.token!);
+      // the first holder learns late that its payment settled: recorded, and b keeps the lease
+      expect(await store.endTopUp(W, a.token!, { settled: true, clearPending: "p3" })).toEqual({ epoch: 1, leased: true });
+      // the next lease holder is told the payment's outcome is known
+      expect(await store.endTopUp(W, b.token!, { settled: false })).toEqual({ epoch: 1, leased: false });
+      expect((await store.acquireTopUpLease(W, 5_000)).resolved).toEqual(["p3"]);
+    });
+
     it.runIf(available)("20 concurrent acquirers: exactly one token", async () => {
       const store = make();
       const all = await Promise.all(Array.from({ length: 20 }, () => store.acquireTopUpLease("wallet:eip155:0xrace", 5_000)));
