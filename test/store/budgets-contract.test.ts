@@ -8,7 +8,6 @@ import { BudgetExceededError } from "../../src/http/errors.js";
 import { SpendBudget } from "../../src/spend/budget.js";
 import { MemoryStore } from "../../src/store/memory.js";
 import { RedisStore } from "../../src/store/redis.js";
-import type { BudgetStore } from "../../src/store/types.js";
 import { describeBudgetContract } from "./contract-kit.js";
 import { keysUnder, redisAvailable, startRedis, type TestRedis } from "./redis-server.js";
 
