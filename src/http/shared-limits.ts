@@ -112,7 +112,10 @@ export interface SlotGrant {
 /**
  * The store side of shared pacing and guard windows. Each method is one atomic step of the store (no
  * read-then-write race between processes); keys are the layers' own (`<service>|<caller>|<model>` for pacing,
- * `<origin>|<caller>` for the guard), never a secret.
+ * `<origin>|<caller>` for the guard), never a secret. Every clock is the caller's `now` (the service's reset
+ * instants are on it); a key unused for its `ttlMs` (pacing) or window (guard, slots) may be forgotten. These
+ * calls are not money: a store that fails here is skipped for `STORE_RETRY_MS` (see `viaStore`), and a lost
+ * answer costs at most one place until its `flightMs`/`leaseMs` lapses. Writing one: docs/store.md.
  */
 export interface LimitStore {
   /** true for a store that lives in one process: the layers then keep their in-process limiters */
@@ -125,14 +128,20 @@ export interface LimitStore {
    * window gives its place back.
    */
   acquirePace(key: string, request: PaceRequest): Promise<PaceGrant>;
-  /** Merges what an answer told: limits, the lowest remaining within a window, a 429's pause; ends a probe. */
+  /**
+   * Atomically merges what an answer told: limits, the lowest remaining within a window, a 429's pause; ends
+   * a probe and the send `id`'s flight.
+   */
   observePace(key: string, observation: PaceObservation): Promise<void>;
   /**
    * Atomically: drop failures older than the window and lapsed in-flight places; grant a place when failures +
    * sends in flight stay below `maxFailures` (so even if all of them fail the service does not block).
    */
   acquireGuard(key: string, request: GuardRequest): Promise<GuardGrant>;
-  /** Frees the send's in-flight place and, when it failed, records the failure for the whole fleet. */
+  /**
+   * Frees the send's in-flight place and, when it failed, records the failure at `now` for the whole fleet (a
+   * retry after a lost answer records it twice: the guard errs on the safe side).
+   */
   releaseGuard(key: string, release: GuardRelease): Promise<void>;
   /** Atomically: drop lapsed places, then take one when fewer than `limit` are held. */
   acquireSlot?(key: string, request: SlotRequest): Promise<SlotGrant>;

@@ -5,6 +5,20 @@
  * Every method is one atomic step of the store: a reservation checks the pins, checks every budget, records the
  * spend and sets the pins with nothing in between (no `await` in the memory store, one script in Redis), so two
  * concurrent first payments naming different payees can never both be signed.
+ *
+ * Writing your own store (a Durable Object, an HTTP Redis): docs/store.md says how each method is met by
+ * `MemoryStore` and `RedisStore`, and test/store/contract-kit.ts runs the same contract cases against yours.
+ * Rules every method keeps:
+ * - Atomic: no other call on the same keys sees a half-done step, whichever process made it.
+ * - Fail closed: a shared store that cannot answer (unreachable, an error, no answer within its timeout)
+ *   rejects, best with a `StoreUnavailableError` naming the method; it never answers a guess. The payment
+ *   layer then signs nothing. Errors and `toJSON()` never carry a credential of the store.
+ * - Clocks: budgets and pins run on the caller's `now` (passed in); leases and TTLs of the top-up coordinator
+ *   and of budgets run on the store's own clock (one clock for the whole fleet).
+ * - Keep state only as long as it matters (a TTL per key): a budget's records for its longest period, pins for
+ *   a long while (RedisStore: 30 days from the last payment), a pending payment past its expiry.
+ * - Strings are opaque: scope keys, wallet keys, reservation ids and `data` are stored as given (they never
+ *   hold a secret); a store may prefix them, never parse them.
  */
 
 /** One budget a payment draws on: a wallet's, or a policy object's. */
@@ -42,17 +56,43 @@ export type SpendOutcome =
   | { ok: false; rule: "payee" | "maxPerPeriod" | "dryRun"; detail: string; index?: number };
 
 export interface PaymentStore extends TopUpCoordinator, Partial<BudgetStore> {
-  /** true for a store that lives in this process (its answers need no I/O, nor a timeout) */
+  /**
+   * true only for a store that lives in this process (its answers need no I/O, nor a timeout): the layers
+   * then keep their in-process limiters and single flight. A store shared by processes leaves it unset.
+   */
   readonly processLocal?: boolean;
-  /** Atomically: pins -> budgets -> record the spend in every scope and set missing pins. */
+  /**
+   * Atomically, in one step over every scope of the request: for each candidate in order, check every pinning
+   * scope's pin for the candidate's network (a scope with no pin there accepts it); the first candidate every
+   * pinning scope accepts is taken. Then check every scope's budget: the USD recorded in the scope with
+   * `at > now - periodMs`, plus `amountUsd`, must not exceed `capUsd` (sums rounded to 6 decimals, so ten
+   * $0.1 fill a $1 cap exactly). Then record the spend `{ reservation, now, amountUsd }` in every scope and set
+   * each pinning scope's missing pin for the network to the candidate's payee.
+   *
+   * Returns `{ ok: true, index, reservation }` (a new id, unique in the store) or `{ ok: false, rule, detail,
+   * index? }`: `payee` when no candidate passes the pins (no index), `maxPerPeriod` naming the first scope
+   * over its cap (index of the candidate), `dryRun` when `dryRun` was set and everything passed (nothing is
+   * written, not even a pin). The `detail` words are the shared ones of `details.ts` (the contract compares
+   * them). Not safe to retry blindly after a lost answer: a retry reserves again (a lost reservation costs only
+   * budget until it is released or its lease ends, never money).
+   */
   reserveSpend(request: SpendRequest): Promise<SpendOutcome>;
-  /** Undoes a reservation whose payment was never signed: its spend records, and the pins it set. */
+  /**
+   * Undoes a reservation whose payment was never signed: its spend records in every scope, and the pins it set
+   * (only where the pin is still the one it set). Unknown, already released or committed: nothing happens.
+   * Idempotent: safe to retry.
+   */
   releaseSpend(reservation: string): Promise<void>;
-  /** The payment was signed: the reservation can no longer be undone (it stays spent). */
+  /**
+   * The payment is about to be sent: the reservation can no longer be undone (it stays spent; a later release
+   * changes nothing). A store that undoes abandoned reservations after a lease (RedisStore: `leaseMs`, on its
+   * clock) must reject here once that lease has passed: the client sends the signed payment only after this
+   * resolves, so every payment that can reach the service is counted. Idempotent while it succeeds.
+   */
   commitSpend(reservation: string): Promise<void>;
-  /** USD recorded in a scope within the period ending now. */
+  /** USD recorded in a scope with `at > now - periodMs` (rounded to 6 decimals); 0 for an unknown scope. Read only. */
   spentUsd(scope: string, periodMs: number, now: number): Promise<number>;
-  /** network -> pinned payee of a scope */
+  /** network -> pinned payee of a scope (`{}` when none). Read only. */
   pins(scope: string): Promise<Record<string, string>>;
 }
 
@@ -103,15 +143,32 @@ export interface TopUpEnd {
  * write). A store without it coordinates nothing beyond the process.
  */
 export interface TopUpCoordinator {
-  /** Takes the wallet's lease when free or expired (a new, larger token); else reports who is there. */
+  /**
+   * Atomically: when the wallet's lease is free or past its deadline (on the store's clock), it becomes the
+   * caller's until now + `ttlMs`, under a new token larger than any token this wallet was ever given (tokens
+   * only grow, even across a restart of the store: RedisStore floors them at its clock in ms). Returns the state
+   * with `token` (and `resolved`: the latest ids, RedisStore and MemoryStore keep 16, whose pending payment was
+   * cleared by `endTopUp`), or, while another holder's lease runs, the state without a token. The state's
+   * `pending` is returned either way (the new holder re-sends or reconciles it). A lost answer may leave a lease
+   * nobody holds: it lapses after `ttlMs`, so a retry is safe.
+   */
   acquireTopUpLease(wallet: string, ttlMs: number): Promise<LeaseOutcome>;
-  /** Extends the lease while it is still `token`'s; false when it was lost. */
+  /** Atomically: extends the lease to now + `ttlMs` while it is still `token`'s and not lapsed; false otherwise (it is not taken back). */
   renewTopUpLease(wallet: string, token: number, ttlMs: number): Promise<boolean>;
-  /** Records a signed payment under the lease; false (nothing written) when the lease is no longer `token`'s. */
+  /**
+   * Atomically: records a signed payment while the lease is still `token`'s and not lapsed (replacing any pending
+   * one); false, nothing written, otherwise. The record outlives the lease: it is kept until `endTopUp` clears it
+   * or until `expiresAt` plus a grace for clock skew (10 min) has passed. Idempotent for the same record.
+   */
   putPendingPayment(wallet: string, token: number, record: PendingPaymentRecord): Promise<boolean>;
-  /** Ends a top-up: clears the named pending payment, moves the epoch on if settled, releases the lease if `token`'s. */
+  /**
+   * Atomically, whoever holds the lease (the outcome of a payment is a fact, fencing applies to writes of a
+   * holder only): clears the pending payment when its id is `clearPending` (and remembers that id as resolved),
+   * moves the epoch on by one when `settled`, then frees the lease when it is still `token`'s. Returns the state
+   * after. Retrying a settled end would move the epoch twice: harmless (waiting processes only compare it).
+   */
   endTopUp(wallet: string, token: number, end: TopUpEnd): Promise<TopUpState>;
-  /** The wallet's epoch, lease and pending payment, as they are now. */
+  /** The wallet's epoch (0 when unknown), whether a lease runs now, and the pending payment. Read only. */
   topUpState(wallet: string): Promise<TopUpState>;
 }
 
@@ -156,9 +213,19 @@ export interface BudgetReserveRequest {
  * settled: it stays counted at its worst case (a budget errs on the safe side).
  */
 export interface BudgetStore {
-  /** Reserves `amountNano` when spent + reserved + amount fits the limit; the figures after (or as they stand). */
+  /**
+   * Atomically: reserves `amountNano` under `reservation` when spent + reserved + amount <= `limitNano` (exactly
+   * the cap fits); returns `ok` and the figures after, or `ok: false` and the figures as they stand. Keeps the
+   * budget `ttlMs` after this use (store's clock); a budget past its TTL starts again at zero. Not idempotent:
+   * a retry after a lost answer holds twice (errs on the safe side until the TTL).
+   */
   budgetReserve(key: string, request: BudgetReserveRequest): Promise<BudgetFigures & { ok: boolean }>;
-  /** Settles a reservation at `actualNano` (undefined: released, nothing spent); unknown reservations change nothing. */
+  /**
+   * Atomically: moves the reservation's hold off `reserved` and adds `actualNano` to `spent` (`undefined`:
+   * released, nothing spent; over HTTP, where JSON has no undefined, it travels as `null`). Once per
+   * reservation: an unknown or already settled one changes nothing, so a retry is safe. Returns the figures after.
+   */
   budgetSettle(key: string, reservation: string, actualNano: number | undefined, ttlMs: number): Promise<BudgetFigures>;
+  /** The budget's figures (zeros when unknown or expired). Read only. */
   budgetFigures(key: string): Promise<BudgetFigures>;
 }

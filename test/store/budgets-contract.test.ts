@@ -8,7 +8,7 @@ import { BudgetExceededError } from "../../src/http/errors.js";
 import { SpendBudget } from "../../src/spend/budget.js";
 import { MemoryStore } from "../../src/store/memory.js";
 import { RedisStore } from "../../src/store/redis.js";
-import type { BudgetStore } from "../../src/store/types.js";
+import { describeBudgetContract } from "./contract-kit.js";
 import { keysUnder, redisAvailable, startRedis, type TestRedis } from "./redis-server.js";
 
 let redis: TestRedis | undefined;
@@ -26,35 +26,9 @@ function redisStore(prefix = redis!.prefix()): RedisStore {
   return store;
 }
 
-const kinds: [string, () => BudgetStore & { budgetReserve: BudgetStore["budgetReserve"] }, boolean][] = [
-  ["MemoryStore", () => new MemoryStore() as unknown as BudgetStore, true],
-  ["RedisStore", () => redisStore() as unknown as BudgetStore, redisAvailable],
-];
-const DAY = 24 * 60 * 60_000;
-
-describe.each(kinds)("the budget contract: %s", (_name, make, available) => {
-  it.runIf(available)("reserve fits or refuses; settle moves the hold to spent at the real amount; release frees it", async () => {
-    const s = make();
-    const r = (reservation: string, amountNano: number) => s.budgetReserve("b", { limitNano: 1_000, amountNano, reservation, ttlMs: DAY });
-    expect(await r("a", 600)).toEqual({ ok: true, spentNano: 0, reservedNano: 600 });
-    expect(await r("b", 500)).toEqual({ ok: false, spentNano: 0, reservedNano: 600 }); // 600 + 500 > 1000
-    expect(await r("c", 400)).toEqual({ ok: true, spentNano: 0, reservedNano: 1000 }); // exactly the cap fits
-    expect(await s.budgetSettle("b", "a", 123, DAY)).toEqual({ spentNano: 123, reservedNano: 400 });
-    expect(await s.budgetSettle("b", "a", 999, DAY)).toEqual({ spentNano: 123, reservedNano: 400 }); // settled once
-    expect(await s.budgetSettle("b", "c", undefined, DAY)).toEqual({ spentNano: 123, reservedNano: 0 }); // released
-    expect(await s.budgetFigures("b")).toEqual({ spentNano: 123, reservedNano: 0 });
-    expect(await s.budgetFigures("other")).toEqual({ spentNano: 0, reservedNano: 0 });
-  });
-
-  it.runIf(available)("sums stay exact over many small settlements (integers, never floats)", async () => {
-    const s = make();
-    for (let i = 0; i < 1000; i++) {
-      await s.budgetReserve("exact", { limitNano: 1e12, amountNano: 10_000, reservation: `r${i}`, ttlMs: DAY });
-      await s.budgetSettle("exact", `r${i}`, 1_154, DAY); // $0.000001154 each
-    }
-    expect(await s.budgetFigures("exact")).toEqual({ spentNano: 1_154_000, reservedNano: 0 });
-  });
-});
+// the budget contract, the same cases for every store (test/store/contract-kit.ts)
+describeBudgetContract("MemoryStore", () => new MemoryStore());
+describeBudgetContract("RedisStore", () => redisStore(), redisAvailable);
 
 describe("a budget shared by a fleet (RedisStore)", () => {
   it.runIf(redisAvailable)("two processes' budgets of one name: 40 concurrent $0.10 holds against $1.00 -> exactly 10 fit", async () => {

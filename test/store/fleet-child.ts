@@ -3,23 +3,25 @@
  * `ready`, waits for `go` on stdin (so every process starts at once), runs its job through
  * `PaymentPolicy.authorize` as the payment layer does (reserve, then commit as if signed), and prints one JSON line.
  *
- * Job (JSON in FLEET_JOB):
+ * Job (JSON in FLEET_JOB; with `storeUrl` the store is an HttpStore on that server, `prefix` its namespace):
  *   { kind: "budget", url, prefix, wallet, capUsd, attempts }  all attempts at once, $5 each, to one payee
  *   { kind: "pin", url, prefix, wallets, payee, reverse? }      a first payment per wallet, one after another
  */
 import { createInterface } from "node:readline";
 import { RedisStore } from "../../src/store/redis.js";
+import { HttpStore } from "./http-store.js";
 import { PaymentPolicy, USDC_BASE } from "../../src/x402/policy.js";
 
-type Job =
+type Job = { storeUrl?: string } & (
   | { kind: "budget"; url: string; prefix: string; wallet: string; capUsd: number; attempts: number; payee: string }
-  | { kind: "pin"; url: string; prefix: string; wallets: string[]; payee: string; reverse?: boolean };
+  | { kind: "pin"; url: string; prefix: string; wallets: string[]; payee: string; reverse?: boolean }
+);
 
 const job = JSON.parse(process.env.FLEET_JOB ?? "{}") as Job;
 const offer = (payTo: string) => ({ scheme: "exact", network: "eip155:8453", amount: "5000000", asset: USDC_BASE, payTo, maxTimeoutSeconds: 300 });
 const outcome = (err: unknown) => `${(err as Error).name}:${(err as { rule?: string }).rule ?? (err as Error).message}`;
 
-const store = new RedisStore({ url: job.url, prefix: job.prefix });
+const store = job.storeUrl ? new HttpStore({ url: job.storeUrl, namespace: job.prefix }) : new RedisStore({ url: job.url, prefix: job.prefix });
 await store.spentUsd("warm-up", 1, 1); // connected before the start line
 const lines = createInterface({ input: process.stdin });
 const go = new Promise<void>((resolve) => lines.on("line", (l) => l.trim() === "go" && resolve()));

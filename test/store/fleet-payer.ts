@@ -4,11 +4,13 @@
  * (every process starts at once), sends `requests` concurrent POSTs to the service, and prints one JSON line:
  * the statuses (or error names) and the payment events it saw.
  *
- * Job (JSON in FLEET_JOB): { service, redisUrl, prefix, privateKey, requests, leaseMs?, epochUnreadable? }
+ * Job (JSON in FLEET_JOB): { service, redisUrl, prefix, privateKey, requests, leaseMs?, epochUnreadable?, storeUrl? }
+ * (with `storeUrl` the store is an HttpStore on that server, `prefix` its namespace)
  */
 import { createInterface } from "node:readline";
 import { RedisStore } from "../../src/store/redis.js";
 import { EvmWallet } from "../../src/evm/index.js";
+import { HttpStore } from "./http-store.js";
 import { withX402 } from "../../src/x402/with-x402.js";
 
 const job = JSON.parse(process.env.FLEET_JOB ?? "{}") as {
@@ -20,6 +22,7 @@ const job = JSON.parse(process.env.FLEET_JOB ?? "{}") as {
   leaseMs?: number;
   /** the store's epoch cannot be read (as when reads are slower than the layer waits for) */
   epochUnreadable?: boolean;
+  storeUrl?: string;
 };
 
 class EpochBlindStore extends RedisStore {
@@ -27,7 +30,9 @@ class EpochBlindStore extends RedisStore {
     throw new Error("store too slow");
   }
 }
-const store = new (job.epochUnreadable ? EpochBlindStore : RedisStore)({ url: job.redisUrl, prefix: job.prefix });
+const store = job.storeUrl
+  ? new HttpStore({ url: job.storeUrl, namespace: job.prefix })
+  : new (job.epochUnreadable ? EpochBlindStore : RedisStore)({ url: job.redisUrl, prefix: job.prefix });
 await store.spentUsd("warm-up", 1, 1); // connected before the start line
 const events: string[] = [];
 const f = withX402(fetch, {
