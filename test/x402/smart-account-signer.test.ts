@@ -4,8 +4,7 @@
  * chain); and end to end against the emulator and its local chain: an agent whose wallet is the signer signs in and
  * tops up from an undeployed account (ERC-6492, the facilitator deploys it), then, deployed, signs in with EIP-1271.
  *
- * The wallet is an `EvmWallet` over an ethers-shaped adapter of the signer (what `EvmWallet` takes today); once it
- * takes a viem Account itself, `new EvmWallet(signer)` replaces the adapter.
+ * The wallet is `new EvmWallet(signer)`: the smart account's signer is a viem custom account, which it takes as it is.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
@@ -95,17 +94,9 @@ describe("smartAccountSigner against the emulator's chain", () => {
     await emu?.close();
   });
 
-  /** `EvmWallet` over the signer, shaped as the ethers Signer it takes today. */
+  /** `EvmWallet` takes the smart account's signer as it is: a viem custom account. */
   function walletOf(signer: SmartAccountSigner): EvmWallet {
-    const shaped = {
-      signMessage: (message: string) => signer.signMessage({ message }),
-      signTypedData: (domain: Record<string, unknown>, types: Record<string, { name: string; type: string }[]>, message: Record<string, unknown>) => {
-        const referenced = new Set(Object.values(types).flatMap((fields) => fields.map((f) => f.type.replace(/\[\d*\]$/, ""))));
-        const primaryType = Object.keys(types).find((name) => !referenced.has(name))!;
-        return signer.signTypedData({ domain, types, primaryType, message } as Parameters<LocalAccount["signTypedData"]>[0]);
-      },
-    };
-    return new EvmWallet(shaped as unknown as ConstructorParameters<typeof EvmWallet>[0], signer.address);
+    return new EvmWallet(signer);
   }
 
   async function signIn(wallet: EvmWallet): Promise<number> {

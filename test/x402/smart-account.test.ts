@@ -22,7 +22,7 @@ import {
   type Hex,
   type LocalAccount,
 } from "viem";
-import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
+import { generatePrivateKey, privateKeyToAccount, toAccount } from "viem/accounts";
 import type { Emulator } from "langchain-service-emulator";
 import { ServiceClient } from "../../src/client.js";
 import { PaymentFailedError } from "../../src/http/errors.js";
@@ -93,22 +93,19 @@ function accountSigner(account: SmartAccount, opts: { key?: LocalAccount; wrap: 
   };
 }
 
-/**
- * The account as the package's wallet: `EvmWallet` takes an ethers-shaped signer and an address; this one signs
- * with `accountSigner` (ethers' `signTypedData(domain, types, message)` names no primary type: the one no other
- * type refers to).
- */
+/** The account as the package's wallet: `EvmWallet` takes a viem custom account whose signing is `accountSigner`. */
 function smartWallet(account: SmartAccount, opts: { key?: LocalAccount; wrap: boolean }): EvmWallet {
   const signer = accountSigner(account, opts);
-  const shaped = {
-    signMessage: (message: string) => signer.signMessage(message),
-    signTypedData: (domain: Record<string, unknown>, types: Record<string, { name: string; type: string }[]>, message: Record<string, unknown>) => {
-      const referenced = new Set(Object.values(types).flatMap((fields) => fields.map((f) => f.type.replace(/\[\d*\]$/, ""))));
-      const primaryType = Object.keys(types).find((name) => !referenced.has(name))!;
-      return signer.signTypedData({ domain, types, primaryType, message } as Parameters<LocalAccount["signTypedData"]>[0]);
-    },
-  };
-  return new EvmWallet(shaped as unknown as ConstructorParameters<typeof EvmWallet>[0], account.address);
+  return new EvmWallet(
+    toAccount({
+      address: account.address,
+      signMessage: ({ message }) => signer.signMessage(message as string),
+      signTypedData: (typed) => signer.signTypedData(typed as Parameters<LocalAccount["signTypedData"]>[0]),
+      signTransaction: async () => {
+        throw new Error("a smart account sends no raw transactions");
+      },
+    }),
+  );
 }
 
 async function signIn(wallet: EvmWallet): Promise<{ status: number; body: Record<string, any> }> {
