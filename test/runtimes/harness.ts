@@ -38,9 +38,10 @@ export async function buildPackage(): Promise<void> {
   mkdirSync(join(PROJECT, "node_modules"), { recursive: true });
   symlinkSync("../../pkg", join(PROJECT, "node_modules/langchain-service"), "dir");
   // the user's own dependencies besides the package (Deno reads them from here)
-  const deps = { "langchain-service": "*", "@langchain/core": "*", zod: "*", ethers: "*", viem: "*" };
+  // (the wallet entries' peers: viem, @x402/*, @solana/kit, as a user who pays installs them)
+  const deps = { "langchain-service": "*", "@langchain/core": "*", zod: "*", viem: "*", "@x402/core": "*", "@x402/evm": "*", "@x402/svm": "*", "@solana/kit": "*" };
   writeFileSync(join(PROJECT, "package.json"), JSON.stringify({ name: "runtime-scenario", private: true, type: "module", dependencies: deps }, null, 2));
-  for (const file of ["scenario.mjs", "cli.mjs", "worker.mjs", "worker-chat.mjs", "page.mjs", "eip1193.mjs"]) copyFileSync(join(HERE, file), join(PROJECT, file));
+  for (const file of ["scenario.mjs", "cli.mjs", "worker.mjs", "worker-main.mjs", "worker-chat.mjs", "page.mjs", "eip1193.mjs"]) copyFileSync(join(HERE, file), join(PROJECT, file));
   // the project's other dependencies: the checkout's node_modules, one level up from .runtimes/
 }
 
@@ -165,6 +166,8 @@ export async function bundle(entry: string, target: "worker" | "browser", nodeBu
       mainFields: ["browser", "module", "main"],
       external,
       logLevel: "silent",
+      // as a deploy would: minified, so workerd parses less (unminified, the worker was 8.8 MB and took ~30 s to load)
+      minify: true,
       define: { "process.env.NODE_ENV": '"production"' },
     });
     return { code: result.outputFiles[0]!.text, errors: [] };
