@@ -34,6 +34,9 @@ export async function buildPackage(): Promise<void> {
   mkdirSync(PKG, { recursive: true });
   await run(join(ROOT, "node_modules/.bin/tsup"), ["--format", "esm", "--no-dts", "--out-dir", join(PKG, "dist")], { cwd: ROOT, maxBuffer: 1 << 24 });
   copyFileSync(join(ROOT, "package.json"), join(PKG, "package.json"));
+  // Bun reads the nearest tsconfig.json's `paths`, and the checkout's map `langchain-service` to src/: one here
+  // (above both the project and the package) keeps Bun on the built package, as in a user's project
+  writeFileSync(join(RUNTIMES_DIR, "tsconfig.json"), `${JSON.stringify({ compilerOptions: {} })}\n`);
   rmSync(PROJECT, { recursive: true, force: true });
   mkdirSync(join(PROJECT, "node_modules"), { recursive: true });
   symlinkSync("../../pkg", join(PROJECT, "node_modules/langchain-service"), "dir");
