@@ -13,9 +13,10 @@ if (config.injectedKeys) {
   config.evmProvider = injectedProvider(config.injectedKeys, config.chain.chainId);
   delete config.injectedKeys;
 }
-await runScenario(config, (line) => console.log(line), async () => ({
-  entry: "langchain-service",
-  module: await import("langchain-service"),
-  // where the name resolved: the built package, never src/
-  resolved: import.meta.resolve("langchain-service"),
-}));
+const entries = {
+  "langchain-service": () => import("langchain-service"),
+  "langchain-service/evm": () => import("langchain-service/evm"),
+  "langchain-service/solana": () => import("langchain-service/solana"),
+};
+// where each name resolved: the built package, never src/
+await runScenario(config, (line) => console.log(line), entries, (name) => import.meta.resolve(name));

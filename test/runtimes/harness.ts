@@ -34,13 +34,17 @@ export async function buildPackage(): Promise<void> {
   mkdirSync(PKG, { recursive: true });
   await run(join(ROOT, "node_modules/.bin/tsup"), ["--format", "esm", "--no-dts", "--out-dir", join(PKG, "dist")], { cwd: ROOT, maxBuffer: 1 << 24 });
   copyFileSync(join(ROOT, "package.json"), join(PKG, "package.json"));
+  // Bun reads the nearest tsconfig.json's `paths`, and the checkout's map `langchain-service` to src/: one here
+  // (above both the project and the package) keeps Bun on the built package, as in a user's project
+  writeFileSync(join(RUNTIMES_DIR, "tsconfig.json"), `${JSON.stringify({ compilerOptions: {} })}\n`);
   rmSync(PROJECT, { recursive: true, force: true });
   mkdirSync(join(PROJECT, "node_modules"), { recursive: true });
   symlinkSync("../../pkg", join(PROJECT, "node_modules/langchain-service"), "dir");
   // the user's own dependencies besides the package (Deno reads them from here)
-  const deps = { "langchain-service": "*", "@langchain/core": "*", zod: "*", ethers: "*", viem: "*" };
+  // (the wallet entries' peers: viem, @x402/*, @solana/kit, as a user who pays installs them)
+  const deps = { "langchain-service": "*", "@langchain/core": "*", zod: "*", viem: "*", "@x402/core": "*", "@x402/evm": "*", "@x402/svm": "*", "@solana/kit": "*" };
   writeFileSync(join(PROJECT, "package.json"), JSON.stringify({ name: "runtime-scenario", private: true, type: "module", dependencies: deps }, null, 2));
-  for (const file of ["scenario.mjs", "cli.mjs", "worker.mjs", "worker-chat.mjs", "page.mjs", "eip1193.mjs"]) copyFileSync(join(HERE, file), join(PROJECT, file));
+  for (const file of ["scenario.mjs", "cli.mjs", "worker.mjs", "worker-main.mjs", "worker-chat.mjs", "page.mjs", "eip1193.mjs"]) copyFileSync(join(HERE, file), join(PROJECT, file));
   // the project's other dependencies: the checkout's node_modules, one level up from .runtimes/
 }
 
@@ -165,6 +169,8 @@ export async function bundle(entry: string, target: "worker" | "browser", nodeBu
       mainFields: ["browser", "module", "main"],
       external,
       logLevel: "silent",
+      // as a deploy would: minified, so workerd parses less (unminified, the worker was 8.8 MB and took ~30 s to load)
+      minify: true,
       define: { "process.env.NODE_ENV": '"production"' },
     });
     return { code: result.outputFiles[0]!.text, errors: [] };

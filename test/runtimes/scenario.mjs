@@ -1,12 +1,16 @@
 /**
  * The one scenario every runtime runs (test/runtimes/runtimes.test.ts), written as a user writes it: it imports
- * the BUILT package by its name, `langchain-service`, never src/. Plain JS, ESM, no Node API: Node, Bun and Deno
- * run it through ./cli.mjs, workerd through ./worker.mjs, Chromium through ./page.mjs.
+ * the BUILT package by its names, `langchain-service` and the wallets' `langchain-service/evm` and
+ * `langchain-service/solana`, never src/. Plain JS, ESM, no Node API: Node, Bun and Deno run it through ./cli.mjs,
+ * workerd through ./worker.mjs, Chromium through ./page.mjs.
  *
- * `runScenario(config, print, load)` runs each step and prints one JSON line per step: `{ step, ok, detail }`, or
- * `{ step, ok: false, error }` (the error's name and message). The steps go on after a failure, so one run says
- * exactly which steps work on a runtime. `load` imports the entry under test (`() => import("langchain-service")`,
- * or the chat entry for an API-key chat bundle): a literal import here would put the main entry into every bundle.
+ * `runScenario(config, print, entries)` runs each step and prints one JSON line per step: `{ step, ok, detail }`,
+ * or `{ step, ok: false, error }` (the error's name and message). The steps go on after a failure, so one run says
+ * exactly which steps work on a runtime. `entries` maps each entry's name to its loader, the first one the entry
+ * under test (`{ "langchain-service": () => import("langchain-service"), "langchain-service/evm": ... }`), and
+ * `resolve(name)` where the runtime can tell where a name resolved: a literal import here would put every entry
+ * into every bundle, so each wrapper imports exactly what it runs (the chat worker names the chat entry alone).
+ * The wallet steps load their wallet's entry themselves, as a user who pays imports it.
  *
  * config: { runtime, baseUrl, apiKey, model, steps?: string[],
  *           chain: { treasury, usdc, holder },           // the local chain's facts
@@ -19,11 +23,24 @@ const short = (err) => `${err?.name ?? "Error"}: ${String(err?.message ?? err).s
 
 /** the exports each entry must give */
 const ENTRY_EXPORTS = {
-  "langchain-service": ["ChatService", "ServiceClient", "CryptoRpcToolkit", "EvmWallet", "SolanaWallet"],
+  "langchain-service": ["ChatService", "ServiceClient", "CryptoRpcToolkit"],
   "langchain-service/chat": ["ChatService"],
+  "langchain-service/evm": ["EvmWallet"],
+  "langchain-service/solana": ["SolanaWallet"],
 };
 
-export async function runScenario(config, print, load) {
+/** Loads one entry and checks its exports: `{ module, detail }`. */
+async function loadEntry(entries, resolve, name) {
+  const loader = entries[name];
+  if (!loader) throw new Error(`this run does not import ${name}`);
+  const loaded = await loader();
+  const names = ENTRY_EXPORTS[name];
+  const missing = names.filter((n) => typeof loaded[n] !== "function");
+  if (missing.length) throw new Error(`${name}: exports missing: ${missing.join(", ")}`);
+  return { module: loaded, detail: { entry: name, exports: names, ...(resolve ? { resolved: resolve(name) } : {}) } };
+}
+
+export async function runScenario(config, print, entries, resolve) {
   const wanted = new Set(config.steps ?? STEPS);
   let pkg;
   const step = async (name, fn) => {
@@ -41,13 +58,13 @@ export async function runScenario(config, print, load) {
   };
 
   await step("import", async () => {
-    const { entry, module: loaded, resolved } = await load();
-    const names = ENTRY_EXPORTS[entry];
-    const missing = names.filter((n) => typeof loaded[n] !== "function");
-    if (missing.length) throw new Error(`exports missing: ${missing.join(", ")}`);
+    const { module: loaded, detail } = await loadEntry(entries, resolve, Object.keys(entries)[0]);
     pkg = loaded;
-    return { entry, exports: names, resolved };
+    return detail;
   });
+  /** a wallet entry, loaded once by the first step that needs it */
+  const wallets = {};
+  const walletEntry = (name) => (wallets[name] ??= loadEntry(entries, resolve, name));
   const { baseUrl, apiKey, model: modelId = "emu-xs", runtime } = config;
   const chat = (extra = {}) => new pkg.ChatService({ model: modelId, baseUrl, ...extra });
 
@@ -92,22 +109,22 @@ export async function runScenario(config, print, load) {
     return { chainId: chainId.result ?? chainId, tools: tools.map((t) => t.name), erc20: JSON.parse(typeof out === "string" ? out : out.content) };
   });
 
-  /** An EVM wallet: a raw key, or the page's EIP-1193 provider (through ethers' BrowserProvider: the key stays in the provider). */
+  /** An EVM wallet: a raw key, or the page's EIP-1193 provider (`fromEip1193`: the key stays in the provider). */
   const evmWallet = async (key, address) => {
-    if (!config.evmProvider) return new pkg.EvmWallet(key);
-    const { BrowserProvider } = await import("ethers");
-    return pkg.EvmWallet.fromSigner(await new BrowserProvider(config.evmProvider).getSigner(address));
+    const { module: evm, detail } = await walletEntry("langchain-service/evm");
+    const wallet = config.evmProvider ? await evm.EvmWallet.fromEip1193(config.evmProvider, address) : new evm.EvmWallet(key);
+    return { wallet, entry: detail };
   };
   const payment = () => ({ allowedPayees: [config.chain.treasury] });
 
   await step("evm-sign-in", async () => {
-    const wallet = await evmWallet(config.evmSignInKey, config.signInAddress);
+    const { wallet, entry } = await evmWallet(config.evmSignInKey, config.signInAddress);
     const message = await chat({ wallet, payment: payment() }).invoke(`signed in on ${runtime}`);
-    return { address: wallet.address, text: message.text };
+    return { address: wallet.address, text: message.text, entry };
   });
 
   await step("x402-top-up", async () => {
-    const wallet = await evmWallet(config.payerKey, config.payerAddress);
+    const { wallet } = await evmWallet(config.payerKey, config.payerAddress);
     const events = [];
     const message = await chat({ wallet, payment: payment(), onPayment: (e) => events.push(e) }).invoke(`paid on ${runtime}`);
     const balance = await new pkg.ServiceClient({ baseUrl, wallet, payment: payment() }).getX402Balance();
@@ -121,8 +138,9 @@ export async function runScenario(config, print, load) {
   });
 
   await step("solana-sign-in", async () => {
-    const wallet = new pkg.SolanaWallet(Uint8Array.from(config.solanaKey));
+    const { module: solana, detail: entry } = await walletEntry("langchain-service/solana");
+    const wallet = new solana.SolanaWallet(Uint8Array.from(config.solanaKey));
     const message = await chat({ wallet }).invoke(`solana on ${runtime}`);
-    return { address: wallet.address, text: message.text };
+    return { address: wallet.address, text: message.text, entry };
   });
 }

@@ -7,7 +7,11 @@ import { runScenario } from "./scenario.mjs";
 export default {
   async fetch(request) {
     const lines = [];
-    await runScenario(await request.json(), (line) => lines.push(line), async () => ({ entry: "langchain-service", module: await import("langchain-service") }));
+    await runScenario(await request.json(), (line) => lines.push(line), {
+      "langchain-service": () => import("langchain-service"),
+      "langchain-service/evm": () => import("langchain-service/evm"),
+      "langchain-service/solana": () => import("langchain-service/solana"),
+    });
     return new Response(`${lines.join("\n")}\n`, { headers: { "content-type": "application/x-ndjson" } });
   },
 };
