@@ -11,8 +11,10 @@ export default defineConfig({
     // one by condition where the package is used (a worker's or a browser's bundler takes `default`, never undici)
     "http/base": "src/http/base.ts",
     "http/base.node": "src/http/base.node.ts",
+    // evaluated before undici by base.node (its own file, so the order survives bundling: see the file)
+    "http/keep-runtime-dispatcher": "src/http/keep-runtime-dispatcher.ts",
   },
-  external: ["#base"],
+  external: ["#base", "#keep-runtime-dispatcher"],
   format: ["esm", "cjs"],
   dts: true,
   sourcemap: true,

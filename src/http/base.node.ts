@@ -18,6 +18,8 @@
  * network failure, the signal's reason on an abort. A request that breaks on a kept-alive socket before any
  * answer is re-sent once by the retry layer (retry.ts `droppedKeptAliveSocket`), not here.
  */
+// first: the runtime's fetch keeps its own global dispatcher (see the file), then undici
+import "#keep-runtime-dispatcher";
 import { Agent, request, type Dispatcher } from "undici";
 import type { FetchLike, ServiceRequestInit } from "./types.js";
 
