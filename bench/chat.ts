@@ -29,7 +29,7 @@ export type { BenchRow };
 
 const STREAM_CHUNKS = 1000;
 
-function fixedServer(): Promise<{ url: string; server: Server }> {
+export function fixedServer(): Promise<{ url: string; server: Server }> {
   const completion = JSON.stringify({
     id: "chatcmpl-bench",
     object: "chat.completion",

@@ -451,9 +451,15 @@ export class ChatService extends BaseChatModel<ChatServiceCallOptions, AIMessage
     options: this["ParsedCallOptions"],
     runManager?: CallbackManagerForLLMRun,
   ): AsyncGenerator<ChatGenerationChunk> {
-    const chunks = this.#streamChunks(messages, options, runManager);
     const v1 = !this.disableStreaming && (options.outputVersion ?? this.outputVersion) === "v1";
-    yield* v1 && (options.n ?? this.n ?? 1) === 1 ? withCitationAnnotations(chunks) : chunks;
+    if (v1 && (options.n ?? this.n ?? 1) === 1) {
+      yield* withCitationAnnotations(this.#streamChunks(messages, options, runManager));
+      return;
+    }
+    // the pieces read here, not through #streamChunks: one generator less to step through per chunk
+    for await (const pieces of this.#streamPieces(messages, options, runManager)) {
+      for (const piece of pieces) yield piece.chunk;
+    }
   }
 
   async *#streamChunks(messages: BaseMessage[], options: this["ParsedCallOptions"], runManager?: CallbackManagerForLLMRun): AsyncGenerator<ChatGenerationChunk> {
