@@ -44,10 +44,21 @@ describe("ChatService on LangChain's public extension points", () => {
     for (const hook of ["_generate", "_streamResponseChunks", "invocationParams", "_llmType", "getLsParams"]) expect(own, hook).toContain(hook);
   });
 
-  it("no source file imports core's internals (the async-context singleton, the config splitting of Runnable)", () => {
-    const internal = /@langchain\/core\/singletons|AsyncLocalStorageProviderSingleton|_separateRunnableConfigFromCallOptions|pickRunnableConfigKeys|raceWithSignal|runWithConfig/;
+  it("no source file imports core's internals (the config splitting of Runnable, running code in a config)", () => {
+    const internal = /_separateRunnableConfigFromCallOptions|pickRunnableConfigKeys|raceWithSignal|runWithConfig/;
     const offenders = sources(SRC).filter((file) => internal.test(readFileSync(file, "utf8")));
     expect(offenders.map((f) => relative(SRC, f))).toEqual([]);
+  });
+
+  it("the async-context singleton is read in one place, only as LangChain's own helpers read it", () => {
+    // src/runtime/run-context.ts reads the run's config (`getRunnableConfig()`, as `dispatchCustomEvent` and
+    // LangGraph's `getConfig()` do) and installs AsyncLocalStorage where the runtime has it (as
+    // `@langchain/langgraph/setup/async_local_storage` does); nothing else touches the singleton
+    const users = sources(SRC).filter((file) => /@langchain\/core\/singletons|AsyncLocalStorageProviderSingleton/.test(readFileSync(file, "utf8")));
+    expect(users.map((f) => relative(SRC, f))).toEqual(["runtime/run-context.ts"]);
+    const text = readFileSync(join(SRC, "runtime/run-context.ts"), "utf8");
+    const calls = [...text.matchAll(/AsyncLocalStorageProviderSingleton\.(\w+)/g)].map((m) => m[1]);
+    expect([...new Set(calls)].sort()).toEqual(["getRunnableConfig", "initializeGlobalInstance"]);
   });
 
   it("a handler added by core's configure hook (as a tracer is) sees the call right after one without handlers, invoked and streamed", async () => {
