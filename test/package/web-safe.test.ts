@@ -122,8 +122,8 @@ describe("bytes without Buffer", () => {
     });
     expect(again.address).not.toBe(wallet.address);
     expect(signature).toHaveLength(64);
-    const key = await crypto.subtle.importKey("raw", wallet.publicKeyBytes, { name: "Ed25519" }, false, ["verify"]);
-    expect(await crypto.subtle.verify({ name: "Ed25519" }, key, signature, data)).toBe(true);
-    expect(await crypto.subtle.verify({ name: "Ed25519" }, key, signature, new TextEncoder().encode("sign it"))).toBe(false);
+    const key = await crypto.subtle.importKey("raw", Uint8Array.from(wallet.publicKeyBytes), { name: "Ed25519" }, false, ["verify"]);
+    expect(await crypto.subtle.verify({ name: "Ed25519" }, key, Uint8Array.from(signature), data)).toBe(true);
+    expect(await crypto.subtle.verify({ name: "Ed25519" }, key, Uint8Array.from(signature), new TextEncoder().encode("sign it"))).toBe(false);
   });
 });
