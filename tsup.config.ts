@@ -7,6 +7,8 @@ export default defineConfig({
     "redis/index": "src/redis/index.ts",
     "evm/index": "src/evm/index.ts",
     "solana/index": "src/solana/index.ts",
+    "agents/index": "src/agents/index.ts",
+    "solana-connection/index": "src/solana-connection/index.ts",
     // the two bases, each its own file: `#base` stays an import in the output, and package.json's `imports` picks
     // one by condition where the package is used (a worker's or a browser's bundler takes `default`, never undici)
     "http/base": "src/http/base.ts",

@@ -13,7 +13,8 @@ import { pathToFileURL } from "node:url";
 import { createAgent } from "langchain";
 import { HumanMessage, ToolMessage, type BaseMessage } from "@langchain/core/messages";
 import { Command, MemorySaver } from "@langchain/langgraph";
-import { ChatService, CryptoRpcToolkit, ServiceClient, spendLimitMiddleware, SPEND_WARNING_EVENT, type SpendLimitInterrupt, type SpendWarning } from "../src/index.js";
+import { ChatService, CryptoRpcToolkit, ServiceClient } from "../src/index.js";
+import { spendLimitMiddleware, SPEND_WARNING_EVENT, type SpendLimitInterrupt, type SpendWarning } from "../src/agents/index.js";
 import { startEmulator } from "langchain-service-emulator";
 
 /** The person's answer when the budget is spent: a new limit in USD, or false to stop. */

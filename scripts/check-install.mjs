@@ -91,9 +91,9 @@ try {
       const cjs = require(entry);
       if (!Object.keys(esm).length || !Object.keys(cjs).length) throw new Error(entry + " exports nothing");
     }
-    // the wallets are their own entries: without their optional peers, importing one names the missing package
+    // the wallets, the agent middleware and the web3.js Connection are their own entries: without their optional peers, importing one names the missing package
     const { ConfigurationError } = await import("langchain-service");
-    for (const [entry, peers] of [["langchain-service/evm", ["viem", "@x402/"]], ["langchain-service/solana", ["@solana/kit", "@x402/"]]]) {
+    for (const [entry, peers] of [["langchain-service/evm", ["viem", "@x402/"]], ["langchain-service/solana", ["@solana/kit", "@x402/"]], ["langchain-service/agents", ["@langchain/langgraph"]], ["langchain-service/solana-connection", ["@solana/web3.js"]]]) {
       const err = await import(entry).then(() => undefined, (e) => e);
       if (err?.code !== "ERR_MODULE_NOT_FOUND" || !peers.some((p) => err.message.includes(p))) {
         throw new Error(entry + " without its peers should fail to load naming one, got: " + String(err));

@@ -40,4 +40,6 @@ export const PACKAGE_ENTRIES = {
   "langchain-service/redis": "src/redis/index.ts",
   "langchain-service/evm": "src/evm/index.ts",
   "langchain-service/solana": "src/solana/index.ts",
+  "langchain-service/agents": "src/agents/index.ts",
+  "langchain-service/solana-connection": "src/solana-connection/index.ts",
 };

@@ -116,7 +116,6 @@ export {
   CryptoRpcToolkit,
   ToolInputError,
   createEthersProvider,
-  createSolanaConnection,
   // the proxy's method rules and networks (one source for the client's checks and the emulator's)
   methodTier,
   unsupportedReason,
@@ -137,7 +136,6 @@ export {
   type JsonRpcErrorObject,
   type NetworkInfo,
   type EthersProviderOptions,
-  type SolanaConnectionOptions,
 } from "./crypto-rpc/index.js";
 
 // embeddings
@@ -285,20 +283,6 @@ export {
   type Reconciliation,
 } from "./spend/index.js";
 
-// agent middleware for langchain's createAgent
-export {
-  spendLimitMiddleware,
-  SPEND_WARNING_EVENT,
-  SPEND_LIMIT_KEY,
-  paymentApprovalMiddleware,
-  type SpendLimitOptions,
-  type SpendLimitMiddleware,
-  type SpendExhaustedBehavior,
-  type SpendLimitInterrupt,
-  type SpendLimitResume,
-  type SpendWarning,
-  type PaymentApprovalOptions,
-  type PaymentApprovalInterrupt,
-  type PaymentApprovalMiddleware,
-} from "./agents/index.js";
+// the names the agent middleware (langchain-service/agents) writes: its event and its message marker
+export { SPEND_WARNING_EVENT, SPEND_LIMIT_KEY } from "./agents/keys.js";
 

@@ -1,8 +1,11 @@
-/** Agent middleware for langchain's `createAgent`: spend limits inside the loop, payment approval as a pause. */
+/**
+ * `langchain-service/agents`: middleware for langchain's `createAgent`, spend limits inside the loop and payment
+ * approval as a pause. Its own entry because it imports `@langchain/langgraph` (an optional peer every
+ * `createAgent` user has) statically: the main entry never names it, so a bundle of the main entry never has to resolve it.
+ */
+export { SPEND_WARNING_EVENT, SPEND_LIMIT_KEY } from "./keys.js";
 export {
   spendLimitMiddleware,
-  SPEND_WARNING_EVENT,
-  SPEND_LIMIT_KEY,
   type SpendLimitOptions,
   type SpendLimitMiddleware,
   type SpendExhaustedBehavior,

@@ -14,6 +14,7 @@
  */
 import type { AgentMiddleware } from "langchain";
 import { AIMessage, ToolMessage } from "@langchain/core/messages";
+import { interrupt } from "@langchain/langgraph";
 import { ConfigurationError, PaymentPolicyError } from "../http/errors.js";
 import type { PaymentApprovalRequest } from "../x402/policy.js";
 import { runConfigurable, withRunConfigurable } from "./run-budget.js";
@@ -48,7 +49,6 @@ export function paymentApprovalMiddleware(options: PaymentApprovalOptions = {}):
 
   const approve = async (request: PaymentApprovalRequest): Promise<boolean> => {
     if (runConfigurable()?.[MARK] !== token) return false;
-    const { interrupt } = await import("@langchain/langgraph");
     const answer = interrupt<PaymentApprovalInterrupt, unknown>({ type: "payment_approval", ...request });
     return answer === true || (answer as { approve?: unknown } | null)?.approve === true;
   };

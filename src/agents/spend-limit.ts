@@ -15,11 +15,13 @@
 import type { AgentMiddleware } from "langchain";
 import { AIMessage, ToolMessage, type BaseMessage } from "@langchain/core/messages";
 import { dispatchCustomEvent } from "@langchain/core/callbacks/dispatch/web";
+import { Command, interrupt } from "@langchain/langgraph";
 import { currentRunConfig } from "../runtime/run-context.js";
 import { z } from "zod";
 import { BudgetExceededError, ConfigurationError, ValidationError } from "../http/errors.js";
 import { SpendBudget } from "../spend/budget.js";
 import type { PaymentStore } from "../store/types.js";
+import { SPEND_LIMIT_KEY, SPEND_WARNING_EVENT } from "./keys.js";
 import { CappedBudget, modelCallWorstCaseUsd, withRunConfigurable } from "./run-budget.js";
 
 export type SpendExhaustedBehavior = "end" | "error" | "interrupt";
@@ -62,9 +64,7 @@ export interface SpendWarning {
   warnAtUsd: number;
 }
 
-export const SPEND_WARNING_EVENT = "spend.warning";
-/** the key our own messages carry in `additional_kwargs` (refusals and the final message) */
-export const SPEND_LIMIT_KEY = "spend_limit";
+export { SPEND_LIMIT_KEY, SPEND_WARNING_EVENT };
 
 const spendSchema = z.object({ spentUsd: z.number(), limitUsd: z.number(), calls: z.number() });
 const runSchema = z.object({ id: z.string(), limitUsd: z.number(), warned: z.boolean(), start: z.number() });
@@ -145,7 +145,6 @@ export function spendLimitMiddleware(options: SpendLimitOptions): SpendLimitMidd
   const exhausted = async (budget: SpendBudget, neededUsd: number, refusal: BudgetExceededError): Promise<SpendBudget | AIMessage> => {
     if (onExhausted === "error") return errorMessage(refusal);
     if (onExhausted === "end") return finalMessage(budget, neededUsd, "Nothing more was sent.");
-    const { interrupt } = await import("@langchain/langgraph");
     for (;;) {
       await budget.refresh();
       const question: SpendLimitInterrupt = { type: "spend_limit", budget: budget.name, spentUsd: budget.spentUsd, limitUsd: budget.maxUsd, neededUsd };
@@ -228,7 +227,6 @@ export function spendLimitMiddleware(options: SpendLimitOptions): SpendLimitMidd
         return finalMessage(budget, err.estimateUsd, "The call was refused before anything was sent.");
       }
       if (!raised) return response;
-      const { Command } = await import("@langchain/langgraph");
       return new Command({ update: { spendRun: { ...run, limitUsd: budget.maxUsd } } });
     },
 

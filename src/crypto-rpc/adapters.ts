@@ -2,7 +2,7 @@
  * The chain libraries users already have, pointed at the proxy through the one fetch stack, so API-key or
  * wallet auth (a fresh SIWX per request), retries and payments apply unchanged:
  * - ethers v6 `JsonRpcProvider` (a `FetchRequest` whose per-instance `getUrlFunc` is the stack);
- * - `@solana/web3.js` 1.x `Connection` (its `fetch` option is the stack), loaded on demand.
+ * (the `@solana/web3.js` 1.x `Connection` is in solana-connection.ts, its own entry: that library is an optional peer)
  */
 import { FetchRequest, JsonRpcProvider, Network, type GetUrlResponse } from "ethers";
 import { ConfigurationError, ValidationError } from "../http/errors.js";
@@ -62,33 +62,4 @@ export async function createEthersProvider(client: ServiceClient, network: strin
   const request = new FetchRequest(client.fetch.url(`/crypto/rpc/${encodeURIComponent(network)}`));
   request.getUrlFunc = ethersGetUrl(client);
   return new JsonRpcProvider(request, Network.from(chainId), { staticNetwork: true, batchMaxCount });
-}
-
-export interface SolanaConnectionOptions {
-  commitment?: "processed" | "confirmed" | "finalized";
-  networks?: NetworkCache;
-}
-
-/**
- * A `@solana/web3.js` 1.x `Connection` for a Solana slug of the proxy (HTTP only: subscriptions are not
- * served by the proxy). The package is loaded on demand: chat-only users never pay for it.
- */
-export async function createSolanaConnection(client: ServiceClient, network: string, options: SolanaConnectionOptions = {}): Promise<import("@solana/web3.js").Connection> {
-  validateSlug(network);
-  const cache = options.networks ?? networkCacheFor(client);
-  const info = await cache.assertSupported(network);
-  if (info.family !== "solana") throw new ValidationError(`${network} is a ${label(info.family)} network; a Solana Connection needs a Solana network`);
-  let web3: typeof import("@solana/web3.js");
-  try {
-    web3 = await import("@solana/web3.js");
-  } catch (err) {
-    throw new ConfigurationError(`createSolanaConnection needs @solana/web3.js 1.x (npm i @solana/web3.js@^1.98): ${(err as Error).message}`);
-  }
-  if (typeof web3.Connection !== "function") {
-    throw new ConfigurationError("@solana/web3.js 2.x has no Connection: install @solana/web3.js@^1.98");
-  }
-  const url = client.fetch.url(`/crypto/rpc/${encodeURIComponent(network)}`);
-  // web3.js types its fetch as the DOM fetch; the stack is fetch-compatible
-  const stackFetch = ((input: string | URL | Request, init?: RequestInit) => client.fetch(input, init)) as typeof fetch;
-  return new web3.Connection(url, { commitment: options.commitment ?? "confirmed", fetch: stackFetch, disableRetryOnRateLimit: true });
 }

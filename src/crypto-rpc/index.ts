@@ -39,4 +39,4 @@ export { CryptoNetworksTool, CryptoRpcTool } from "./tools.js";
 export { NativeBalanceTool, Erc20BalanceTool, TransactionStatusTool, LatestBlockTool, ContractReadTool } from "./read-tools.js";
 export { ToolInputError, DEFAULT_MAX_LOG_BLOCK_RANGE, type CryptoToolOptions } from "./tool-base.js";
 export { CryptoRpcToolkit, type CryptoRpcToolkitOptions } from "./toolkit.js";
-export { createEthersProvider, createSolanaConnection, type EthersProviderOptions, type SolanaConnectionOptions } from "./adapters.js";
+export { createEthersProvider, type EthersProviderOptions } from "./adapters.js";

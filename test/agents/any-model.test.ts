@@ -8,7 +8,8 @@ import { createAgent } from "langchain";
 import { ChatOpenAI } from "@langchain/openai";
 import { AIMessage, ToolMessage, type BaseMessage } from "@langchain/core/messages";
 import { startEmulator, type Emulator } from "langchain-service-emulator";
-import { BudgetExceededError, SpendBudget, spendLimitMiddleware, SPEND_LIMIT_KEY } from "../../src/index.js";
+import { BudgetExceededError, SpendBudget } from "../../src/index.js";
+import { spendLimitMiddleware, SPEND_LIMIT_KEY } from "../../src/agents/index.js";
 import { ADDRESSES, KEY, QUESTION, RUN, balanceTools } from "./helpers.js";
 
 let emu: Emulator;

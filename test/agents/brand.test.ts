@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { MIDDLEWARE_BRAND, createAgent } from "langchain";
-import { paymentApprovalMiddleware, spendLimitMiddleware } from "../../src/index.js";
+import { paymentApprovalMiddleware, spendLimitMiddleware } from "../../src/agents/index.js";
 import { ChatService } from "../../src/index.js";
 
 describe("agent middleware carries langchain's own brand", () => {

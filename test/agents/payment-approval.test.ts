@@ -15,9 +15,9 @@ import {
   PaymentPolicy,
   PaymentPolicyError,
   USDC_BASE,
-  paymentApprovalMiddleware,
   type PaymentEvent,
 } from "../../src/index.js";
+import { paymentApprovalMiddleware } from "../../src/agents/index.js";
 import { EvmWallet } from "../../src/evm/index.js";
 
 let emu: Emulator;

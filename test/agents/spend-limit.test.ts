@@ -8,7 +8,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AIMessage, ToolMessage, type BaseMessage } from "@langchain/core/messages";
 import { Command, MemorySaver } from "@langchain/langgraph";
 import { startEmulator, type Emulator } from "langchain-service-emulator";
-import { BudgetExceededError, ConfigurationError, SpendBudget, spendLimitMiddleware, SPEND_LIMIT_KEY, SPEND_WARNING_EVENT } from "../../src/index.js";
+import { BudgetExceededError, ConfigurationError, SpendBudget } from "../../src/index.js";
+import { spendLimitMiddleware, SPEND_LIMIT_KEY, SPEND_WARNING_EVENT } from "../../src/agents/index.js";
 import { KEY, QUESTION, RUN, loopingAgent } from "./helpers.js";
 
 let emu: Emulator;

@@ -9,7 +9,8 @@ import { USDC_ABI } from "../../packages/langchain-service-emulator/src/chain/in
 import { startEmulator, type Emulator } from "langchain-service-emulator";
 import { ResponseFormatError, UnsupportedNetworkError, ValidationError, AuthenticationError } from "../../src/http/errors.js";
 import { ServiceClient } from "../../src/client.js";
-import { NetworkCache, cryptoRpc, createEthersProvider, createSolanaConnection, networkCacheFor } from "../../src/crypto-rpc/index.js";
+import { NetworkCache, cryptoRpc, createEthersProvider, networkCacheFor } from "../../src/crypto-rpc/index.js";
+import { createSolanaConnection } from "../../src/solana-connection/index.js";
 import { countingClient, startSolanaStandIn } from "./helpers.js";
 
 const KEY = "client-key";

@@ -6,7 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { main } from "../../examples/budgeted-agent.js";
-import type { SpendLimitInterrupt } from "../../src/index.js";
+import type { SpendLimitInterrupt } from "../../src/agents/index.js";
 
 const ENV = ["SERVICE_BASE_URL", "SERVICE_API_KEY", "SERVICE_MODEL", "RAISE"];
 const saved: Record<string, string | undefined> = {};

@@ -61,14 +61,14 @@ interface Offence {
  * `browser` map may still answer it) is recorded and left external, so the build completes and its metafile
  * says who imports it.
  */
-async function bundle(code: string, target: BuildOptions): Promise<{ peers: Offence[]; builtins: Offence[] }> {
+async function bundle(code: string, target: BuildOptions, installed: string[] = []): Promise<{ peers: Offence[]; builtins: Offence[] }> {
   const found: { kind: "peer" | "builtin"; specifier: string; importer: string }[] = [];
   const plugin: Plugin = {
     name: "absent-peers-and-builtins",
     setup(b) {
       b.onResolve({ filter: /^[^./]/ }, async (args) => {
         if (args.pluginData === "plain") return undefined;
-        if (OPTIONAL_PEERS.includes(packageOf(args.path))) {
+        if (OPTIONAL_PEERS.includes(packageOf(args.path)) && !installed.includes(packageOf(args.path))) {
           found.push({ kind: "peer", specifier: args.path, importer: args.importer });
           return { path: args.path, external: true };
         }
@@ -158,6 +158,44 @@ describe("the entries bundle for browsers and workers with no optional peer inst
         it("pulls in no Node builtin", async () => {
           const { builtins } = await result;
           expect(describeOffences(builtins), "Node builtins in the bundle").toEqual([]);
+        });
+      });
+    }
+  }
+});
+
+/**
+ * The entries of optional peers, for a user who installed those peers: still no Node builtin (util.inspect's hook
+ * is reached by its symbol, Ed25519 comes from @noble/curves, randomness from WebCrypto), and no other peer.
+ */
+/**
+ * What a peer's own worker build brings, as its authors chose: @solana/kit's `workerd` condition picks its Node
+ * build, which needs `events` (there under nodejs_compat, which the wallets on a worker need anyway). The browser
+ * bundles take none.
+ */
+const PEERS_WORKER_BUILTINS = [{ specifier: "events", from: "node_modules/@solana/" }];
+const byPeerForWorker = (o: Offence) => PEERS_WORKER_BUILTINS.some((p) => o.specifier === p.specifier && o.chain.some((m) => m.startsWith(p.from)));
+
+const PEER_ENTRIES: Record<string, { code: string; installed: string[] }> = {
+  "langchain-service/evm": { code: `export { EvmWallet, smartAccountSigner } from "./src/evm/index.ts";`, installed: ["viem", "@x402/core", "@x402/evm"] },
+  "langchain-service/solana": { code: `export { SolanaWallet } from "./src/solana/index.ts";`, installed: ["@solana/kit", "@x402/core", "@x402/svm", "@solana-program/token"] },
+};
+
+describe("the wallet entries bundle for browsers and workers with their own peers installed", () => {
+  for (const [name, { code, installed }] of Object.entries(PEER_ENTRIES)) {
+    for (const [targetName, target] of Object.entries(TARGETS)) {
+      describe(`${name} for a ${targetName}`, () => {
+        const result = bundle(code, target, installed);
+
+        it("needs no optional peer but its own", async () => {
+          const { peers } = await result;
+          expect(describeOffences(peers), "optional peers beyond the entry's own").toEqual([]);
+        });
+
+        it(targetName === "browser" ? "pulls in no Node builtin" : "pulls in no Node builtin but its peers' own worker builds'", async () => {
+          const { builtins } = await result;
+          const ours = targetName === "browser" ? builtins : builtins.filter((o) => !byPeerForWorker(o));
+          expect(describeOffences(ours), "Node builtins in the bundle").toEqual([]);
         });
       });
     }

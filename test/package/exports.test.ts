@@ -29,11 +29,11 @@ const ENTRIES: Record<string, string[]> = {
 
     "UnsafeUrlError", "UnsupportedCapabilityError", "UnsupportedNetworkError", "UnsupportedParameterError",
     "ValidationError", "VideoGenerationTool", "WebScrapeTool", "WebSearchTool", "buildModelId", "costOf",
-    "createClonedVoice", "createEthersProvider", "createServiceFetch", "createSiwxHeader", "createSolanaConnection",
+    "createClonedVoice", "createEthersProvider", "createServiceFetch", "createSiwxHeader",
     "createSpeech", "cryptoRpc", "editImage", "generateImage", "getCharacter", "getUsage", "getX402Transactions",
     "inBandErrorOf", "listCharacters", "listVoices", "mapCitations", "modelFacts", "modelOfSku", "modelPricing",
-    "multiEditImage", "parseServiceHeaders", "paymentApprovalMiddleware", "removeBackground", "responseHeadersOf",
-    "retryAfterMs", "runJob", "simpleGenerateImage", "spendLimitMiddleware", "topUp", "transcribe", "upscaleImage",
+    "multiEditImage", "parseServiceHeaders", "removeBackground", "responseHeadersOf",
+    "retryAfterMs", "runJob", "simpleGenerateImage", "topUp", "transcribe", "upscaleImage",
     "webScrape", "webSearch", "webSearchCitations", "webSearchDocuments", "withX402",
   ],
   "src/chat/index.ts": [
@@ -42,6 +42,8 @@ const ENTRIES: Record<string, string[]> = {
   ],
   "src/evm/index.ts": ["BASE_CHAIN_ID", "BASE_MAINNET", "EvmWallet", "smartAccountSigner"],
   "src/solana/index.ts": ["SOLANA_MAINNET", "SolanaWallet"],
+  "src/agents/index.ts": ["SPEND_LIMIT_KEY", "SPEND_WARNING_EVENT", "paymentApprovalMiddleware", "spendLimitMiddleware"],
+  "src/solana-connection/index.ts": ["createSolanaConnection"],
   "src/redis/index.ts": [
     "RedisStore", "StoreUnavailableError",
   ],

@@ -92,6 +92,9 @@ for (const file of files) {
   }
 }
 
+/** the entries that import optional peers statically: a user who imports one has them */
+const PEER_ENTRIES = ["src/evm/index.ts", "src/solana/index.ts", "src/agents/index.ts", "src/solana-connection/index.ts"];
+
 /** Bare packages reached from `entry` through static value imports only (what loading it loads). */
 function eagerPackages(entry: string): Set<string> {
   const seen = new Set<string>();
@@ -124,9 +127,10 @@ describe("package.json declares what src uses, and no more", () => {
     expect(unused).toEqual([]);
   });
 
-  it("a package loaded eagerly is installed for everyone (a dependency or a required peer), but by the wallet entries", () => {
-    // langchain-service/evm and /solana import their optional peers statically: importing one says they are installed
-    const walletOnly = new Set([...eagerPackages("src/evm/index.ts"), ...eagerPackages("src/solana/index.ts")].filter((n) => optionalPeers.has(n)));
+  it("a package loaded eagerly is installed for everyone (a dependency or a required peer), but by the peer entries", () => {
+    // langchain-service/evm, /solana, /agents and /solana-connection import their optional peers statically:
+    // importing one says they are installed
+    const walletOnly = new Set(PEER_ENTRIES.flatMap((e) => [...eagerPackages(e)]).filter((n) => optionalPeers.has(n)));
     const optional = [...staticPackages].filter((n) => !(n in deps) && !requiredPeers.has(n) && !walletOnly.has(n));
     expect(optional).toEqual([]);
   });
@@ -161,11 +165,37 @@ describe("what each entry point loads", () => {
   });
 });
 
-describe("the wallet entries", () => {
+describe("the entries of optional peers", () => {
   it("langchain-service/evm and /solana load their chain's optional peers, and no other optional peer", () => {
     const optional = (entry: string) => [...eagerPackages(entry)].filter((n) => optionalPeers.has(n)).sort();
     expect(optional("src/evm/index.ts")).toEqual(["@x402/core", "@x402/evm", "viem"]);
     expect(optional("src/solana/index.ts")).toEqual(["@solana/kit", "@x402/core", "@x402/svm"]);
+  });
+
+  it("langchain-service/agents loads @langchain/langgraph and /solana-connection @solana/web3.js, and no other optional peer", () => {
+    const optional = (entry: string) => [...eagerPackages(entry)].filter((n) => optionalPeers.has(n)).sort();
+    expect(optional("src/agents/index.ts")).toEqual(["@langchain/langgraph"]);
+    expect(optional("src/solana-connection/index.ts")).toEqual(["@solana/web3.js"]);
+  });
+
+  it("the main entry loads no optional peer, not even through import() of a literal (a bundler resolves those)", () => {
+    const reached = new Set<string>();
+    const seen = new Set<string>();
+    const walk = (file: string) => {
+      if (seen.has(file)) return;
+      seen.add(file);
+      const { static: s, dynamic: d } = importsOf(file);
+      for (const spec of [...s, ...d]) {
+        if (spec.startsWith(".")) walk(resolve(dirname(file), spec.replace(/\.js$/, ".ts")));
+        else if (spec === "#base") walk(join(ROOT, "src/http/base.ts"));
+        else {
+          const name = packageOf(spec);
+          if (name && optionalPeers.has(name)) reached.add(`${name} <- ${file.slice(ROOT.length)}`);
+        }
+      }
+    };
+    walk(join(ROOT, "src/index.ts"));
+    expect([...reached].sort()).toEqual([]);
   });
 });
 

@@ -1,7 +1,7 @@
 /**
  * No client entry loads a Node builtin: walked from each entry through every import a bundler follows (static,
- * and `import("literal")`), no `node:` module is reached outside the two places whose replacement is under way
- * (listed below, to be emptied). And the byte helpers that replaced `Buffer` work with `Buffer` gone.
+ * and `import("literal")`), no `node:` module is reached (the Node base is `#base`'s `node` condition, not walked).
+ * And the byte helpers that replaced `Buffer`, and the Solana wallet's Ed25519, work with `Buffer` gone.
  */
 import { readFileSync } from "node:fs";
 import { builtinModules } from "node:module";
@@ -13,10 +13,9 @@ import { base64ToBytes, bytesToBase64, utf8Length } from "../../src/runtime/byte
 import { sniffImage, wavDurationSeconds } from "../../src/media/sniff.js";
 import { decodeBase64Float32 } from "../../src/embeddings/wire.js";
 import { fromBase64Json, toBase64Json } from "../../src/x402/encoding.js";
+import { SolanaWallet } from "../../src/solana/index.js";
 
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
-/** still Node-only, being replaced: the hand-written HTTP base, and the Ed25519 key of SolanaWallet */
-const PENDING = new Set(["src/http/node-fetch.ts", "src/x402/wallets.ts"]);
 
 /** value imports a bundler follows: `import … from`, `export … from`, `import "x"`, `import("x")` */
 function importsOf(file: string): string[] {
@@ -48,7 +47,7 @@ function builtinsReached(entry: string): string[] {
     const rel = relative(ROOT, file);
     for (const spec of importsOf(file)) {
       if (spec.startsWith(".")) walk(resolve(dirname(file), spec.replace(/\.js$/, ".ts")));
-      else if (isBuiltin(spec) && !PENDING.has(rel)) found.push(`${spec} <- ${rel}`);
+      else if (isBuiltin(spec)) found.push(`${spec} <- ${rel}`);
     }
   };
   walk(join(ROOT, entry));
@@ -56,8 +55,10 @@ function builtinsReached(entry: string): string[] {
 }
 
 describe("no client entry imports a Node builtin at load", () => {
-  for (const entry of ["src/index.ts", "src/chat/index.ts", "src/redis/index.ts"]) {
-    it(`${entry}: none outside the base and the Solana key`, () => {
+  // the wallet entries too: util.inspect's hook by its symbol, Ed25519 from @noble/curves, randomness from WebCrypto
+  const entries = ["src/index.ts", "src/chat/index.ts", "src/redis/index.ts", "src/evm/index.ts", "src/solana/index.ts", "src/agents/index.ts", "src/solana-connection/index.ts"];
+  for (const entry of entries) {
+    it(`${entry}: none outside the base`, () => {
       expect(builtinsReached(entry)).toEqual([]);
     });
   }
@@ -108,5 +109,21 @@ describe("bytes without Buffer", () => {
     expect(out.seconds).toBe(1);
     expect(out.vector).toEqual([1.5, -2]);
     expect(out.json).toEqual({ a: "é" });
+  });
+
+  it("a Solana raw-key wallet is made, checked and signs with Buffer gone, and WebCrypto's Ed25519 verifies it", async () => {
+    const data = new TextEncoder().encode("sign in");
+    const { wallet, again, signature } = withoutBuffer(() => {
+      const w = SolanaWallet.random();
+      // the secret key's public half is checked against its seed
+      const secret = Uint8Array.from([...crypto.getRandomValues(new Uint8Array(32)), ...w.publicKeyBytes]);
+      expect(() => new SolanaWallet(secret)).toThrow(/does not match its seed/);
+      return { wallet: w, again: SolanaWallet.random(), signature: w.signBytes(data) };
+    });
+    expect(again.address).not.toBe(wallet.address);
+    expect(signature).toHaveLength(64);
+    const key = await crypto.subtle.importKey("raw", Uint8Array.from(wallet.publicKeyBytes), { name: "Ed25519" }, false, ["verify"]);
+    expect(await crypto.subtle.verify({ name: "Ed25519" }, key, Uint8Array.from(signature), data)).toBe(true);
+    expect(await crypto.subtle.verify({ name: "Ed25519" }, key, Uint8Array.from(signature), new TextEncoder().encode("sign it"))).toBe(false);
   });
 });

@@ -3,7 +3,6 @@
  * ethers v6 `Signer`, a viem `Account` or an EIP-1193 provider. What holds the key stays in a private field: never
  * printed, serialized (toJSON / util.inspect show the address) or put in error messages.
  */
-import { inspect } from "node:util";
 import { Wallet as EthersWallet, getAddress, isHexString, type Signer, type TypedDataField } from "ethers";
 import { createWalletClient, custom } from "viem";
 import { ConfigurationError } from "../../http/errors.js";
@@ -176,7 +175,8 @@ export class EvmWallet implements X402Wallet {
   toString() {
     return `EvmWallet(${this.address})`;
   }
-  [inspect.custom]() {
+  // util.inspect's hook by its registered symbol: no node:util import, so the entry loads in a browser or worker
+  [Symbol.for("nodejs.util.inspect.custom")]() {
     return this.toString();
   }
 }

@@ -3,8 +3,7 @@
  * Ed25519 key or a `@solana/kit` signer. The key, or the signer, stays in a private field: never printed,
  * serialized (toJSON / util.inspect show the address) or put in error messages.
  */
-import { createPrivateKey, createPublicKey, generateKeyPairSync, sign as nodeSign, type KeyObject } from "node:crypto";
-import { inspect } from "node:util";
+import { ed25519 } from "@noble/curves/ed25519";
 import { encodeBase58 } from "ethers";
 import { createKeyPairSignerFromBytes } from "@solana/kit";
 import { ConfigurationError } from "../../http/errors.js";
@@ -15,9 +14,8 @@ import { formatSolanaSiwxMessage, type SiwxFields } from "../siwx.js";
 import type { KitSignerLike, X402Wallet } from "../wallets.js";
 import { signSvmPayment } from "./payment.js";
 
-// PKCS#8 / SPKI prefixes for a raw Ed25519 key: Node's crypto signs Ed25519 natively and synchronously
-const ED25519_PKCS8_PREFIX = Buffer.from("302e020100300506032b657004220420", "hex");
-const ED25519_SPKI_PREFIX = Buffer.from("302a300506032b6570032100", "hex");
+// Ed25519 from @noble/curves (audited, synchronous, every runtime): WebCrypto's Ed25519 is async only and missing
+// in some browsers, and signBytes is synchronous
 
 function isKitSigner(value: unknown): value is KitSignerLike {
   const v = value as Partial<KitSignerLike> | null;
@@ -32,7 +30,6 @@ export class SolanaWallet implements X402Wallet {
   readonly kind = "solana" as const;
   readonly address: string;
   readonly #secretKey: Uint8Array | undefined;
-  readonly #privateKey: KeyObject | undefined;
   readonly #signer: KitSignerLike | undefined;
 
   constructor(key: Uint8Array | number[] | string | { secretKey: Uint8Array } | KitSignerLike) {
@@ -67,23 +64,21 @@ export class SolanaWallet implements X402Wallet {
         "SolanaWallet: expected a 64-byte secret key (Uint8Array, JSON array, base58 string), a @solana/web3.js Keypair or a @solana/kit signer",
       );
     }
-    const seed = bytes.subarray(0, 32);
-    const privateKey = createPrivateKey({ key: Buffer.concat([ED25519_PKCS8_PREFIX, seed]), format: "der", type: "pkcs8" });
-    const derived = createPublicKey(privateKey).export({ format: "der", type: "spki" }).subarray(ED25519_SPKI_PREFIX.length);
-    if (!Buffer.from(bytes.subarray(32)).equals(derived)) {
+    const derived = ed25519.getPublicKey(bytes.subarray(0, 32));
+    const given = bytes.subarray(32);
+    if (!derived.every((b, i) => b === given[i])) {
       throw new ConfigurationError("SolanaWallet: the secret key's public half does not match its seed");
     }
     this.#secretKey = Uint8Array.from(bytes);
-    this.#privateKey = privateKey;
     this.address = encodeBase58(derived);
   }
 
   /** A fresh random wallet (tests, demos). */
   static random(): SolanaWallet {
-    const { privateKey } = generateKeyPairSync("ed25519");
-    const seed = privateKey.export({ format: "der", type: "pkcs8" }).subarray(ED25519_PKCS8_PREFIX.length);
-    const pub = createPublicKey(privateKey).export({ format: "der", type: "spki" }).subarray(ED25519_SPKI_PREFIX.length);
-    return new SolanaWallet(Uint8Array.from(Buffer.concat([seed, pub])));
+    const secretKey = new Uint8Array(64);
+    const seed = globalThis.crypto.getRandomValues(secretKey.subarray(0, 32));
+    secretKey.set(ed25519.getPublicKey(seed), 32);
+    return new SolanaWallet(secretKey);
   }
 
   get publicKeyBytes(): Uint8Array {
@@ -92,8 +87,8 @@ export class SolanaWallet implements X402Wallet {
 
   /** Raw Ed25519 signature of the bytes, made here (a wallet over a kit signer signs with `signMessage`). */
   signBytes(data: Uint8Array): Uint8Array {
-    if (!this.#privateKey) throw new ConfigurationError("SolanaWallet: this wallet's key is held by its signer; use signMessage");
-    return new Uint8Array(nodeSign(null, data, this.#privateKey));
+    if (!this.#secretKey) throw new ConfigurationError("SolanaWallet: this wallet's key is held by its signer; use signMessage");
+    return ed25519.sign(data, this.#secretKey.subarray(0, 32));
   }
 
   /** base58 Ed25519 signature of the text (a SIWX sign-in). */
@@ -129,7 +124,8 @@ export class SolanaWallet implements X402Wallet {
   toString() {
     return `SolanaWallet(${this.address})`;
   }
-  [inspect.custom]() {
+  // util.inspect's hook by its registered symbol: no node:util import, so the entry loads in a browser or worker
+  [Symbol.for("nodejs.util.inspect.custom")]() {
     return this.toString();
   }
 }
