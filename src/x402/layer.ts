@@ -288,7 +288,7 @@ export class X402PaymentController {
     let epochAtSend = s.epoch;
     // the fleet's top-up epoch as this request leaves: a 402 after it moved was drawn before another
     // process's top-up landed (retry, don't pay)
-    let seenEpoch: number | null = creditBearing ? ((await this.storeEpoch()) ?? null) : null;
+    let seenEpoch: number | null = creditBearing ? await this.#flight.epochBeforeSend() : null;
     const first = await next(url, replayInit);
     // a 402 that ended on another origin (after a redirect) is not the service's to ask for: handed back unpaid
     if (first.status === 402 && first.url && !this.#onServiceOrigin(first.url)) return first;
@@ -318,7 +318,8 @@ export class X402PaymentController {
             after402: body ?? {},
             reason: `a 402 Payment Required answered ${replayInit.method ?? "GET"} ${new URL(url).pathname}: the wallet's credit ran out`,
           });
-          // undefined: another process's top-up landed while this request was out
+          // undefined: another process's top-up landed while this request was out (or, the epoch unknown as it
+          // left, may have: a re-send tells)
           paidHere = result !== undefined;
         } catch (err) {
           // the held requests fail the same way instead of each drawing a 402
@@ -326,10 +327,11 @@ export class X402PaymentController {
           throw err;
         }
       }
-      // credit was added: the held requests go now, alongside this retry
-      release?.();
+      // credit was added: the held requests go now, alongside this retry. Not when it only may have been (the
+      // epoch unknown as this request left): they wait for the retry's answer instead of drawing 402s with it
+      if (paidHere || seenEpoch !== null) release?.();
       epochAtSend = s.epoch;
-      seenEpoch = (await this.storeEpoch()) ?? null;
+      seenEpoch = await this.#flight.epochBeforeSend();
       const retried = await next(url, replayInit);
       if (retried.status !== 402) {
         this.#served(retried, creditBearing);

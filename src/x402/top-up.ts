@@ -44,7 +44,7 @@ export interface TopUpAsk {
   amountUsd?: number;
   listener?: PaymentEventListener;
   /**
-   * the store's epoch as the request that drew the 402 left; null when it could not be read; undefined for an
+   * the store's epoch as the request that drew the 402 left (or an older one); null when none is known; undefined for an
    * explicit top-up (which never joins another process's)
    */
   seenEpoch?: number | null;
@@ -75,6 +75,8 @@ function currentBalanceOf(body: unknown): number | undefined {
 export class TopUpFlight {
   /** when reading the store's epoch last failed */
   #epochFailedAt = Number.NEGATIVE_INFINITY;
+  /** the store's epoch as it last answered (a read, a lease asked for, a top-up ended); undefined before any */
+  #knownEpoch: number | undefined;
 
   constructor(readonly ctx: PaymentContext) {}
 
@@ -138,7 +140,7 @@ export class TopUpFlight {
     let timer: ReturnType<typeof setTimeout> | undefined;
     try {
       const timeout = new Promise<undefined>((_, reject) => (timer = setTimeout(() => reject(new Error("slow")), EPOCH_READ_MS)));
-      return (await Promise.race([store.topUpState(this.ctx.walletKey), timeout]))!.epoch;
+      return (this.#knownEpoch = (await Promise.race([store.topUpState(this.ctx.walletKey), timeout]))!.epoch);
     } catch {
       this.#epochFailedAt = Date.now();
       return undefined;
@@ -148,8 +150,18 @@ export class TopUpFlight {
   }
 
   /**
+   * The epoch to hand a request about to leave, to compare with when it draws a 402: the store's now, else the
+   * last one it answered (older is safe: a 402 is then retried once more, never paid twice); null when none is
+   * known (the 402 is retried before anything is paid, see #takeLease).
+   */
+  async epochBeforeSend(): Promise<number | null> {
+    return (await this.storeEpoch()) ?? this.#knownEpoch ?? null;
+  }
+
+  /**
    * Takes the wallet's lease in the store, waiting while another process holds it. Undefined when the epoch
-   * moved past `seenEpoch` (another process's top-up completed since the request was sent: retry, don't pay).
+   * moved past `seenEpoch` (another process's top-up completed since the request was sent: retry, don't pay),
+   * or when `seenEpoch` is null and the lease came free (whether one completed is unknown: retry first).
    */
   async #takeLease(seenEpoch: number | null | undefined): Promise<{ token: number; pending?: PendingPaymentRecord; resolved?: string[] } | undefined> {
     const store = this.#store;
@@ -157,15 +169,22 @@ export class TopUpFlight {
     const ttl = this.ctx.options.topUpLeaseMs ?? DEFAULT_LEASE_MS;
     const giveUpAt = Date.now() + MAX_LEASE_WAIT_MS;
     let delay = 25;
+    let blind = false;
     for (;;) {
       // a store that cannot answer refuses the payment (StoreUnavailableError): no top-up without the fleet's lease
       const r = await store.acquireTopUpLease(key, ttl);
-      // the epoch could not be read as the request left (a slow store): the first one seen here stands in, so a
-      // top-up that ends while this request waits is still joined, not paid again
-      if (seenEpoch === null) seenEpoch = r.epoch;
-      if (seenEpoch !== undefined && r.epoch !== seenEpoch) {
-        // credit was added elsewhere: a store that fails to take the lease back must not fail this request (and
-        // every one held behind it); the lease then lapses by itself within `ttl`
+      this.#knownEpoch = r.epoch;
+      // No epoch from before the request left (a slow store): the first one seen here is read after its 402, so
+      // a top-up that ended in between (credit added after the 402, epoch moved before this read) is not in it.
+      // It still tells a top-up that ends while this request waits; a lease that comes free is given back
+      // unpaid, and the layer re-sends the request with this epoch, read before the re-send, to compare with.
+      if (seenEpoch === null) {
+        seenEpoch = r.epoch;
+        blind = true;
+      }
+      if ((seenEpoch !== undefined && r.epoch !== seenEpoch) || (blind && r.token !== undefined)) {
+        // credit was (or may have been) added elsewhere: a store that fails to take the lease back must not fail
+        // this request (and every one held behind it); the lease then lapses by itself within `ttl`
         if (r.token !== undefined) await store.endTopUp(key, r.token, { settled: false }).catch(() => undefined);
         return undefined;
       }
@@ -202,7 +221,7 @@ export class TopUpFlight {
       // the epoch must move before the lease ends, or a waiting process would pay again: a few tries
       for (let attempt = 0; attempt < 3; attempt++) {
         try {
-          await store.endTopUp(key, held.token, held.end);
+          this.#knownEpoch = (await store.endTopUp(key, held.token, held.end)).epoch;
           break;
         } catch {
           await sleep(100 * (attempt + 1));
