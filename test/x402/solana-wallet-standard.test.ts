@@ -23,7 +23,8 @@ let offer: { asset: string; payTo: string };
 let rpcUrl: string;
 
 beforeAll(async () => {
-  emu = await startEmulator({ rateLimits: { abuseMaxFailures: 10_000 } });
+  // the top-up route's own limit (10 a minute per IP) is off, as in the other payment tests
+  emu = await startEmulator({ rateLimits: { abuseMaxFailures: 10_000 }, x402: { routeLimits: false } });
   rpcUrl = `${emu.url}/x402/solana/rpc`;
   const { accepts } = (await (await fetch(`${emu.url}/x402/top-up`, { method: "POST" })).json()) as { accepts: { network: string; asset: string; payTo: string }[] };
   offer = accepts.find((a) => a.network.startsWith("solana:"))!;
