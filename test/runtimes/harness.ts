@@ -44,7 +44,7 @@ export async function buildPackage(): Promise<void> {
   // (the wallet entries' peers: viem, @x402/*, @solana/kit, as a user who pays installs them)
   const deps = { "langchain-service": "*", "@langchain/core": "*", zod: "*", viem: "*", "@x402/core": "*", "@x402/evm": "*", "@x402/svm": "*", "@solana/kit": "*" };
   writeFileSync(join(PROJECT, "package.json"), JSON.stringify({ name: "runtime-scenario", private: true, type: "module", dependencies: deps }, null, 2));
-  for (const file of ["scenario.mjs", "cli.mjs", "worker.mjs", "worker-main.mjs", "worker-chat.mjs", "page.mjs", "eip1193.mjs"]) copyFileSync(join(HERE, file), join(PROJECT, file));
+  for (const file of ["scenario.mjs", "cli.mjs", "worker.mjs", "worker-main.mjs", "worker-chat.mjs", "page.mjs", "eip1193.mjs", "wallet-standard.mjs"]) copyFileSync(join(HERE, file), join(PROJECT, file));
   // the project's other dependencies: the checkout's node_modules, one level up from .runtimes/
 }
 

@@ -267,7 +267,7 @@ describe("the scenario in headless Chromium (playwright-core)", () => {
     }
   });
 
-  runtimeIt(runtime, "an injected EIP-1193 wallet, the emulator's CORS: invoke, stream, tool call, crypto RPC, EVM sign-in, 402 -> top-up -> retry, Solana sign-in", async () => {
+  runtimeIt(runtime, "an injected EIP-1193 wallet and a wallet-standard Solana wallet, the emulator's CORS: invoke, stream, tool call, crypto RPC, EVM sign-in, 402 -> top-up -> retry, Solana sign-in", async () => {
     const built = await bundle("page.mjs", "browser", "none");
     expect(built.errors, "esbuild for the browser").toEqual([]);
     const world = await runWorld(emu, runtime.title, API_KEY, holder);
@@ -280,13 +280,15 @@ describe("the scenario in headless Chromium (playwright-core)", () => {
       page.on("pageerror", (err) => pageErrors.push(String(err)));
       await page.goto(url);
       await page.waitForFunction(() => typeof (globalThis as { runScenarioInPage?: unknown }).runScenarioInPage === "function", undefined, { timeout: 30_000 });
-      // the keys go to the page's injected wallet, not to the scenario (its config has none)
-      const { evmSignInKey: _a, payerKey: _b, ...config } = world.config;
+      // the keys go to the page's injected wallets (EIP-1193, wallet-standard), not to the scenario (its config has none)
+      const { evmSignInKey: _a, payerKey: _b, solanaKey, ...config } = world.config;
       const lines = (await page.evaluate(
-        ([c, keys]) => (globalThis as unknown as { runScenarioInPage: (c: unknown, k: unknown) => Promise<string[]> }).runScenarioInPage(c, keys),
-        [config, world.evmKeys] as const,
+        ([c, keys, solana]) => (globalThis as unknown as { runScenarioInPage: (c: unknown, k: unknown, s: unknown) => Promise<string[]> }).runScenarioInPage(c, keys, solana),
+        [config, world.evmKeys, solanaKey] as const,
       )).map((l) => JSON.parse(l) as StepLine);
       await checkSteps(lines, world, ALL_STEPS, `\npage errors: ${pageErrors.join("\n")}`);
+      // the Solana sign-in went through the page's wallet-standard wallet (SolanaWallet.fromWalletStandard)
+      expect(lines.find((l) => l.step === "solana-sign-in")!.detail.via).toBe("Scenario Wallet");
     } finally {
       await browser.close();
       await new Promise((resolve) => server.close(resolve));

@@ -15,7 +15,8 @@
  * config: { runtime, baseUrl, apiKey, model, steps?: string[],
  *           chain: { treasury, usdc, holder },           // the local chain's facts
  *           evmSignInKey, payerKey, solanaKey: number[], // wallets (or evmProvider: an EIP-1193 provider)
- *           evmProvider?: { request }, signInAddress?, payerAddress? }
+ *           evmProvider?: { request }, signInAddress?, payerAddress?,
+ *           solanaWallet?: a wallet-standard wallet, instead of solanaKey }
  */
 export const STEPS = ["import", "invoke", "stream", "tool-call", "crypto-rpc", "evm-sign-in", "x402-top-up", "solana-sign-in"];
 
@@ -139,8 +140,11 @@ export async function runScenario(config, print, entries, resolve) {
 
   await step("solana-sign-in", async () => {
     const { module: solana, detail: entry } = await walletEntry("langchain-service/solana");
-    const wallet = new solana.SolanaWallet(Uint8Array.from(config.solanaKey));
+    // a page's wallet-standard wallet (the key stays in the wallet), else the raw key
+    const wallet = config.solanaWallet
+      ? await solana.SolanaWallet.fromWalletStandard(config.solanaWallet)
+      : new solana.SolanaWallet(Uint8Array.from(config.solanaKey));
     const message = await chat({ wallet }).invoke(`solana on ${runtime}`);
-    return { address: wallet.address, text: message.text, entry };
+    return { address: wallet.address, text: message.text, entry, ...(config.solanaWallet ? { via: config.solanaWallet.name } : {}) };
   });
 }

@@ -1,6 +1,6 @@
 /**
  * `SolanaWallet`: signs in (Ed25519 SIWX) and pays (a partially signed SPL transfer through `@x402/svm`) with a raw
- * Ed25519 key or a `@solana/kit` signer. The key, or the signer, stays in a private field: never printed,
+ * Ed25519 key, a `@solana/kit` signer or a wallet-standard wallet. The key, or the signer, stays in a private field: never printed,
  * serialized (toJSON / util.inspect show the address) or put in error messages.
  */
 import { ed25519 } from "@noble/curves/ed25519";
@@ -13,6 +13,7 @@ import type { SignedPayment, SignPaymentOptions } from "../payment.js";
 import { formatSolanaSiwxMessage, type SiwxFields } from "../siwx.js";
 import type { KitSignerLike, X402Wallet } from "../wallets.js";
 import { signSvmPayment } from "./payment.js";
+import { walletStandardSigner, type FromWalletStandardOptions, type WalletStandardWallet } from "./wallet-standard.js";
 
 // Ed25519 from @noble/curves (audited, synchronous, every runtime): WebCrypto's Ed25519 is async only and missing
 // in some browsers, and signBytes is synchronous
@@ -71,6 +72,15 @@ export class SolanaWallet implements X402Wallet {
     }
     this.#secretKey = Uint8Array.from(bytes);
     this.address = encodeBase58(derived);
+  }
+
+  /**
+   * A wallet-standard wallet's account (a browser wallet: Phantom, Solflare, Backpack...): `solana:signMessage`
+   * signs in, `solana:signTransaction` signs the payment. Refuses, before anything is asked of the wallet, one
+   * that lacks either feature; without accounts it asks `standard:connect` (which may ask the user).
+   */
+  static async fromWalletStandard(wallet: WalletStandardWallet, options: FromWalletStandardOptions = {}): Promise<SolanaWallet> {
+    return new SolanaWallet(await walletStandardSigner(wallet, options));
   }
 
   /** A fresh random wallet (tests, demos). */
