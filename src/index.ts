@@ -195,6 +195,8 @@ export {
   upscaleImage,
   removeBackground,
   sniffAudio,
+  // the service's accepted values (one source for the client's checks and the emulator's)
+  AUDIO_MIME_TYPES,
   type AudioContainer,
   type JobKind,
   type JobRefund,

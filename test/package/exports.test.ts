@@ -26,6 +26,8 @@ const ENTRIES: Record<string, string[]> = {
     // the proxy's method rules, networks, the brand's header names and the wallet constants the emulator package shares
     "NODE_KEYS_REASON", "SIWX_HEADER", "SIWX_LEGACY_HEADER", "SOLANA_MAINNET", "USDC_SOLANA", "brandNames", "describeNetwork",
     "isFilterOrSubscription", "methodTier", "needsNodeKeys", "sniffAudio", "unsupportedReason",
+    // the wire tables the emulator package shares instead of copying them
+    "AUDIO_MIME_TYPES",
 
     "UnsafeUrlError", "UnsupportedCapabilityError", "UnsupportedNetworkError", "UnsupportedParameterError",
     "ValidationError", "VideoGenerationTool", "WebScrapeTool", "WebSearchTool", "buildModelId", "costOf",

@@ -10,8 +10,7 @@
  */
 import { findMediaModel, type MediaModel } from "../models/catalog.js";
 import { decodeWav, recogniseUtterance, type SpokenWord } from "../media/wav.js";
-import { sniffAudio, type AudioContainer } from "langchain-service";
-import { AUDIO_MIME_TYPES } from "../media/mime.js";
+import { AUDIO_MIME_TYPES, sniffAudio, type AudioContainer } from "langchain-service";
 import { EmulatorHttpError, type EmulatorRequest, type Route } from "../types.js";
 import { badRequest, requestId } from "./strict-body.js";
 
