@@ -27,7 +27,8 @@ const ENTRIES: Record<string, string[]> = {
     "NODE_KEYS_REASON", "SIWX_HEADER", "SIWX_LEGACY_HEADER", "SOLANA_MAINNET", "USDC_SOLANA", "brandNames", "describeNetwork",
     "isFilterOrSubscription", "methodTier", "needsNodeKeys", "sniffAudio", "unsupportedReason",
     // the wire tables the emulator package shares instead of copying them
-    "AUDIO_MIME_TYPES",
+    "AUDIO_MIME_TYPES", "BASE_CHAIN_ID", "BASE_MAINNET", "IMAGE_EDIT_ASPECT_RATIOS", "MAX_TRANSCRIPTION_BYTES",
+    "PAYMENT_HEADERS", "SEARCH_DOCUMENTS_CALL_ID", "SEARCH_DOCUMENTS_CALL_NAME", "VIDEO_ASPECT_RATIOS", "VIDEO_DURATIONS",
 
     "UnsafeUrlError", "UnsupportedCapabilityError", "UnsupportedNetworkError", "UnsupportedParameterError",
     "ValidationError", "VideoGenerationTool", "WebScrapeTool", "WebSearchTool", "buildModelId", "costOf",
