@@ -5,6 +5,7 @@
  */
 import { readdirSync, readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
+import { authorizationTypes } from "@x402/evm";
 import * as client from "../../src/index.js";
 
 /**
@@ -23,17 +24,17 @@ const SHARED: (keyof typeof client)[][] = [
   ["SEARCH_DOCUMENTS_CALL_ID", "SEARCH_DOCUMENTS_CALL_NAME"],
 ];
 
-/** The strings of a constant: itself, an array's elements or a record's values (numbers say too little). */
+/** The strings of a constant, in order: itself, or those in its arrays and records (numbers say too little). */
 function valuesOf(value: unknown): string[] {
   if (typeof value === "string") return [value];
   const items = Array.isArray(value) ? value : value && typeof value === "object" ? Object.values(value) : [];
-  return items.filter((item): item is string => typeof item === "string");
+  return items.flatMap(valuesOf);
 }
 
 const escape = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
 const quoted = (value: string) => `["'\`]${escape(value)}["'\`]`;
-// between two entries of a copied table: a comma, and a record's key
-const NEXT = String.raw`\s*,\s*(?:["']?[\w-]+["']?\s*:\s*)?`;
+// between two entries of a copied table: a comma (closing and opening brackets around it), and a record's key
+const NEXT = String.raw`\s*[}\]]*\s*,\s*[{[]*\s*(?:["']?[\w-]+["']?\s*:\s*)?`;
 // comments may name a header or a value; only code is searched
 const code = (text: string) => text.replace(/\/\*[\s\S]*?\*\//g, "").replace(/(^|[^:])\/\/.*$/gm, "$1");
 
@@ -69,4 +70,10 @@ describe("the emulator shares the client's wire tables, it keeps no copy", () =>
       expect(copies).toEqual([]);
     });
   }
+
+  it("@x402/evm's EIP-3009 typed-data types: no emulator source spells them out (its facilitator has them)", () => {
+    const values = valuesOf(authorizationTypes);
+    expect(values).toContain("validBefore");
+    expect(files.filter((f) => holdsCopy(f.text, values)).map((f) => f.path)).toEqual([]);
+  });
 });

@@ -72,14 +72,16 @@ export type TokenDomain = {
   verifyingContract: `0x${string}`;
 };
 
-/**
- * USDC's `TransferWithAuthorization` typed data over `domain`, with @x402/evm's own types (what a payment signs).
- * The types are copied into plain arrays: ethers' `signTypedData` takes no readonly ones.
- */
+/** @x402/evm's EIP-712 types of an EIP-3009 authorization, in plain arrays: ethers' `signTypedData` takes no readonly ones. */
+export const TRANSFER_WITH_AUTHORIZATION_TYPES = {
+  TransferWithAuthorization: authorizationTypes.TransferWithAuthorization.map((field) => ({ ...field })),
+};
+
+/** USDC's `TransferWithAuthorization` typed data over `domain`, with @x402/evm's own types (what a payment signs). */
 export function transferWithAuthorization(domain: TokenDomain, message: TransferAuthorization) {
   return {
     domain,
-    types: { TransferWithAuthorization: authorizationTypes.TransferWithAuthorization.map((field) => ({ ...field })) },
+    types: TRANSFER_WITH_AUTHORIZATION_TYPES,
     primaryType: "TransferWithAuthorization" as const,
     message,
   };

@@ -73,18 +73,6 @@ export const MULTICALL3_ABI = [
   "function getChainId() view returns (uint256)",
 ] as const;
 
-/** EIP-712 types for an EIP-3009 transfer authorization (ethers `signTypedData` form). */
-export const TRANSFER_WITH_AUTHORIZATION_TYPES = {
-  TransferWithAuthorization: [
-    { name: "from", type: "address" },
-    { name: "to", type: "address" },
-    { name: "value", type: "uint256" },
-    { name: "validAfter", type: "uint256" },
-    { name: "validBefore", type: "uint256" },
-    { name: "nonce", type: "bytes32" },
-  ],
-};
-
 export interface CompiledContract {
   abi: unknown[];
   /** creation bytecode, 0x-prefixed */
