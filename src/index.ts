@@ -12,6 +12,8 @@ export { createServiceFetch, type FetchStackOptions } from "./stack.js";
 export { ServiceClient, type ServiceClientOptions, type RateLimits, type RateLimitLogEntry } from "./client.js";
 export type { ServiceApi } from "./api/request.js";
 export { parseServiceHeaders, retryAfterMs } from "./http/headers.js";
+// the headers that carry a payment (the emulator accepts them on the top-up route only)
+export { PAYMENT_HEADERS } from "./http/redirects.js";
 // the brand's header names (the emulator answers with the same names the client reads)
 export { brandNames, type BrandNames } from "./http/config.js";
 export type { FetchLike } from "./http/types.js";
@@ -102,6 +104,8 @@ export {
   type WithResponseMetadata,
   type InBandErrorFields,
 } from "./chat/index.js";
+// the search-documents call's wire id and name (the emulator writes what the client reads)
+export { SEARCH_DOCUMENTS_CALL_ID, SEARCH_DOCUMENTS_CALL_NAME } from "./chat/search-documents.js";
 
 // crypto RPC: calls, tools, library adapters
 export {
@@ -195,6 +199,12 @@ export {
   upscaleImage,
   removeBackground,
   sniffAudio,
+  // the service's accepted values (one source for the client's checks and the emulator's)
+  AUDIO_MIME_TYPES,
+  MAX_TRANSCRIPTION_BYTES,
+  VIDEO_DURATIONS,
+  VIDEO_ASPECT_RATIOS,
+  IMAGE_EDIT_ASPECT_RATIOS,
   type AudioContainer,
   type JobKind,
   type JobRefund,
@@ -239,6 +249,8 @@ export {
   USDC_BASE,
   USDC_SOLANA,
   SOLANA_MAINNET,
+  BASE_MAINNET,
+  BASE_CHAIN_ID,
   SIWX_HEADER,
   SIWX_LEGACY_HEADER,
   withX402,

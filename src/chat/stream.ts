@@ -62,12 +62,16 @@ function toolCallChunks(calls: WireToolCall[] | undefined): ToolCallChunk[] | un
 /**
  * A text delta's chunk, the same fields as the general case (content, id, `model_provider`), built through
  * core's string form: on Node 20 its fields-object form (an object spread plus added members) costs ~10-30 us
- * a chunk in V8's slow path, against ~1 us for the string form; the id is set the way core sets it.
+ * a chunk in V8's slow path, against ~1 us for the string form. The id goes on the public members, the message's
+ * and its serialized fields' (`lc_kwargs`, where the constructor would have put it), as the fields form has it.
  */
 function textChunk(content: string, id: string | undefined, provider: string): AIMessageChunk {
   const message = new AIMessageChunk(content);
   message.response_metadata.model_provider = provider;
-  if (id !== undefined) message._updateId(id);
+  if (id !== undefined) {
+    message.id = id;
+    message.lc_kwargs.id = id;
+  }
   return message;
 }
 

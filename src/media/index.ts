@@ -41,5 +41,5 @@ export {
   type UpscaleImageParameters,
   type RemoveBackgroundParameters,
 } from "./images.js";
-export { sniffAudio, sniffVideo, type AudioContainer } from "./sniff.js";
+export { sniffAudio, sniffVideo, AUDIO_MIME_TYPES, type AudioContainer } from "./sniff.js";
 export type { MediaInput } from "./input.js";

@@ -5,6 +5,7 @@
 export {
   isX402Wallet,
   BASE_MAINNET,
+  BASE_CHAIN_ID,
   SOLANA_MAINNET,
   type X402Wallet,
   type WalletKind,

@@ -1,7 +1,8 @@
 /**
  * `ChatService` is a plain LangChain chat model: it implements `_generate`, `_streamResponseChunks`,
  * `invocationParams` and the other documented hooks, overrides none of the public run methods, and no source file
- * reaches into core's internals (its async-context singleton, the config splitting of `Runnable`). So callbacks,
+ * reaches into core's internals (its async-context singleton, the config splitting of `Runnable`, its `_`-prefixed
+ * members). So callbacks,
  * tracing and caching take core's own path: a handler that core's configure hook adds (what tracers do) sees every
  * call, the one right after a call without handlers too. Against the emulator over loopback.
  */
@@ -16,6 +17,7 @@ import { ChatService } from "../../src/chat/index.js";
 import { startEmulator, type Emulator } from "langchain-service-emulator";
 
 const SRC = fileURLToPath(new URL("../../src/", import.meta.url));
+const CORE = fileURLToPath(new URL("../../node_modules/@langchain/core/dist/", import.meta.url));
 
 function sources(dir: string): string[] {
   return readdirSync(dir).flatMap((name) => {
@@ -48,6 +50,22 @@ describe("ChatService on LangChain's public extension points", () => {
     const internal = /_separateRunnableConfigFromCallOptions|pickRunnableConfigKeys|raceWithSignal|runWithConfig/;
     const offenders = sources(SRC).filter((file) => internal.test(readFileSync(file, "utf8")));
     expect(offenders.map((f) => relative(SRC, f))).toEqual([]);
+  });
+
+  it("no source file uses an `_`-prefixed member of core's classes (`_updateId`...) beyond the hooks it implements", () => {
+    // core's underscore members, from its type declarations; the ones src defines itself are the hooks core calls
+    const declared = /^\s*(?:(?:protected|public|static|readonly|abstract|override|async)\s+)*(_[A-Za-z]\w*)\??\s*[(<:]/gm;
+    const names = (files: string[]) => new Set(files.flatMap((file) => [...readFileSync(file, "utf8").matchAll(declared)].map((m) => m[1]!)));
+    const core = names(sources(CORE).filter((file) => file.endsWith(".d.ts")));
+    expect(core).toContain("_updateId");
+    const hooks = names(sources(SRC));
+    const used = sources(SRC).flatMap((file) =>
+      [...readFileSync(file, "utf8").matchAll(/\.\s*(_[A-Za-z]\w*)/g)]
+        .map((m) => m[1]!)
+        .filter((name) => core.has(name) && !hooks.has(name))
+        .map((name) => `${relative(SRC, file)}: ${name}`),
+    );
+    expect(used).toEqual([]);
   });
 
   it("the async-context singleton is read in one place, only as LangChain's own helpers read it", () => {

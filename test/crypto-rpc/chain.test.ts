@@ -3,12 +3,12 @@ import { Contract, JsonRpcProvider, Network, Signature, Wallet, hexlify, parseUn
 import {
   MULTICALL3_ABI,
   MULTICALL3_ADDRESS,
-  TRANSFER_WITH_AUTHORIZATION_TYPES,
   USDC_ABI,
   startLocalChain,
   usdcInterface,
 } from "../../packages/langchain-service-emulator/src/chain/index.js";
 import type { LocalChain } from "../../packages/langchain-service-emulator/src/types.js";
+import { TRANSFER_WITH_AUTHORIZATION_TYPES } from "../x402/helpers.js";
 
 let chain: LocalChain;
 let provider: JsonRpcProvider;

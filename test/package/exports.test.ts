@@ -26,6 +26,9 @@ const ENTRIES: Record<string, string[]> = {
     // the proxy's method rules, networks, the brand's header names and the wallet constants the emulator package shares
     "NODE_KEYS_REASON", "SIWX_HEADER", "SIWX_LEGACY_HEADER", "SOLANA_MAINNET", "USDC_SOLANA", "brandNames", "describeNetwork",
     "isFilterOrSubscription", "methodTier", "needsNodeKeys", "sniffAudio", "unsupportedReason",
+    // the wire tables the emulator package shares instead of copying them
+    "AUDIO_MIME_TYPES", "BASE_CHAIN_ID", "BASE_MAINNET", "IMAGE_EDIT_ASPECT_RATIOS", "MAX_TRANSCRIPTION_BYTES",
+    "PAYMENT_HEADERS", "SEARCH_DOCUMENTS_CALL_ID", "SEARCH_DOCUMENTS_CALL_NAME", "VIDEO_ASPECT_RATIOS", "VIDEO_DURATIONS",
 
     "UnsafeUrlError", "UnsupportedCapabilityError", "UnsupportedNetworkError", "UnsupportedParameterError",
     "ValidationError", "VideoGenerationTool", "WebScrapeTool", "WebSearchTool", "buildModelId", "costOf",

@@ -3,28 +3,15 @@
  * redis-server: the same calls give the same figures, in integer nano-dollars. Then a budget shared by name
  * across two Redis clients (as two processes of a fleet hold it): concurrent reservations never overshoot the cap.
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { BudgetExceededError } from "../../src/http/errors.js";
 import { SpendBudget } from "../../src/spend/budget.js";
 import { MemoryStore } from "../../src/store/memory.js";
-import { RedisStore } from "../../src/store/redis.js";
 import { describeBudgetContract } from "./contract-kit.js";
-import { keysUnder, redisAvailable, startRedis, type TestRedis } from "./redis-server.js";
+import { keysUnder, redisAvailable } from "./redis-server.js";
+import { redisStores } from "./redis-stores.js";
 
-let redis: TestRedis | undefined;
-const stores: RedisStore[] = [];
-beforeAll(async () => {
-  if (redisAvailable) redis = await startRedis();
-});
-afterAll(async () => {
-  await Promise.all(stores.splice(0).map((s) => s.close()));
-  await redis?.stop();
-});
-function redisStore(prefix = redis!.prefix()): RedisStore {
-  const store = new RedisStore({ url: redis!.url, prefix });
-  stores.push(store);
-  return store;
-}
+const { server, store: redisStore } = redisStores();
 
 // the budget contract, the same cases for every store (test/store/contract-kit.ts)
 describeBudgetContract("MemoryStore", () => new MemoryStore());
@@ -32,9 +19,9 @@ describeBudgetContract("RedisStore", () => redisStore(), redisAvailable);
 
 describe("a budget shared by a fleet (RedisStore)", () => {
   it.runIf(redisAvailable)("two processes' budgets of one name: 40 concurrent $0.10 holds against $1.00 -> exactly 10 fit", async () => {
-    const prefix = redis!.prefix();
-    const a = new SpendBudget({ maxUsd: 1, name: "run-42", store: redisStore(prefix) });
-    const b = new SpendBudget({ maxUsd: 1, name: "run-42", store: redisStore(prefix) }); // another client, as another process
+    const prefix = server().prefix();
+    const a = new SpendBudget({ maxUsd: 1, name: "run-42", store: redisStore({ prefix }) });
+    const b = new SpendBudget({ maxUsd: 1, name: "run-42", store: redisStore({ prefix }) }); // another client, as another process
     const outcomes = await Promise.allSettled(Array.from({ length: 40 }, (_, i) => (i % 2 ? a : b).reserve(0.1)));
     const held = outcomes.filter((o): o is PromiseFulfilledResult<Awaited<ReturnType<SpendBudget["reserve"]>>> => o.status === "fulfilled");
     expect(held).toHaveLength(10);
@@ -43,6 +30,6 @@ describe("a budget shared by a fleet (RedisStore)", () => {
     await Promise.all(held.map((h, i) => h.value.settle(i < 5 ? 0.001154 : 0.002)));
     expect(await a.refresh()).toEqual({ spentUsd: 0.01577, reservedUsd: 0, remainingUsd: 0.98423 });
     expect((await b.refresh()).spentUsd).toBe(0.01577);
-    expect(await keysUnder(redis!.admin, prefix)).toEqual([`${prefix}budget:run-42`]);
+    expect(await keysUnder(server().admin, prefix)).toEqual([`${prefix}budget:run-42`]);
   });
 });

@@ -4,13 +4,14 @@
  * prefixes, clients, closing, and secrets kept out of errors.
  */
 import { Redis } from "ioredis";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { ConfigurationError, StoreUnavailableError } from "../../src/http/errors.js";
 import { MemoryStore } from "../../src/store/memory.js";
 import { RedisStore } from "../../src/store/redis.js";
 import type { SpendCandidate, SpendScope } from "../../src/store/types.js";
 import { describePaymentContract, describeTopUpContract } from "./contract-kit.js";
-import { freePort, keysUnder, redisAvailable, startRedis, type TestRedis } from "./redis-server.js";
+import { freePort, keysUnder, redisAvailable } from "./redis-server.js";
+import { redisStores } from "./redis-stores.js";
 
 const N = "eip155:8453";
 const A = "0x1111111111111111111111111111111111111111";
@@ -21,20 +22,7 @@ const scope = (key: string, capUsd: number, periodMs = DAY, pin = true): SpendSc
 const cand = (payTo: string, amountUsd = 5, network = N): SpendCandidate => ({ network, payTo, amountUsd });
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-let redis: TestRedis | undefined;
-const stores: RedisStore[] = [];
-beforeAll(async () => {
-  if (redisAvailable) redis = await startRedis();
-});
-afterAll(async () => {
-  await Promise.all(stores.splice(0).map((s) => s.close()));
-  await redis?.stop();
-});
-function redisStore(settings: ConstructorParameters<typeof RedisStore>[0] | Record<string, never> = {}): RedisStore {
-  const store = new RedisStore({ url: redis!.url, prefix: redis!.prefix(), ...settings });
-  stores.push(store);
-  return store;
-}
+const { server, store: redisStore } = redisStores();
 
 // the payment contract and the top-up lease, the same cases for every store (test/store/contract-kit.ts)
 describePaymentContract("MemoryStore", () => new MemoryStore());
@@ -44,9 +32,8 @@ describeTopUpContract("RedisStore", () => redisStore(), redisAvailable);
 
 describe.skipIf(!redisAvailable)("RedisStore on a real redis-server", () => {
   it("every key it writes has a TTL, at least as long as what it must remember", async () => {
-    const prefix = redis!.prefix();
-    const store = new RedisStore({ url: redis!.url, prefix, pinTtlMs: 3 * DAY });
-    stores.push(store);
+    const prefix = server().prefix();
+    const store = redisStore({ prefix, pinTtlMs: 3 * DAY });
     const now = Date.now();
     const scopes = [scope("wallet:eip155:0x71", 10, 2 * DAY), scope("policy:t", 10, DAY, false)];
     const committed = await store.reserveSpend({ scopes, candidates: [cand(A)], now });
@@ -60,12 +47,12 @@ describe.skipIf(!redisAvailable)("RedisStore on a real redis-server", () => {
     const lease = await store.acquireTopUpLease("wallet:eip155:0x71", 1_000);
     await store.putPendingPayment("wallet:eip155:0x71", lease.token!, { id: "p", expiresAt: Date.now() + 30 * DAY, data: "{}" });
 
-    const keys = await keysUnder(redis!.admin, prefix);
+    const keys = await keysUnder(server().admin, prefix);
     const names = keys.map((k) => k.slice(prefix.length).replace(/^res:.*/, "res:<id>"));
     expect(names).toEqual(
       expect.arrayContaining(["leases", "res:<id>", "scope:wallet:eip155:0x71", "spend:wallet:eip155:0x71", "scope:policy:t", "spend:policy:t", "scope:wallet:eip155:0x72", "topup:wallet:eip155:0x71"]),
     );
-    const ttls = Object.fromEntries(await Promise.all(keys.map(async (k) => [k.slice(prefix.length), await redis!.admin.pttl(k)] as const)));
+    const ttls = Object.fromEntries(await Promise.all(keys.map(async (k) => [k.slice(prefix.length), await server().admin.pttl(k)] as const)));
     for (const [key, ttl] of Object.entries(ttls)) expect(ttl, key).toBeGreaterThan(0);
     // records for the longest period, plus the lease; pins for pinTtlMs
     expect(ttls["spend:wallet:eip155:0x71"]).toBeGreaterThan(2 * DAY);
@@ -75,7 +62,7 @@ describe.skipIf(!redisAvailable)("RedisStore on a real redis-server", () => {
     // a scope that holds no pin is kept only as long as its records
     expect(ttls["scope:policy:t"]).toBeLessThanOrEqual(DAY + store.leaseMs);
     // nothing outside the prefix
-    expect(await redis!.admin.exists("leases")).toBe(0);
+    expect(await server().admin.exists("leases")).toBe(0);
   });
 
   it("a reservation neither committed nor released is undone when its lease runs out, and cannot be committed", async () => {
@@ -122,15 +109,15 @@ describe.skipIf(!redisAvailable)("RedisStore on a real redis-server", () => {
   });
 
   it("fromClient uses your client (its keyPrefix too) and close() leaves it open", async () => {
-    const client = new Redis(redis!.url, { keyPrefix: "kp:" });
+    const client = new Redis(server().url, { keyPrefix: "kp:" });
     try {
-      const prefix = redis!.prefix();
+      const prefix = server().prefix();
       const store = RedisStore.fromClient(client, { prefix });
       const r = await store.reserveSpend({ scopes: [scope("wallet:eip155:0xa1", 5)], candidates: [cand(A)], now: 1 });
       expect(r).toMatchObject({ ok: true });
-      const keys = await keysUnder(redis!.admin, `kp:${prefix}`);
+      const keys = await keysUnder(server().admin, `kp:${prefix}`);
       expect(keys.map((k) => k.slice(`kp:${prefix}`.length)).sort()).toEqual(["leases", expect.stringMatching(/^res:/), "scope:wallet:eip155:0xa1", "spend:wallet:eip155:0xa1"]);
-      expect(await keysUnder(redis!.admin, prefix)).toEqual([]);
+      expect(await keysUnder(server().admin, prefix)).toEqual([]);
       await store.close();
       expect(await client.ping()).toBe("PONG");
       await expect(store.spentUsd("x", 1, 1)).rejects.toBeInstanceOf(StoreUnavailableError);
@@ -141,13 +128,13 @@ describe.skipIf(!redisAvailable)("RedisStore on a real redis-server", () => {
 
   it("close() closes the client it created", async () => {
     const name = `lcs-close-${Date.now()}`;
-    const store = new RedisStore({ url: redis!.url, prefix: redis!.prefix(), redis: { connectionName: name } });
+    const store = new RedisStore({ url: server().url, prefix: server().prefix(), redis: { connectionName: name } });
     await store.spentUsd("wallet:eip155:0x1", DAY, 1);
-    expect(await redis!.admin.client("LIST")).toContain(`name=${name}`);
+    expect(await server().admin.client("LIST")).toContain(`name=${name}`);
     await store.close();
     let open = true;
     for (let i = 0; i < 50 && open; i++) {
-      open = String(await redis!.admin.client("LIST")).includes(`name=${name}`);
+      open = String(await server().admin.client("LIST")).includes(`name=${name}`);
       if (open) await sleep(20);
     }
     expect(open).toBe(false);
@@ -156,7 +143,7 @@ describe.skipIf(!redisAvailable)("RedisStore on a real redis-server", () => {
   it("a password in the URL never appears in an error or in JSON", async () => {
     const port = await freePort(); // nothing listens there
     const down = new RedisStore({ url: `redis://fleet-user:s3cret-pw@127.0.0.1:${port}`, timeoutMs: 2000 });
-    const wrong = new RedisStore({ url: `redis://fleet-user:s3cret-pw@${redis!.url.slice("redis://".length)}`, timeoutMs: 2000 });
+    const wrong = new RedisStore({ url: `redis://fleet-user:s3cret-pw@${server().url.slice("redis://".length)}`, timeoutMs: 2000 });
     try {
       for (const store of [down, wrong]) {
         const err = await store.reserveSpend({ scopes: [scope("wallet:eip155:0x1", 5)], candidates: [cand(A)], now: 1 }).catch((e: unknown) => e);

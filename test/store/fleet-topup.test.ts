@@ -5,18 +5,15 @@
  * retry on the credit it bought. A process killed while paying holds the fleet up only until its lease lapses,
  * and its signed payment is re-sent by the next holder, never signed again.
  */
-import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Wallet } from "ethers";
-import { authorizationOf, completed, hostileServers, json, offer, paymentRequired, toppedUp } from "../hostile/server.js";
+import { completed, hostileServers } from "../hostile/server.js";
+import { PAYER, creditServices, type PayerResult } from "./fleet-service.js";
 import { bounded, fleet, member } from "./processes.js";
 import { ownRedisAvailable, redisAvailable, startRedis, type TestRedis } from "./redis-server.js";
 import { RedisStore } from "../../src/store/redis.js";
 import { withX402 } from "../../src/x402/with-x402.js";
 import { EvmWallet } from "../../src/evm/index.js";
-
-const PAYER = fileURLToPath(new URL("./fleet-payer.ts", import.meta.url));
-type PayerResult = { statuses: (number | string)[]; events: string[] };
 
 let redis: TestRedis | undefined;
 beforeAll(async () => {
@@ -27,36 +24,7 @@ afterAll(async () => {
 });
 const hostile = hostileServers();
 
-/**
- * A service that sells $5 of credit per signed payment and charges a cent per completion: 402 without credit,
- * "nonce already used" for a payment it has seen. `holdTopUps` takes a payment in and never answers (nor settles) it.
- */
-async function creditService(opts: { holdTopUps?: boolean } = {}) {
-  const state = { credit: 0, nonces: new Set<string>(), signed: [] as string[], holdTopUps: opts.holdTopUps === true };
-  let paid!: () => void;
-  const firstPayment = new Promise<void>((r) => (paid = r));
-  const svc = await hostile((req, res) => {
-    const path = req.url.split("?")[0]!;
-    if (path.endsWith("/x402/top-up")) {
-      const auth = authorizationOf(req);
-      if (!auth) return json(res, { x402Version: 2, accepts: [offer()] }, {}, 402);
-      state.signed.push(auth.nonce);
-      paid();
-      if (state.holdTopUps) return; // never settled, never answered
-      if (state.nonces.has(auth.nonce)) return json(res, { error: "PAYMENT_VERIFICATION_FAILED", message: "Payment nonce already used" }, {}, 400);
-      state.nonces.add(auth.nonce);
-      state.credit += 5;
-      return toppedUp(res, 5);
-    }
-    if (path.endsWith("/chat/completions")) {
-      if (state.credit < 0.01) return paymentRequired(res, [offer()]);
-      state.credit -= 0.01;
-      return completed(res);
-    }
-    json(res, { success: true, data: { transactions: [] } });
-  });
-  return { svc, state, firstPayment };
-}
+const creditService = creditServices(hostile);
 
 describe.skipIf(!redisAvailable)("a fleet paying from one wallet through one Redis", () => {
   it("4 processes x 25 concurrent requests hitting 402: one payment, every request served", async () => {

@@ -10,14 +10,13 @@ import { Wallet } from "ethers";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { PaymentPolicy, walletScopeKey } from "../../src/x402/policy.js";
 import { EvmWallet } from "../../src/evm/index.js";
-import { PAYEE_A, authorizationOf, completed, hostileServers, json, offer, paymentRequired, toppedUp } from "../hostile/server.js";
+import { PAYEE_A, hostileServers } from "../hostile/server.js";
+import { PAYER, creditServices, type PayerResult } from "./fleet-service.js";
 import { HttpStore } from "./http-store.js";
 import { startStoreServer, type StoreServer } from "./http-store-process.js";
 import { fleet } from "./processes.js";
 
-const PAYER = fileURLToPath(new URL("./fleet-payer.ts", import.meta.url));
 const CHILD = fileURLToPath(new URL("./fleet-child.ts", import.meta.url));
-type PayerResult = { statuses: (number | string)[]; events: string[] };
 
 let server: StoreServer;
 beforeAll(async () => {
@@ -26,30 +25,11 @@ beforeAll(async () => {
 afterAll(async () => {
   await server?.stop();
 });
-const hostile = hostileServers();
+const creditService = creditServices(hostileServers());
 
 describe("a fleet sharing one HTTP store (state in another process)", () => {
   it("4 processes x 25 concurrent requests hitting 402: one payment signed, every request served", async () => {
-    // $5 of credit per signed payment, a cent per completion; a nonce seen before is refused
-    const state = { credit: 0, nonces: new Set<string>(), signed: [] as string[] };
-    const svc = await hostile((req, res) => {
-      const path = req.url.split("?")[0]!;
-      if (path.endsWith("/x402/top-up")) {
-        const auth = authorizationOf(req);
-        if (!auth) return json(res, { x402Version: 2, accepts: [offer()] }, {}, 402);
-        state.signed.push(auth.nonce);
-        if (state.nonces.has(auth.nonce)) return json(res, { error: "PAYMENT_VERIFICATION_FAILED", message: "Payment nonce already used" }, {}, 400);
-        state.nonces.add(auth.nonce);
-        state.credit += 5;
-        return toppedUp(res, 5);
-      }
-      if (path.endsWith("/chat/completions")) {
-        if (state.credit < 0.01) return paymentRequired(res, [offer()]);
-        state.credit -= 0.01;
-        return completed(res);
-      }
-      json(res, { success: true, data: { transactions: [] } });
-    });
+    const { svc, state } = await creditService();
     const job = { service: svc.url, storeUrl: server.url, prefix: randomUUID(), privateKey: Wallet.createRandom().privateKey, requests: 25 };
     const results = await fleet<PayerResult>(PAYER, [job, job, job, job], 60_000);
     expect(results.flatMap((r) => r.statuses)).toEqual(Array(100).fill(200));

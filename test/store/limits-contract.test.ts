@@ -4,13 +4,15 @@
  * the caller's (`now`), so windows are driven here without waiting. Then what only Redis has: separate clients
  * racing for the last places, keys under the prefix, a TTL on every key.
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { LimitStore, PaceObservation, PaceRequest } from "../../src/http/shared-limits.js";
+import { describe, expect, it } from "vitest";
+import type { LimitStore } from "../../src/http/shared-limits.js";
 import { sharedLimitStore } from "../../src/http/shared-limits.js";
 import { MemoryStore } from "../../src/store/memory.js";
 import { RedisStore } from "../../src/store/redis.js";
 import { describeLimitContract, describeSlotContract } from "./contract-kit.js";
-import { keysUnder, redisAvailable, startRedis, type TestRedis } from "./redis-server.js";
+import { T0, ask, told } from "./contract/limits.js";
+import { keysUnder, redisAvailable } from "./redis-server.js";
+import { redisStores } from "./redis-stores.js";
 
 // both stores implement the interface the layers need (checked by the compiler, structurally)
 const _memory: LimitStore = new MemoryStore();
@@ -18,33 +20,7 @@ const _redis: (s: RedisStore) => LimitStore = (s) => s;
 void _memory;
 void _redis;
 
-const T0 = 1_700_000_000_000; // a whole second, as the service's windows start
-const MARGIN = 20;
-let sends = 0;
-const ask = (now: number, tokens = 0, id = `s${++sends}`): PaceRequest => ({ now, tokens, marginMs: MARGIN, probeMs: 5000, ttlMs: 120_000, id, flightMs: 30_000 });
-const told = (now: number, limit: number, remaining: number, resetAt: number, extra: Partial<PaceObservation> = {}): PaceObservation => ({
-  now,
-  marginMs: MARGIN,
-  ttlMs: 120_000,
-  flightMs: 30_000,
-  requests: { limit, remaining, resetAt },
-  ...extra,
-});
-
-let redis: TestRedis | undefined;
-const stores: RedisStore[] = [];
-beforeAll(async () => {
-  if (redisAvailable) redis = await startRedis();
-});
-afterAll(async () => {
-  await Promise.all(stores.splice(0).map((s) => s.close()));
-  await redis?.stop();
-});
-function redisStore(prefix = redis!.prefix()): RedisStore {
-  const store = new RedisStore({ url: redis!.url, prefix });
-  stores.push(store);
-  return store;
-}
+const { server, store: redisStore } = redisStores();
 
 // the limits and slots contract, the same cases for every store (test/store/contract-kit.ts)
 describeLimitContract("MemoryStore", () => new MemoryStore());
@@ -66,8 +42,8 @@ describe("which stores the layers share limits through", () => {
 
 describe.skipIf(!redisAvailable)("limits in Redis", () => {
   it("separate clients racing for a window's last places: exactly the limit is granted", async () => {
-    const prefix = redis!.prefix();
-    const clients = [redisStore(prefix), redisStore(prefix), redisStore(prefix), redisStore(prefix)];
+    const prefix = server().prefix();
+    const clients = [redisStore({ prefix }), redisStore({ prefix }), redisStore({ prefix }), redisStore({ prefix })];
     await clients[0]!.acquirePace("k|m", ask(T0));
     await clients[0]!.observePace("k|m", told(T0 + 5, 12, 11, T0 + 1000));
     const grants = await Promise.all(Array.from({ length: 48 }, (_, i) => clients[i % 4]!.acquirePace("k|m", ask(T0 + 10))));
@@ -83,8 +59,8 @@ describe.skipIf(!redisAvailable)("limits in Redis", () => {
   });
 
   it("every key is under the prefix and has a TTL", async () => {
-    const prefix = redis!.prefix();
-    const s = redisStore(prefix);
+    const prefix = server().prefix();
+    const s = redisStore({ prefix });
     const now = Date.now();
     await s.acquirePace("https://svc/api/v1|key:ab|m", ask(now));
     await s.observePace("https://svc/api/v1|key:ab|m", told(now + 5, 10, 0, now + 2000, { pauseUntil: now + 2000 }));
@@ -92,7 +68,7 @@ describe.skipIf(!redisAvailable)("limits in Redis", () => {
     await s.acquireGuard("https://svc|key:ab", { now, id: "y", maxFailures: 20, windowMs: 30_000, leaseMs: 30_000 });
     await s.releaseGuard("https://svc|key:ab", { now: now + 1, id: "x", failed: true, windowMs: 30_000 });
     await s.acquireSlot("https://svc|key:ab|crypto-rpc", { now, id: "z", limit: 1, leaseMs: 30_000 });
-    const keys = await keysUnder(redis!.admin, prefix);
+    const keys = await keysUnder(server().admin, prefix);
     expect(keys).toEqual([
       `${prefix}fail:https://svc|key:ab`,
       `${prefix}flight:https://svc|key:ab`,
@@ -100,7 +76,7 @@ describe.skipIf(!redisAvailable)("limits in Redis", () => {
       `${prefix}slots:https://svc|key:ab|crypto-rpc`,
     ]);
     for (const k of keys) {
-      const ttl = await redis!.admin.pttl(k);
+      const ttl = await server().admin.pttl(k);
       expect(ttl, k).toBeGreaterThan(0);
       expect(ttl, k).toBeLessThanOrEqual(121_000);
     }

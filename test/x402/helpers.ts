@@ -1,4 +1,5 @@
 /** Shared setup for the x402 tests: an emulator with a local chain, wallets funded with its test USDC. */
+import { authorizationTypes } from "@x402/evm";
 import { Contract, JsonRpcProvider, Network } from "ethers";
 import { startEmulator, type Emulator, type EmulatorOptions } from "langchain-service-emulator";
 import { EvmWallet } from "../../src/evm/index.js";
@@ -52,3 +53,36 @@ export function chatBody(model = "emu-xs") {
 
 /** Client pacing for payment tests: the top-up route's 10 a minute is not paced (see startPaidEmulator). */
 export const unpacedRoutes = { routeLimits: false as const };
+
+/** An EIP-3009 transfer authorization's message (bigints, as @x402/evm asks a wallet to sign it). */
+export type TransferAuthorization = {
+  from: `0x${string}`;
+  to: `0x${string}`;
+  value: bigint;
+  validAfter: bigint;
+  validBefore: bigint;
+  nonce: `0x${string}`;
+};
+
+/** The EIP-712 domain of a USDC-like token (name, version, chain, address). */
+export type TokenDomain = {
+  name: string;
+  version: string;
+  chainId: number;
+  verifyingContract: `0x${string}`;
+};
+
+/** @x402/evm's EIP-712 types of an EIP-3009 authorization, in plain arrays: ethers' `signTypedData` takes no readonly ones. */
+export const TRANSFER_WITH_AUTHORIZATION_TYPES = {
+  TransferWithAuthorization: authorizationTypes.TransferWithAuthorization.map((field) => ({ ...field })),
+};
+
+/** USDC's `TransferWithAuthorization` typed data over `domain`, with @x402/evm's own types (what a payment signs). */
+export function transferWithAuthorization(domain: TokenDomain, message: TransferAuthorization) {
+  return {
+    domain,
+    types: TRANSFER_WITH_AUTHORIZATION_TYPES,
+    primaryType: "TransferWithAuthorization" as const,
+    message,
+  };
+}

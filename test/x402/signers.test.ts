@@ -16,28 +16,18 @@ import { SolanaWallet } from "../../src/solana/index.js";
 import { createSiwxHeader } from "../../src/x402/siwx.js";
 import { NonceStore, verifySiwxHeader } from "../../packages/langchain-service-emulator/src/x402/siwx.js";
 import type { EmulatorRequest } from "../../packages/langchain-service-emulator/src/types.js";
+import { transferWithAuthorization } from "./helpers.js";
 
 const KEY = "0x4c0883a69102937d6231471b5dbb6204fe5129617082792ae468d01a3f362318";
 const ADDRESS = new Wallet(KEY).address;
 const ORIGIN = "http://127.0.0.1:4567";
 const req: EmulatorRequest = { method: "POST", path: "/chat/completions", params: {}, query: new URLSearchParams(), headers: {}, body: Buffer.alloc(0), url: new URL(`${ORIGIN}/api/v1/chat/completions`) };
 
-/** An EIP-3009 authorization as @x402/evm asks for it (bigints in the message). */
-const TYPED = {
-  domain: { name: "USD Coin", version: "2", chainId: 8453, verifyingContract: "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913" },
-  types: {
-    TransferWithAuthorization: [
-      { name: "from", type: "address" },
-      { name: "to", type: "address" },
-      { name: "value", type: "uint256" },
-      { name: "validAfter", type: "uint256" },
-      { name: "validBefore", type: "uint256" },
-      { name: "nonce", type: "bytes32" },
-    ],
-  },
-  primaryType: "TransferWithAuthorization",
-  message: { from: ADDRESS, to: "0x9999999999999999999999999999999999999999", value: 5_000_000n, validAfter: 0n, validBefore: 2_000_000_000n, nonce: `0x${"ab".repeat(32)}` },
-};
+/** An EIP-3009 authorization on Base's USDC. */
+const TYPED = transferWithAuthorization(
+  { name: "USD Coin", version: "2", chainId: 8453, verifyingContract: "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913" },
+  { from: ADDRESS as `0x${string}`, to: "0x9999999999999999999999999999999999999999", value: 5_000_000n, validAfter: 0n, validBefore: 2_000_000_000n, nonce: `0x${"ab".repeat(32)}` },
+);
 
 function eip1193Over(key: string, asked: unknown[][] = []): Eip1193Provider {
   const wallet = new Wallet(key);

@@ -29,7 +29,7 @@ import { PaymentFailedError } from "../../src/http/errors.js";
 import { createSiwxHeader, topUp } from "../../src/x402/index.js";
 import { EvmWallet } from "../../src/evm/index.js";
 import { probeRoute } from "../emulator/helpers.js";
-import { startPaidEmulator, testPolicy, unpacedRoutes, usdcBalance } from "./helpers.js";
+import { startPaidEmulator, testPolicy, transferWithAuthorization, unpacedRoutes, usdcBalance } from "./helpers.js";
 
 const FACTORY_ABI = parseAbi([
   "function createAccount(address owner, uint256 salt) returns (address)",
@@ -140,22 +140,8 @@ describe("the local chain's smart accounts", () => {
     const usdc = emu.chain!.usdc;
     const to = emu.chain!.accounts[3]!.address as Hex;
     const authorization = (nonce: Hex) => ({ from: account.address, to, value: 1_000_000n, validAfter: 0n, validBefore: 2n ** 40n, nonce });
-    const sign = (key: LocalAccount, message: ReturnType<typeof authorization>) =>
-      key.signTypedData({
-        domain: { name: usdc.name, version: usdc.version, chainId: emu.chain!.chainId, verifyingContract: usdc.address as Hex },
-        types: {
-          TransferWithAuthorization: [
-            { name: "from", type: "address" },
-            { name: "to", type: "address" },
-            { name: "value", type: "uint256" },
-            { name: "validAfter", type: "uint256" },
-            { name: "validBefore", type: "uint256" },
-            { name: "nonce", type: "bytes32" },
-          ],
-        },
-        primaryType: "TransferWithAuthorization",
-        message,
-      });
+    const domain = { name: usdc.name, version: usdc.version, chainId: emu.chain!.chainId, verifyingContract: usdc.address as Hex };
+    const sign = (key: LocalAccount, message: ReturnType<typeof authorization>) => key.signTypedData(transferWithAuthorization(domain, message));
     const abi = parseAbi(["function transferWithAuthorization(address from, address to, uint256 value, uint256 validAfter, uint256 validBefore, bytes32 nonce, bytes signature)"]);
     const send = (a: ReturnType<typeof authorization>, signature: Hex) =>
       funder.writeContract({ address: usdc.address as Hex, abi, functionName: "transferWithAuthorization", args: [a.from, a.to, a.value, a.validAfter, a.validBefore, a.nonce, signature], chain: null, account: funder.account! });

@@ -4,12 +4,14 @@
  * and failures against, and the non-secret id under which an API key appears in logs.
  */
 import { createHash } from "node:crypto";
+import { SIWX_HEADER, SIWX_LEGACY_HEADER } from "langchain-service";
 import type { Ledger } from "./ledger.js";
 import type { X402EmulatorOptions } from "./x402/options.js";
 import { EmulatorHttpError, isLiveMode, type Account, type Caller, type EmulatorContext, type EmulatorRequest, type Route } from "./types.js";
 
-export const SIWX_HEADER = "sign-in-with-x";
-export const LEGACY_SIWX_HEADER = "x-sign-in-with-x";
+// request header names arrive lower-cased
+const SIWX = SIWX_HEADER.toLowerCase();
+const LEGACY_SIWX = SIWX_LEGACY_HEADER.toLowerCase();
 
 /** The bearer token of `Authorization`, or undefined when the header is absent. "" for a malformed header. */
 export function bearerToken(headers: EmulatorRequest["headers"]): string | undefined {
@@ -20,7 +22,7 @@ export function bearerToken(headers: EmulatorRequest["headers"]): string | undef
 }
 
 export function siwxHeader(headers: EmulatorRequest["headers"]): string | undefined {
-  return headers[SIWX_HEADER] || headers[LEGACY_SIWX_HEADER] || undefined;
+  return headers[SIWX] || headers[LEGACY_SIWX] || undefined;
 }
 
 /** The identity limits, failures and logs are kept under. */

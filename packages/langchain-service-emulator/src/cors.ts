@@ -5,18 +5,16 @@
  * expose list a browser hides every header but the safelisted few, and the client would lose its clock (`Date`, read
  * for sign-ins), its rate limits, balances and payment answers.
  */
-import type { BrandNames } from "langchain-service";
+import { PAYMENT_HEADERS, SIWX_HEADER, SIWX_LEGACY_HEADER, type BrandNames } from "langchain-service";
 
 /** The request headers the client sends beyond the safelisted ones: credentials, payments, idempotency. */
 export const CORS_ALLOWED_HEADERS = [
   "authorization",
   "content-type",
   "accept",
-  "sign-in-with-x",
-  "x-sign-in-with-x",
-  "payment-signature",
-  "x-payment",
-  "x-402-payment",
+  SIWX_HEADER.toLowerCase(),
+  SIWX_LEGACY_HEADER.toLowerCase(),
+  ...PAYMENT_HEADERS,
   "idempotency-key",
 ] as const;
 

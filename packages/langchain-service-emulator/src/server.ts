@@ -10,6 +10,7 @@
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
+import { PAYMENT_HEADERS } from "langchain-service";
 import { accountForIdentity, accountIdentity, addressIdentity, authenticate, callerIdentity, claimedIdentity, publicAccountId } from "./auth.js";
 import { FAULT_BODIES, FaultInjector } from "./faults.js";
 import { chargedRequestIds } from "./ledger.js";
@@ -48,7 +49,6 @@ export function maxBodyBytes(options: EmulatorContext["options"]): number {
   return options.maxBodyBytes ?? (isLiveMode(options) ? MAX_BODY_BYTES : SEED_MAX_BODY_BYTES);
 }
 /** payment headers are accepted on the top-up route only (elsewhere 400 PAYMENT_HEADER_NOT_ACCEPTED) */
-const PAYMENT_HEADERS = ["payment-signature", "x-payment", "x-402-payment"];
 const TOP_UP_PATH = "/x402/top-up";
 
 export { collectRoutes } from "./routes/index.js";

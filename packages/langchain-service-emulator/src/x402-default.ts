@@ -4,6 +4,7 @@
  * with no payment options (`accepts: []`): without a chain there is nothing a client could pay, and a
  * made-up payee must never be offered. `loadX402Hooks` picks the wallet module when it exists, else these.
  */
+import { SIWX_HEADER, SIWX_LEGACY_HEADER } from "langchain-service";
 import { EmulatorHttpError, isLiveMode, type Account, type EmulatorContext, type EmulatorOptions, type EmulatorRequest, type EmulatorResponse, type X402Hooks } from "./types.js";
 
 export const DEFAULT_MINIMUM_BALANCE_USD = 0.1;
@@ -18,8 +19,8 @@ function authOptions(ctx: EmulatorContext) {
       docs,
     },
     x402Wallet: {
-      header: "SIGN-IN-WITH-X",
-      legacyHeader: "X-Sign-In-With-X",
+      header: SIWX_HEADER,
+      legacyHeader: SIWX_LEGACY_HEADER,
       topUp: "POST /api/v1/x402/top-up",
       docs: `${docs}/endpoint/x402/top-up`,
     },

@@ -5,11 +5,13 @@
 import { describe, expect, it } from "vitest";
 import type { LimitStore, PaceObservation, PaceRequest } from "../../../src/http/shared-limits.js";
 
-const T0 = 1_700_000_000_000; // a whole second, as the service's windows start
+export const T0 = 1_700_000_000_000; // a whole second, as the service's windows start
 const MARGIN = 20;
 let sends = 0;
-const ask = (now: number, tokens = 0, id = `s${++sends}`): PaceRequest => ({ now, tokens, marginMs: MARGIN, probeMs: 5000, ttlMs: 120_000, id, flightMs: 30_000 });
-const told = (now: number, limit: number, remaining: number, resetAt: number, extra: Partial<PaceObservation> = {}): PaceObservation => ({
+/** a pacing request at `now` (a fresh send id unless given); the Redis-only tests of limits-contract.test.ts ask the same */
+export const ask = (now: number, tokens = 0, id = `s${++sends}`): PaceRequest => ({ now, tokens, marginMs: MARGIN, probeMs: 5000, ttlMs: 120_000, id, flightMs: 30_000 });
+/** what an answer told of the window at `now` */
+export const told = (now: number, limit: number, remaining: number, resetAt: number, extra: Partial<PaceObservation> = {}): PaceObservation => ({
   now,
   marginMs: MARGIN,
   ttlMs: 120_000,

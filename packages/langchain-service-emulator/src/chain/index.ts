@@ -14,7 +14,7 @@ import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Contract, Interface, JsonRpcProvider, Network, Wallet, getAddress, parseUnits } from "ethers";
-import { USDC_BASE } from "langchain-service";
+import { BASE_CHAIN_ID, USDC_BASE } from "langchain-service";
 import type { LocalChain } from "../types.js";
 import { MULTICALL3_SOURCE, USDC_SOURCE } from "./contracts.js";
 import { SMART_ACCOUNT_FACTORY_ADDRESS, SMART_ACCOUNT_SOURCE } from "./smart-account.js";
@@ -24,7 +24,7 @@ export { SMART_ACCOUNT_FACTORY_ADDRESS, SMART_ACCOUNT_FACTORY_ABI, SMART_ACCOUNT
 export const MULTICALL3_ADDRESS = "0xcA11bde05977b3631167028862bE2a173976CA11";
 /** where the test token lives: Circle's USDC address on Base */
 export const USDC_ADDRESS = USDC_BASE;
-export const DEFAULT_CHAIN_ID = 8453;
+export const DEFAULT_CHAIN_ID = BASE_CHAIN_ID;
 export const DEFAULT_ACCOUNTS = 10;
 /** test USDC minted to every account, in whole tokens */
 export const DEFAULT_USDC_PER_ACCOUNT = 1_000_000;
@@ -72,18 +72,6 @@ export const MULTICALL3_ABI = [
   "function getEthBalance(address addr) view returns (uint256)",
   "function getChainId() view returns (uint256)",
 ] as const;
-
-/** EIP-712 types for an EIP-3009 transfer authorization (ethers `signTypedData` form). */
-export const TRANSFER_WITH_AUTHORIZATION_TYPES = {
-  TransferWithAuthorization: [
-    { name: "from", type: "address" },
-    { name: "to", type: "address" },
-    { name: "value", type: "uint256" },
-    { name: "validAfter", type: "uint256" },
-    { name: "validBefore", type: "uint256" },
-    { name: "nonce", type: "bytes32" },
-  ],
-};
 
 export interface CompiledContract {
   abi: unknown[];

@@ -42,9 +42,8 @@
  * enforced, so a test can ask for a 100k-token answer from any model.
  */
 import { createHash } from "node:crypto";
-import type { BrandNames } from "langchain-service";
+import { SEARCH_DOCUMENTS_CALL_ID, SEARCH_DOCUMENTS_CALL_NAME, type BrandNames } from "langchain-service";
 import type { EmulatedModel } from "./catalog.js";
-import { SEARCH_DOCUMENTS_CALL_ID, SEARCH_DOCUMENTS_CALL_NAME } from "./wire-names.js";
 import { chatBehaviour, type ChatBehaviour, type InBandErrorKind } from "./chat-behaviour.js";
 import { answerFromDocuments, liveSearchDocuments, looksLikeItNeedsSearch, searchCorpus, type WebDocument } from "./corpus.js";
 import { extractFacts } from "./facts.js";

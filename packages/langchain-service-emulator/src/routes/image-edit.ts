@@ -11,6 +11,7 @@
  * input (or an https URL, which it cannot fetch) is stood in for by a picture of its bytes' hash. Output is PNG.
  */
 import { createHash } from "node:crypto";
+import { IMAGE_EDIT_ASPECT_RATIOS } from "langchain-service";
 import { z } from "zod";
 import { findMediaModel, defaultMediaModel, type MediaModel } from "../models/catalog.js";
 import { decodePng, drawPicture, encodePng } from "../media/png.js";
@@ -22,11 +23,10 @@ const MIN_PIXELS = 65_536;
 const MAX_PIXELS = 33_177_600;
 const MAX_UPSCALED_PIXELS = 16_777_216;
 const MAX_IMAGE_BYTES = 25 * 1024 * 1024;
-const ASPECTS = ["auto", "1:1", "3:2", "16:9", "21:9", "9:16", "2:3", "3:4", "4:3", "4:5"] as const;
 
 const editFields = {
   prompt: z.string().min(1).max(32_768),
-  aspect_ratio: z.enum(ASPECTS).optional(),
+  aspect_ratio: z.enum(IMAGE_EDIT_ASPECT_RATIOS).optional(),
   resolution: z.string().regex(/^[1-9]K$/).optional(),
   output_format: z.enum(["jpeg", "png", "webp"]).optional(),
   enhance_prompt: z.boolean().optional(),

@@ -10,13 +10,11 @@
  */
 import { findMediaModel, type MediaModel } from "../models/catalog.js";
 import { decodeWav, recogniseUtterance, type SpokenWord } from "../media/wav.js";
-import { sniffAudio, type AudioContainer } from "langchain-service";
-import { AUDIO_MIME_TYPES } from "../media/mime.js";
+import { AUDIO_MIME_TYPES, MAX_TRANSCRIPTION_BYTES, sniffAudio, type AudioContainer } from "langchain-service";
 import { EmulatorHttpError, type EmulatorRequest, type Route } from "../types.js";
 import { badRequest, requestId } from "./strict-body.js";
 
 const EXTENSIONS: Record<string, AudioContainer> = { wav: "wav", wave: "wav", flac: "flac", m4a: "m4a", mp4: "m4a", aac: "aac", mp3: "mp3", ogg: "ogg", oga: "ogg", webm: "webm" };
-const MAX_FILE_BYTES = 25 * 1024 * 1024;
 
 interface Upload {
   file: Uint8Array;
@@ -50,7 +48,7 @@ async function uploadOf(req: EmulatorRequest): Promise<Upload> {
   if (format !== "json" && format !== "text") throw badRequest(`response_format must be json or text (got ${JSON.stringify(format)})`, { _errors: [], response_format: { _errors: ["Expected json | text"] } });
   const stamps = form.get("timestamps") ?? "false";
   if (stamps !== "true" && stamps !== "false") throw badRequest("timestamps must be true or false", { _errors: [], timestamps: { _errors: ["Expected true | false"] } });
-  if (file.size > MAX_FILE_BYTES) throw new EmulatorHttpError(413, { code: "PAYLOAD_TOO_LARGE", error: "File exceeds the maximum allowed size of 25 MB." });
+  if (file.size > MAX_TRANSCRIPTION_BYTES) throw new EmulatorHttpError(413, { code: "PAYLOAD_TOO_LARGE", error: "File exceeds the maximum allowed size of 25 MB." });
   const ext = /\.([a-z0-9]+)$/i.exec(file.name ?? "")?.[1]?.toLowerCase();
   const byName = ext ? EXTENSIONS[ext] : undefined;
   const byMime = (Object.entries(AUDIO_MIME_TYPES) as [AudioContainer, string][]).find(([, mime]) => file.type === mime)?.[0];

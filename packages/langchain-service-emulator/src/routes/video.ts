@@ -7,6 +7,7 @@
  * download URL of privately hosted models. The job machinery is ../media/jobs.ts; queues are paced in the `video`
  * bucket (spec part 8: 40 a minute).
  */
+import { VIDEO_ASPECT_RATIOS, VIDEO_DURATIONS } from "langchain-service";
 import { z } from "zod";
 import { findMediaModel, type MediaModel } from "../models/catalog.js";
 import { videoFor } from "../media/mp4.js";
@@ -14,15 +15,13 @@ import { fundsOf, jobStore, shortOfQuote } from "../media/jobs.js";
 import { EmulatorHttpError, isLiveMode, type EmulatorContext, type Route } from "../types.js";
 import { badRequest, parseBody } from "./strict-body.js";
 
-const DURATIONS = [...Array.from({ length: 16 }, (_, i) => `${i + 1}s`), "18s", "20s", "25s", "30s", "1 gen", "Auto"] as const;
-const ASPECTS = ["1:1", "2:3", "3:2", "3:4", "4:3", "9:16", "16:9", "21:9"] as const;
 const url = z.string().refine((u) => /^https:\/\/\S+$/i.test(u) || /^data:[a-z]+\/[\w.+-]+;base64,/i.test(u), "must be an https URL or a data URL");
 
 const quoteSchema = z
   .object({
     model: z.string().min(1),
-    duration: z.enum(DURATIONS),
-    aspect_ratio: z.enum(ASPECTS).optional(),
+    duration: z.enum(VIDEO_DURATIONS),
+    aspect_ratio: z.enum(VIDEO_ASPECT_RATIOS).optional(),
     resolution: z.string().optional(),
     audio: z.boolean().optional(),
     upscale_factor: z.union([z.literal(1), z.literal(2), z.literal(4)]).optional(),
@@ -37,8 +36,8 @@ const queueSchema = z
     model: z.string().min(1),
     prompt: z.string().min(1).max(20_000).optional(),
     negative_prompt: z.string().max(3500).optional(),
-    duration: z.enum(DURATIONS),
-    aspect_ratio: z.enum(ASPECTS).optional(),
+    duration: z.enum(VIDEO_DURATIONS),
+    aspect_ratio: z.enum(VIDEO_ASPECT_RATIOS).optional(),
     resolution: z.string().optional(),
     upscale_factor: z.union([z.literal(1), z.literal(2), z.literal(4)]).optional(),
     audio: z.boolean().optional(),

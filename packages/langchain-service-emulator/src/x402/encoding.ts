@@ -1,11 +1,9 @@
 /**
- * The emulator's own server-side wire helpers (the client keeps its versions private): Base's chain id, base58
- * of a fixed length, an Ed25519 public key for node:crypto's verify, USD to a token's atomic units.
+ * The emulator's own server-side wire helpers (the client keeps its versions private): base58 of a fixed length,
+ * an Ed25519 public key for node:crypto's verify, USD to a token's atomic units.
  */
 import { createPublicKey, type KeyObject } from "node:crypto";
 import { decodeBase58, encodeBase58, parseUnits, toBeArray } from "ethers";
-
-export const BASE_CHAIN_ID = 8453;
 
 /** Base58 text to exactly `length` bytes, or undefined; ethers decodes to a bigint, so pad and re-encode to check. */
 export function base58ToBytes(text: string, length: number): Uint8Array | undefined {

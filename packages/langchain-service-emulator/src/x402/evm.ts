@@ -16,8 +16,6 @@ export interface EvmRail {
   settle(payload: Record<string, unknown>, requirement: Record<string, unknown>): Promise<{ success: boolean; transaction: string; payer?: string; errorReason?: string }>;
 }
 
-export const BASE_NETWORK = "eip155:8453";
-
 function signatureOf(payload: Record<string, unknown>): `0x${string}` {
   const signature = (payload.payload as { signature?: unknown } | undefined)?.signature;
   return typeof signature === "string" && signature.startsWith("0x") ? (signature as `0x${string}`) : "0x";

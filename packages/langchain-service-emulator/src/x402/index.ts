@@ -11,7 +11,7 @@
  * sign-in's domain and time are checked, which of two credentials wins, route limits, the read routes' sign-in answers).
  */
 import { randomUUID } from "node:crypto";
-import { SIWX_LEGACY_HEADER, SIWX_HEADER, SOLANA_MAINNET } from "langchain-service";
+import { BASE_MAINNET, SIWX_LEGACY_HEADER, SIWX_HEADER, SOLANA_MAINNET } from "langchain-service";
 import { usdToAtomic } from "./encoding.js";
 import {
   EmulatorHttpError,
@@ -118,7 +118,7 @@ export async function createX402Hooks(ctx: EmulatorContext): Promise<X402Hooks &
     };
   };
   const supportedChains = [
-    { chainId: "eip155:8453", type: "eip191" },
+    { chainId: BASE_MAINNET, type: "eip191" },
     { chainId: SOLANA_MAINNET, type: "ed25519" },
   ];
   const authOptions = () => {
@@ -175,7 +175,7 @@ export async function createX402Hooks(ctx: EmulatorContext): Promise<X402Hooks &
           receiverWallet: String(base?.payTo ?? ""),
           tokenAddress: String(base?.asset ?? ""),
           tokenDecimals: DECIMALS,
-          network: String(base?.network ?? "eip155:8453"),
+          network: String(base?.network ?? BASE_MAINNET),
           minimumAmountUsd: minimumTopUpUsd,
         },
         siwxChallenge: { info: siwxInfo(req), supportedChains },

@@ -17,8 +17,8 @@ import { verify as nodeVerify } from "node:crypto";
 import { verifyMessage, getAddress } from "ethers";
 import { z } from "zod";
 import { EmulatorHttpError, type EmulatorRequest } from "../types.js";
-import { SOLANA_MAINNET } from "langchain-service";
-import { BASE_CHAIN_ID, base58ToBytes, ed25519PublicKeyObject } from "./encoding.js";
+import { BASE_CHAIN_ID, SOLANA_MAINNET } from "langchain-service";
+import { base58ToBytes, ed25519PublicKeyObject } from "./encoding.js";
 import type { ContractSignatureCheck } from "./smart-accounts.js";
 
 export const SIWX_MAX_AGE_MS = 5 * 60_000;

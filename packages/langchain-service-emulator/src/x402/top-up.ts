@@ -15,7 +15,7 @@
 import { createHash } from "node:crypto";
 import { isDeepStrictEqual } from "node:util";
 import { getAddress } from "ethers";
-import { SOLANA_MAINNET } from "langchain-service";
+import { BASE_MAINNET, SOLANA_MAINNET } from "langchain-service";
 import { EmulatorHttpError, type EmulatorContext, type EmulatorRequest, type EmulatorResponse } from "../types.js";
 import type { Rail, X402Behaviour, X402EmulatorOptions } from "./options.js";
 import type { RouteLimits } from "./route-limits.js";
@@ -36,7 +36,7 @@ function sleep(ms: number): Promise<void> {
 
 function normalizeNetwork(network: unknown): string | undefined {
   if (typeof network !== "string") return undefined;
-  if (network === "base" || network === "base-mainnet") return "eip155:8453";
+  if (network === "base" || network === "base-mainnet") return BASE_MAINNET;
   if (network === "solana" || network === "solana-mainnet") return SOLANA_MAINNET;
   return network;
 }
