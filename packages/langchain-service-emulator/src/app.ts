@@ -7,13 +7,16 @@
  *   -> [inference: model, Pro-only, balance] -> request/token rate limit -> [overload] -> handler
  *
  * (the outer three act on the way back out, in reverse: the writer writes what a stage decided, then failures
- * are counted, then the log line). Routes are registered in one place, in the order of the API (./routes/index.ts).
+ * are counted, then the log line). Routes are registered in one place, in the order of the API
+ * (./routes/index.ts: `get(path, spec)`, `post(path, spec)`).
  */
 import { Hono } from "hono";
 import { answerPreflight, API_PREFIX, countFailures, internalError, logRequest, publicUrl, readRequest, withState, writeAnswer } from "./pipeline/edges.js";
 import { abuseBlock, injectFaults, notFound, refusePaymentHeaders } from "./pipeline/gates.js";
 import { admit, authenticate, bindRoute, handle, holdWalletPlace, inferenceModel, limitRate, refuseOverloaded } from "./pipeline/route-stages.js";
 import type { EmulatorEnv, PipelineState } from "./pipeline/state.js";
+import { mountApiRoutes } from "./routes/index.js";
+import type { Route, RouteSpec } from "./types.js";
 
 /** The stages of a matched route, after `bindRoute`. */
 const ROUTE_STAGES = [authenticate, holdWalletPlace, admit, inferenceModel, limitRate, refuseOverloaded, handle];
@@ -26,12 +29,22 @@ function routerPath(request: Request, options?: { env?: EmulatorEnv["Bindings"] 
 
 export type EmulatorApp = Hono<EmulatorEnv>;
 
-/** The app over the started emulator's state and routes (built-in, x402's, then the `routes` option). */
-export function createApp(state: PipelineState): EmulatorApp {
+/**
+ * The app over the started emulator's context: the pipeline, then the routes (the built-in table of
+ * ./routes/index.ts, then `more`: x402's and the `routes` option's), each a method and path under /api/v1.
+ */
+export function createApp(base: Omit<PipelineState, "routes">, more: Route[] = []): EmulatorApp {
+  const state: PipelineState = { ...base, routes: [] };
   const app = new Hono<EmulatorEnv>({ getPath: routerPath });
   app.use(withState(state), logRequest, countFailures, writeAnswer, answerPreflight, readRequest);
   app.use(`${API_PREFIX}/*`, injectFaults, abuseBlock, refusePaymentHeaders);
-  for (const route of state.routes) app.on(route.method.toUpperCase(), `${API_PREFIX}${route.pattern}`, bindRoute(route), ...ROUTE_STAGES);
+  const on = (method: string) => (path: string, spec: RouteSpec) => {
+    const route: Route = { method, pattern: path, ...spec };
+    state.routes.push(route);
+    app.on(method, `${API_PREFIX}${path}`, bindRoute(route), ...ROUTE_STAGES);
+  };
+  mountApiRoutes({ get: on("GET"), post: on("POST") });
+  for (const route of more) on(route.method.toUpperCase())(route.pattern, route);
   app.notFound(notFound);
   app.onError(internalError);
   return app;

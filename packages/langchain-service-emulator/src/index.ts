@@ -15,7 +15,7 @@ import { validateChatOptions } from "./models/chat-behaviour.js";
 import { jobOptions } from "./media/jobs.js";
 import { RateLimiter } from "./rate-limits.js";
 import { createApp, routeTable, type EmulatorApp } from "./app.js";
-import { API_PREFIX, closeServer, collectRoutes, listen } from "./server.js";
+import { API_PREFIX, closeServer, listen } from "./server.js";
 import { isLiveMode, type Account, type ApiKeyOption, type EmulatorContext, type EmulatorOptions, type FaultOptions, type LocalChain, type X402Hooks } from "./types.js";
 import { createDefaultX402Hooks, loadX402Hooks } from "./x402-default.js";
 
@@ -165,7 +165,7 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
       const solanaRpc = `${url}/x402/solana/rpc`;
       ctxOptions.upstreams = { "solana-mainnet": solanaRpc, "solana-devnet": solanaRpc, ...options.upstreams };
     }
-    const app = createApp({ ctx: context, routes: [...collectRoutes(x402), ...(options.routes ?? [])], limiter: rateLimiter, faults });
+    const app = createApp({ ctx: context, limiter: rateLimiter, faults }, [...x402.routes, ...(options.routes ?? [])]);
     routes = routeTable(app);
     resolveApp(app);
   } catch (err) {

@@ -12,7 +12,6 @@ export { matchRoute, type RouteMatch } from "./pipeline/gates.js";
 export { OVERLOADED_MESSAGE } from "./pipeline/route-stages.js";
 export { LIVE_WALLET_CONCURRENCY } from "./pipeline/wallet-flights.js";
 export type { PipelineState } from "./pipeline/state.js";
-export { collectRoutes } from "./routes/index.js";
 export { EMULATOR_VERSION, pickEncoding } from "./writer.js";
 
 /** What node-server calls per request: the app's `fetch` (once the emulator started). */

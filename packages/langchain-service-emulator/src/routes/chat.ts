@@ -25,7 +25,7 @@ import { messageRuleIssues, withoutEmptyAssistants } from "../models/message-rul
 import { chatRequestSchema, effectiveParameters, InvalidRequest, parseModelSuffix } from "../models/request.js";
 import { characterBySlug } from "./characters.js";
 import type { FaultOptions, StreamErrorFault } from "../faults.js";
-import { EmulatorHttpError, type Caller, type EmulatorContext, type EmulatorRequest, type EmulatorResponse, type Route } from "../types.js";
+import { EmulatorHttpError, type Caller, type EmulatorContext, type EmulatorRequest, type EmulatorResponse, type RouteSpec } from "../types.js";
 
 /** What the chat route remembers per emulator instance. */
 interface ChatState {
@@ -231,6 +231,6 @@ export async function handleChatCompletion(req: EmulatorRequest, ctx: EmulatorCo
   }
 }
 
-export const chatRoutes: Route[] = [
-  { method: "POST", pattern: "/chat/completions", auth: "required", inference: true, handler: handleChatCompletion },
-];
+export const chatRoutes = {
+  completions: { auth: "required", inference: true, handler: handleChatCompletion },
+} satisfies Record<string, RouteSpec>;

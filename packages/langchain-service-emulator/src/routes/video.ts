@@ -11,7 +11,7 @@ import { z } from "zod";
 import { findMediaModel, type MediaModel } from "../models/catalog.js";
 import { videoFor } from "../media/mp4.js";
 import { fundsOf, jobStore, shortOfQuote } from "../media/jobs.js";
-import { EmulatorHttpError, isLiveMode, type EmulatorContext, type Route } from "../types.js";
+import { EmulatorHttpError, isLiveMode, type EmulatorContext, type RouteSpec } from "../types.js";
 import { badRequest, parseBody } from "./strict-body.js";
 
 const DURATIONS = [...Array.from({ length: 16 }, (_, i) => `${i + 1}s`), "18s", "20s", "25s", "30s", "1 gen", "Auto"] as const;
@@ -83,10 +83,8 @@ function mp4Of(ctx: EmulatorContext, prompt: string, seconds: number, aspect: st
   return () => ({ bytes: videoFor(prompt, seconds, aspect), contentType: "video/mp4", headers: { [`${ctx.names.headerPrefix}video-duration`]: String(seconds) } });
 }
 
-export const videoRoutes: Route[] = [
-  {
-    method: "POST",
-    pattern: "/video/quote",
+export const videoRoutes = {
+  quote: {
     auth: "required",
     handler(req) {
       const body = parseBody(req, quoteSchema);
@@ -94,9 +92,7 @@ export const videoRoutes: Route[] = [
       return { status: 200, body: { quote: priced(model, body.duration, body.resolution).usd } };
     },
   },
-  {
-    method: "POST",
-    pattern: "/video/queue",
+  queue: {
     auth: "required",
     inference: true,
     resolveModel: (req) => ({ model: videoModel(parseBody(req, queueSchema).model), bucket: "video" }),
@@ -125,9 +121,7 @@ export const videoRoutes: Route[] = [
       return { status: 200, body: { model: model.id, queue_id: job.id, ...download }, meta: { modelId: model.id } };
     },
   },
-  {
-    method: "POST",
-    pattern: "/video/retrieve",
+  retrieve: {
     auth: "required",
     handler(req, ctx, caller) {
       const body = parseBody(req, refSchema);
@@ -142,9 +136,7 @@ export const videoRoutes: Route[] = [
       return { status: 200, headers: { "content-type": media.contentType, ...media.headers }, body: media.bytes };
     },
   },
-  {
-    method: "POST",
-    pattern: "/video/complete",
+  complete: {
     auth: "required",
     handler(req, ctx, caller) {
       const body = parseBody(req, completeSchema);
@@ -161,10 +153,8 @@ export const videoRoutes: Route[] = [
       return { status: 200, body: { success: true } };
     },
   },
-  {
+  download: {
     // the download URL of a privately hosted model's finished video (the token is the credential)
-    method: "GET",
-    pattern: "/video/download/:token",
     auth: "public",
     handler(req, ctx) {
       const store = jobStore(ctx);
@@ -174,4 +164,4 @@ export const videoRoutes: Route[] = [
       return { status: 200, headers: { "content-type": media.contentType }, body: media.bytes };
     },
   },
-];
+} satisfies Record<string, RouteSpec>;
