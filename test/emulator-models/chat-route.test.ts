@@ -1,7 +1,7 @@
 /** POST /chat/completions over loopback HTTP: validation, answers, usage, cost, ledger. */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Emulator } from "langchain-service-emulator";
-import { MESSAGE_OVERHEAD_TOKENS, SERVICE_SYSTEM_PROMPT } from "../../packages/langchain-service-emulator/src/models/engine.js";
+import { MESSAGE_OVERHEAD_TOKENS, SERVICE_SYSTEM_PROMPT } from "../../packages/langchain-service-emulator/src/models/prompt.js";
 import { countTokens } from "../../packages/langchain-service-emulator/src/models/tokenizer.js";
 import { chat, KEY, startModelsEmulator, user } from "./helpers.js";
 

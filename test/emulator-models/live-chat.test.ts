@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startEmulator, type Emulator } from "langchain-service-emulator";
 import { ConfigurationError } from "../../src/http/errors.js";
-import { REFUSAL_CUT_TOKENS } from "../../packages/langchain-service-emulator/src/models/engine.js";
+import { REFUSAL_CUT_TOKENS } from "../../packages/langchain-service-emulator/src/models/choice.js";
 import { WEB_SEARCH_ADD_ON_ID } from "../../packages/langchain-service-emulator/src/routes/chat.js";
 import { chat, chatStream, KEY, startModelsEmulator, streamedContent, user } from "./helpers.js";
 

@@ -14,7 +14,8 @@ import { Ledger } from "./ledger.js";
 import { validateChatOptions } from "./models/chat-behaviour.js";
 import { jobOptions } from "./media/jobs.js";
 import { RateLimiter } from "./rate-limits.js";
-import { API_PREFIX, closeServer, collectRoutes, createListener, listen, type PipelineState } from "./server.js";
+import { createApp, routeTable, type EmulatorApp } from "./app.js";
+import { API_PREFIX, closeServer, listen } from "./server.js";
 import { isLiveMode, type Account, type ApiKeyOption, type EmulatorContext, type EmulatorOptions, type FaultOptions, type LocalChain, type X402Hooks } from "./types.js";
 import { createDefaultX402Hooks, loadX402Hooks } from "./x402-default.js";
 
@@ -48,6 +49,8 @@ export interface Emulator {
   chain?: LocalChain;
   context: EmulatorContext;
   rateLimiter: RateLimiter;
+  /** the routes it serves, `METHOD /api/v1/path`, in the order they match (built-in, x402's, then `routes`) */
+  routes: string[];
   /** swaps the fault options at run time (`{}` turns faults off) */
   setFaults(faults: FaultOptions): void;
   /** the ledger account of an API key or a wallet address */
@@ -121,19 +124,21 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
   // the context's own copy: setFaults() updates `faults` here, where the chat route reads streamCutAfter
   const ctxOptions: EmulatorOptions = { ...options, apiKeys: apiKeyOptions, faults: faults.current };
 
-  let resolveState!: (state: PipelineState) => void;
-  let rejectState!: (err: unknown) => void;
-  const statePromise = new Promise<PipelineState>((resolve, reject) => {
-    resolveState = resolve;
-    rejectState = reject;
+  let resolveApp!: (app: EmulatorApp) => void;
+  let rejectApp!: (err: unknown) => void;
+  const appPromise = new Promise<EmulatorApp>((resolve, reject) => {
+    resolveApp = resolve;
+    rejectApp = reject;
   });
-  statePromise.catch(() => undefined); // requests racing a failed start get a 500, not an unhandled rejection
-  const { server, port } = await listen(createListener(() => statePromise), options.port ?? 0);
+  appPromise.catch(() => undefined); // requests racing a failed start get a 500, not an unhandled rejection
+  // the server listens first (the context needs its port); requests that come before the start wait for the app
+  const { server, port } = await listen((request, env) => appPromise.then((app) => app.fetch(request, env)), options.port ?? 0);
   const origin = `http://127.0.0.1:${port}`;
   const url = `${origin}${API_PREFIX}`;
 
   let chain: LocalChain | undefined;
   let x402: X402Hooks | undefined;
+  let routes: string[] = [];
   let context: EmulatorContext;
   try {
     if (options.chain) {
@@ -160,9 +165,11 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
       const solanaRpc = `${url}/x402/solana/rpc`;
       ctxOptions.upstreams = { "solana-mainnet": solanaRpc, "solana-devnet": solanaRpc, ...options.upstreams };
     }
-    resolveState({ ctx: context, routes: [...collectRoutes(x402), ...(options.routes ?? [])], limiter: rateLimiter, faults });
+    const app = createApp({ ctx: context, limiter: rateLimiter, faults }, [...x402.routes, ...(options.routes ?? [])]);
+    routes = routeTable(app);
+    resolveApp(app);
   } catch (err) {
-    rejectState(err);
+    rejectApp(err);
     await closeServer(server);
     await x402?.close?.().catch(() => undefined);
     await chain?.close().catch(() => undefined);
@@ -179,6 +186,7 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
     chain,
     context,
     rateLimiter,
+    routes,
     setFaults(next: FaultOptions) {
       faults.set(next);
       ctxOptions.faults = faults.current;

@@ -287,6 +287,9 @@ export interface Route {
   resolveModel?: (req: EmulatorRequest) => ResolvedModel | Promise<ResolvedModel>;
 }
 
+/** A route without its method and path: what an area's module answers with (the table in ../app.ts mounts it). */
+export type RouteSpec = Omit<Route, "method" | "pattern">;
+
 /** What `Route.resolveModel` found: the model served (none for web search and scrape) and its rate-limit bucket. */
 export interface ResolvedModel {
   model?: import("./models/catalog.js").ServedModel;

@@ -6,7 +6,8 @@
 import { createHash } from "node:crypto";
 import type { BrandNames } from "langchain-service";
 import { inBandErrorEvent, type ChatBehaviour } from "./chat-behaviour.js";
-import type { CompletionPlan, PlannedChoice, Usage, WireToolCall } from "./engine.js";
+import type { CompletionPlan, PlannedChoice, WireToolCall } from "./plan.js";
+import type { Usage } from "./usage.js";
 import { tokenize } from "./tokenizer.js";
 
 /** Deterministic log probabilities: a hash of (token, position) mapped to (-3, 0). */

@@ -10,7 +10,7 @@ import { z } from "zod";
 import { findMediaModel, type MediaModel } from "../models/catalog.js";
 import { encodeWav, SAMPLE_RATE, speakPcm } from "../media/wav.js";
 import { fundsOf, jobStore, shortOfQuote } from "../media/jobs.js";
-import { EmulatorHttpError, type EmulatorContext, type Route } from "../types.js";
+import { EmulatorHttpError, type EmulatorContext, type RouteSpec } from "../types.js";
 import { badRequest, parseBody } from "./strict-body.js";
 
 const seconds = z.union([z.number().int().positive(), z.string().regex(/^\d+$/).transform(Number)]);
@@ -76,10 +76,8 @@ function renderer(ctx: EmulatorContext, model: MediaModel, prompt: string, voice
   };
 }
 
-export const audioJobRoutes: Route[] = [
-  {
-    method: "POST",
-    pattern: "/audio/quote",
+export const audioJobRoutes = {
+  quote: {
     auth: "optional",
     handler(req) {
       const body = parseBody(req, quoteSchema);
@@ -93,9 +91,7 @@ export const audioJobRoutes: Route[] = [
       return { status: 200, body: { quote: priceOf(model, durationOf(model, body.duration_seconds), body.character_count ?? 0) } };
     },
   },
-  {
-    method: "POST",
-    pattern: "/audio/queue",
+  queue: {
     auth: "required",
     inference: true,
     resolveModel: (req) => ({ model: audioModel(parseBody(req, queueSchema).model), bucket: "audio" }),
@@ -125,9 +121,7 @@ export const audioJobRoutes: Route[] = [
       return { status: 200, body: { model: model.id, queue_id: job.id, status: "QUEUED" }, meta: { modelId: model.id } };
     },
   },
-  {
-    method: "POST",
-    pattern: "/audio/retrieve",
+  retrieve: {
     auth: "required",
     handler(req, ctx, caller) {
       const body = parseBody(req, refSchema);
@@ -141,9 +135,7 @@ export const audioJobRoutes: Route[] = [
       return { status: 200, headers: { "content-type": media.contentType, ...media.headers }, body: media.bytes };
     },
   },
-  {
-    method: "POST",
-    pattern: "/audio/complete",
+  complete: {
     auth: "required",
     handler(req, ctx, caller) {
       const body = parseBody(req, completeSchema);
@@ -153,4 +145,4 @@ export const audioJobRoutes: Route[] = [
       return { status: 200, body: { success: true } };
     },
   },
-];
+} satisfies Record<string, RouteSpec>;

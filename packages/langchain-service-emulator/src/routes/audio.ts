@@ -10,7 +10,7 @@ import { createHash } from "node:crypto";
 import { z } from "zod";
 import { findMediaModel, type MediaModel } from "../models/catalog.js";
 import { encodeWav, speakPcm } from "../media/wav.js";
-import { EmulatorHttpError, type EmulatorContext, type EmulatorRequest, type Route } from "../types.js";
+import { EmulatorHttpError, type EmulatorContext, type EmulatorRequest, type RouteSpec } from "../types.js";
 import { badRequest, parseBody, requestId } from "./strict-body.js";
 
 /** the published TTS model ids (CreateSpeechRequestSchema.model) */
@@ -103,10 +103,8 @@ async function voiceSample(req: EmulatorRequest): Promise<VoiceSample> {
   return sample;
 }
 
-export const audioRoutes: Route[] = [
-  {
-    method: "POST",
-    pattern: "/audio/speech",
+export const audioRoutes = {
+  speech: {
     auth: "required",
     inference: true,
     resolveModel: (req) => ({ model: speechModel(parseBody(req, speechSchema).model ?? "tts-kokoro"), bucket: "audio" }),
@@ -138,9 +136,7 @@ export const audioRoutes: Route[] = [
         : { status: 200, headers: { "content-type": "audio/wav" }, body: encodeWav(pcm), meta: { modelId: model.id } };
     },
   },
-  {
-    method: "POST",
-    pattern: "/audio/voices",
+  voices: {
     auth: "required",
     inference: true,
     async resolveModel(req) {
@@ -165,4 +161,4 @@ export const audioRoutes: Route[] = [
       return { status: 200, body: { id, model: model.id }, meta: { modelId: model.id } };
     },
   },
-];
+} satisfies Record<string, RouteSpec>;

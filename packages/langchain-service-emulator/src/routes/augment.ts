@@ -7,7 +7,7 @@
  */
 import { z } from "zod";
 import { WEB_CORPUS, searchCorpus, type WebDocument } from "../models/corpus.js";
-import { EmulatorHttpError, type Caller, type EmulatorContext, type EmulatorRequest, type Route } from "../types.js";
+import { EmulatorHttpError, type Caller, type EmulatorContext, type EmulatorRequest, type RouteSpec } from "../types.js";
 import { badRequest, parseBody, requestId } from "./strict-body.js";
 
 /** USD per call (the published price is dynamic, from $0.001) */
@@ -49,10 +49,8 @@ function normalize(url: string): string {
   return u.href.replace(/\/$/, "");
 }
 
-export const augmentRoutes: Route[] = [
-  {
-    method: "POST",
-    pattern: "/augment/search",
+export const augmentRoutes = {
+  search: {
     auth: "required",
     inference: true,
     resolveModel(req) {
@@ -69,9 +67,7 @@ export const augmentRoutes: Route[] = [
       };
     },
   },
-  {
-    method: "POST",
-    pattern: "/augment/scrape",
+  scrape: {
     auth: "required",
     inference: true,
     resolveModel(req) {
@@ -98,4 +94,4 @@ export const augmentRoutes: Route[] = [
       return { status: 200, body: { url: doc.url, content: pageMarkdown(doc), format: "markdown" } };
     },
   },
-];
+} satisfies Record<string, RouteSpec>;

@@ -9,7 +9,7 @@
  * `<model>-<unit>` (`<model>-llm-usage-mtoken` for chat), its `inferenceDetails.requestId` the ledger's request id.
  */
 import { createHmac, randomBytes, timingSafeEqual } from "node:crypto";
-import { EmulatorHttpError, isLiveMode, type Account, type Caller, type EmulatorContext, type Route } from "../types.js";
+import { EmulatorHttpError, isLiveMode, type Account, type Caller, type EmulatorContext, type RouteSpec } from "../types.js";
 import { badRequest } from "./strict-body.js";
 
 const UNIT_OF_KIND: Record<string, string> = {
@@ -139,10 +139,8 @@ function inRange(rows: UsageRow[], start?: string, end?: string, currency?: stri
   return rows.filter((r) => (!start || r.timestamp >= new Date(start).toISOString()) && (!end || r.timestamp < new Date(end).toISOString()) && (!currency || r.currency === currency));
 }
 
-export const billingRoutes: Route[] = [
-  {
-    method: "GET",
-    pattern: "/billing/usage-history",
+export const billingRoutes = {
+  usageHistory: {
     auth: "required",
     handler(req, ctx, caller) {
       if (!isLiveMode(ctx.options)) throw new EmulatorHttpError(404, { error: "Not found" });
@@ -182,9 +180,7 @@ export const billingRoutes: Route[] = [
       return { status: 200, body: { data: page, nextCursor: next } };
     },
   },
-  {
-    method: "GET",
-    pattern: "/billing/usage",
+  usage: {
     // live: 410 to every request, with credentials or without
     auth: "optional",
     handler(req, ctx, caller) {
@@ -219,5 +215,5 @@ export const billingRoutes: Route[] = [
       };
     },
   },
-];
+} satisfies Record<string, RouteSpec>;
 

@@ -6,7 +6,7 @@
  * `character_slug` names one, and answers 404 when it names none (`characterBySlug`).
  */
 import { createHash } from "node:crypto";
-import { EmulatorHttpError, type Caller, type Route } from "../types.js";
+import { EmulatorHttpError, type Caller, type RouteSpec } from "../types.js";
 import { badRequest } from "./strict-body.js";
 
 export interface EmulatedCharacter {
@@ -123,10 +123,8 @@ function flag(query: URLSearchParams, name: string): boolean | undefined {
   return v === "true";
 }
 
-export const characterRoutes: Route[] = [
-  {
-    method: "GET",
-    pattern: "/characters",
+export const characterRoutes = {
+  list: {
     auth: "required",
     handler(req, ctx, caller) {
       requireKey(caller);
@@ -176,9 +174,7 @@ export const characterRoutes: Route[] = [
       return { status: 200, body: { object: "list", data: found.slice(offset, offset + limit).map((c) => publicRecord(c, ctx.publicOrigin)) } };
     },
   },
-  {
-    method: "GET",
-    pattern: "/characters/:slug",
+  one: {
     auth: "required",
     handler(req, ctx, caller) {
       requireKey(caller);
@@ -187,4 +183,4 @@ export const characterRoutes: Route[] = [
       return { status: 200, body: { object: "character", data: publicRecord(found, ctx.publicOrigin) } };
     },
   },
-];
+} satisfies Record<string, RouteSpec>;

@@ -17,14 +17,15 @@ import { findModel } from "../models/catalog.js";
 import { capabilityIssues } from "../models/capabilities.js";
 import { availabilityRefusal, modelGatesOn, parameterIssues } from "../models/availability.js";
 import { chatBehaviour, inBandEventOf } from "../models/chat-behaviour.js";
-import { costUsd, planCompletion, usageOf, WEB_SEARCH_FEE_USD } from "../models/engine.js";
+import { planCompletion } from "../models/engine.js";
+import { costUsd, usageOf, WEB_SEARCH_FEE_USD } from "../models/usage.js";
 import { failedStream, overloadedStream, renderCompletion, streamCompletion } from "../models/render.js";
 import { PromptCache } from "../models/prompt-cache.js";
 import { messageRuleIssues, withoutEmptyAssistants } from "../models/message-rules.js";
 import { chatRequestSchema, effectiveParameters, InvalidRequest, parseModelSuffix } from "../models/request.js";
 import { characterBySlug } from "./characters.js";
 import type { FaultOptions, StreamErrorFault } from "../faults.js";
-import { EmulatorHttpError, type Caller, type EmulatorContext, type EmulatorRequest, type EmulatorResponse, type Route } from "../types.js";
+import { EmulatorHttpError, type Caller, type EmulatorContext, type EmulatorRequest, type EmulatorResponse, type RouteSpec } from "../types.js";
 
 /** What the chat route remembers per emulator instance. */
 interface ChatState {
@@ -230,6 +231,6 @@ export async function handleChatCompletion(req: EmulatorRequest, ctx: EmulatorCo
   }
 }
 
-export const chatRoutes: Route[] = [
-  { method: "POST", pattern: "/chat/completions", auth: "required", inference: true, handler: handleChatCompletion },
-];
+export const chatRoutes = {
+  completions: { auth: "required", inference: true, handler: handleChatCompletion },
+} satisfies Record<string, RouteSpec>;

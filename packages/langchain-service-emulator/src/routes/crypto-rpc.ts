@@ -30,7 +30,7 @@ import { createHash, randomBytes } from "node:crypto";
 import { NODE_KEYS_REASON, describeNetwork, isFilterOrSubscription, methodTier, needsNodeKeys, unsupportedReason as listedMethodRefusal, type NetworkFamily } from "langchain-service";
 import { accountIdentity } from "../auth.js";
 import { cryptoNetworks, publishedNetworks, upstreamOf } from "./networks.js";
-import { EmulatorHttpError, isLiveMode, type Account, type Caller, type EmulatorContext, type EmulatorRequest, type EmulatorResponse, type Route, type CryptoRpcEmulatorOptions } from "../types.js";
+import { EmulatorHttpError, isLiveMode, type Account, type Caller, type EmulatorContext, type EmulatorRequest, type EmulatorResponse, type RouteSpec, type CryptoRpcEmulatorOptions } from "../types.js";
 
 export const RPC_PRICE_PER_CREDIT_USD = 7e-7;
 export const RPC_ERROR_CREDITS = 5;
@@ -468,6 +468,6 @@ function relayNodeFailure(ctx: EmulatorContext, caller: Caller, account: Account
   return { status: node.status, headers: bill(ctx, caller, account, billed ? RPC_ERROR_CREDITS * count : 0), body };
 }
 
-export const cryptoRpcRoutes: Route[] = [
-  { method: "POST", pattern: "/crypto/rpc/:network", auth: "required", handler: handle },
-];
+export const cryptoRpcRoutes = {
+  proxy: { auth: "required", handler: handle },
+} satisfies Record<string, RouteSpec>;

@@ -15,7 +15,7 @@ import { IMAGE_EDIT_ASPECT_RATIOS } from "langchain-service";
 import { z } from "zod";
 import { findMediaModel, defaultMediaModel, type MediaModel } from "../models/catalog.js";
 import { decodePng, drawPicture, encodePng } from "../media/png.js";
-import { EmulatorHttpError, type Caller, type EmulatorContext, type EmulatorRequest, type Route } from "../types.js";
+import { EmulatorHttpError, type Caller, type EmulatorContext, type EmulatorRequest, type RouteSpec } from "../types.js";
 import { badRequest, parseBody, requestId } from "./strict-body.js";
 
 export const BACKGROUND_REMOVE_PRICE_USD = 0.02;
@@ -180,10 +180,8 @@ async function multiEditOf(req: EmulatorRequest): Promise<MultiEdit> {
 const enhanced = (ctx: EmulatorContext, prompt: string, on: boolean): Record<string, string> =>
   on ? { [`${ctx.names.headerPrefix}enhanced-prompt`]: encodeURIComponent(`${prompt}, crisp detail, balanced light`) } : {};
 
-export const imageEditRoutes: Route[] = [
-  {
-    method: "POST",
-    pattern: "/image/edit",
+export const imageEditRoutes = {
+  edit: {
     auth: "required",
     inference: true,
     resolveModel: async (req) => {
@@ -200,9 +198,7 @@ export const imageEditRoutes: Route[] = [
       return png(out, enhanced(ctx, body.prompt, body.enhance_prompt === true), model.id);
     },
   },
-  {
-    method: "POST",
-    pattern: "/image/multi-edit",
+  multiEdit: {
     auth: "required",
     inference: true,
     resolveModel: async (req) => ({ model: editModel((await multiEditOf(req)).modelId), bucket: "image" }),
@@ -216,9 +212,7 @@ export const imageEditRoutes: Route[] = [
       return png(edited(base, edit.prompt), enhanced(ctx, edit.prompt, edit.enhance), model.id);
     },
   },
-  {
-    method: "POST",
-    pattern: "/image/upscale",
+  upscale: {
     auth: "required",
     inference: true,
     resolveModel: () => ({ model: defaultMediaModel("upscale"), bucket: "image" }),
@@ -253,9 +247,7 @@ export const imageEditRoutes: Route[] = [
       return png({ width, height, rgb }, {}, model.id);
     },
   },
-  {
-    method: "POST",
-    pattern: "/image/background-remove",
+  backgroundRemove: {
     auth: "required",
     inference: true,
     resolveModel: () => ({ bucket: "image" }),
@@ -281,4 +273,4 @@ export const imageEditRoutes: Route[] = [
       return { status: 200, headers: { "content-type": "image/png" }, body: encodePng(input.width, input.height, rgba, undefined, 4) };
     },
   },
-];
+} satisfies Record<string, RouteSpec>;

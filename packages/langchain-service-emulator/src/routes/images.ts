@@ -14,7 +14,7 @@
 import { z } from "zod";
 import { findImageModel, MEDIA_MODELS, type MediaModel } from "../models/catalog.js";
 import { pictureFor } from "../media/png.js";
-import type { Caller, EmulatorContext, EmulatorRequest, Route } from "../types.js";
+import type { Caller, EmulatorContext, EmulatorRequest, RouteSpec } from "../types.js";
 import { badRequest, parseBody, requestId } from "./strict-body.js";
 
 const styleReference = z
@@ -104,10 +104,8 @@ function charge(caller: Caller, ctx: EmulatorContext, model: MediaModel, images:
   if (caller.kind !== "anonymous") ctx.ledger.charge(caller.account, model.priceUsd * images, { kind: "image", modelId: model.id, requestId: id });
 }
 
-export const imageRoutes: Route[] = [
-  {
-    method: "POST",
-    pattern: "/image/generate",
+export const imageRoutes = {
+  generate: {
     auth: "required",
     inference: true,
     resolveModel: (req) => ({ model: imageModel(parseBody(req, generateSchema).model), bucket: "image" }),
@@ -138,9 +136,7 @@ export const imageRoutes: Route[] = [
       };
     },
   },
-  {
-    method: "POST",
-    pattern: "/images/generations",
+  generations: {
     auth: "required",
     inference: true,
     resolveModel: (req) => ({ model: simpleModel(req), bucket: "image" }),
@@ -155,4 +151,4 @@ export const imageRoutes: Route[] = [
       return { status: 200, headers: policyHeaders(ctx, body.prompt), body: { created: Math.floor(ctx.now() / 1000), data: [item] }, meta: { modelId: model.id } };
     },
   },
-];
+} satisfies Record<string, RouteSpec>;

@@ -8,7 +8,7 @@ import { EMBEDDING_MODELS, MEDIA_MODELS, MODELS, compatibilityMapping, modelTrai
 import { modelGatesOn } from "../models/availability.js";
 import { embeddingModelRecord } from "./embeddings.js";
 import { mediaModelRecord } from "./media-models.js";
-import type { EmulatorContext, Route } from "../types.js";
+import type { EmulatorContext, RouteSpec } from "../types.js";
 import { EmulatorHttpError } from "../types.js";
 
 const MODEL_TYPES = ["asr", "embedding", "image", "music", "text", "tts", "upscale", "inpaint", "video", "all", "code"];
@@ -82,21 +82,17 @@ function listType(asked: string | null): string {
   return type;
 }
 
-export const modelRoutes: Route[] = [
-  {
+export const modelRoutes = {
+  traits: {
     // trait -> model id ({ object: "list", type, data: { default: "emu-s", fastest: "emu-xs", ... } })
-    method: "GET",
-    pattern: "/models/traits",
     auth: "optional",
     handler(req) {
       const type = listType(req.query.get("type"));
       return { status: 200, body: { object: "list", type, data: modelTraits(type) } };
     },
   },
-  {
+  compatibilityMapping: {
     // OpenAI-style or legacy id -> model id ({ object: "list", type, data: { "gpt-4o": "emu-m", ... } })
-    method: "GET",
-    pattern: "/models/compatibility_mapping",
     auth: "optional",
     handler(req, ctx) {
       const type = listType(req.query.get("type"));
@@ -107,9 +103,7 @@ export const modelRoutes: Route[] = [
       return { status: 200, body: { object: "list", type, data: compatibilityMapping(type) } };
     },
   },
-  {
-    method: "GET",
-    pattern: "/models",
+  list: {
     auth: "optional",
     handler(req, ctx) {
       const type = listType(req.query.get("type"));
@@ -119,9 +113,7 @@ export const modelRoutes: Route[] = [
       return { status: 200, body: { object: "list", type, data: [...listed.map((m) => modelRecord(m, ctx)), ...media.map((m) => mediaModelRecord(m, ctx)), ...embeddings.map((m) => embeddingModelRecord(m, ctx))] } };
     },
   },
-  {
-    method: "GET",
-    pattern: "/models/:id",
+  one: {
     auth: "optional",
     handler(req, ctx) {
       const model = MODELS.find((m) => m.id === req.params.id);
@@ -133,4 +125,4 @@ export const modelRoutes: Route[] = [
       return { status: 200, body: modelRecord(model, ctx) };
     },
   },
-];
+} satisfies Record<string, RouteSpec>;

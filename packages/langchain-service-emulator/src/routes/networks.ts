@@ -5,7 +5,7 @@
  * Live mode (the default) publishes the live service's 27 slugs, seed mode the spec's 23; `networks` replaces either.
  */
 import { describeNetwork } from "langchain-service";
-import { isLiveMode, type EmulatorContext, type EmulatorOptions, type Route } from "../types.js";
+import { isLiveMode, type EmulatorContext, type EmulatorOptions, type RouteSpec } from "../types.js";
 
 /** The 23 slugs of spec 4.2. Deployments differ: `EmulatorOptions.networks` replaces the list. */
 export const DEFAULT_NETWORKS: readonly string[] = [
@@ -63,11 +63,9 @@ export function cryptoNetworks(ctx: Pick<EmulatorContext, "options" | "chain">):
   return [...new Set(listed)].sort();
 }
 
-export const networkRoutes: Route[] = [
-  {
-    method: "GET",
-    pattern: "/crypto/rpc/networks",
+export const networkRoutes = {
+  networks: {
     auth: "public",
     handler: (_req, ctx) => ({ status: 200, body: { networks: cryptoNetworks(ctx) } }),
   },
-];
+} satisfies Record<string, RouteSpec>;

@@ -6,7 +6,7 @@
 import { accountIdentity } from "../auth.js";
 import { EMBEDDING_MODELS, MODELS } from "../models/catalog.js";
 import { RateLimiter } from "../rate-limits.js";
-import type { Account, Caller, EmulatorContext, Route, RouteHandler } from "../types.js";
+import type { Account, Caller, EmulatorContext, RouteSpec, RouteHandler } from "../types.js";
 import { EmulatorHttpError, isLiveMode } from "../types.js";
 
 /** The API tier id of an account (`apiTier.id`, and `rateLimitTier` in the log). */
@@ -73,8 +73,8 @@ const rateLimitLogHandler: RouteHandler = (_req, ctx, caller) => {
   return { status: 200, body: { object: "list", data: limiterOf(ctx).logFor(accountIdentity(account)) } };
 };
 
-export const rateLimitRoutes: Route[] = [
-  { method: "GET", pattern: "/api_keys/rate_limits", auth: "required", handler: rateLimitsHandler },
-  { method: "GET", pattern: "/api_keys/rate_limit_logs", auth: "required", handler: rateLimitLogHandler },
-  { method: "GET", pattern: "/api_keys/rate_limits/log", auth: "required", handler: rateLimitLogHandler },
-];
+export const rateLimitRoutes = {
+  rateLimits: { auth: "required", handler: rateLimitsHandler },
+  rateLimitLogs: { auth: "required", handler: rateLimitLogHandler },
+  rateLimitLog: { auth: "required", handler: rateLimitLogHandler },
+} satisfies Record<string, RouteSpec>;

@@ -11,7 +11,7 @@
 import { findMediaModel, type MediaModel } from "../models/catalog.js";
 import { decodeWav, recogniseUtterance, type SpokenWord } from "../media/wav.js";
 import { AUDIO_MIME_TYPES, MAX_TRANSCRIPTION_BYTES, sniffAudio, type AudioContainer } from "langchain-service";
-import { EmulatorHttpError, type EmulatorRequest, type Route } from "../types.js";
+import { EmulatorHttpError, type EmulatorRequest, type RouteSpec } from "../types.js";
 import { badRequest, requestId } from "./strict-body.js";
 
 const EXTENSIONS: Record<string, AudioContainer> = { wav: "wav", wave: "wav", flac: "flac", m4a: "m4a", mp4: "m4a", aac: "aac", mp3: "mp3", ogg: "ogg", oga: "ogg", webm: "webm" };
@@ -145,10 +145,8 @@ function timestampsOf(model: MediaModel, text: string, words: SpokenWord[]): Rec
   return out;
 }
 
-export const transcriptionRoutes: Route[] = [
-  {
-    method: "POST",
-    pattern: "/audio/transcriptions",
+export const transcriptionRoutes = {
+  transcriptions: {
     auth: "required",
     inference: true,
     resolveModel: async (req) => ({ model: (await uploadOf(req)).model, bucket: "audio" }),
@@ -172,4 +170,4 @@ export const transcriptionRoutes: Route[] = [
       };
     },
   },
-];
+} satisfies Record<string, RouteSpec>;

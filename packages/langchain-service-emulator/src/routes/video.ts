@@ -12,7 +12,7 @@ import { z } from "zod";
 import { findMediaModel, type MediaModel } from "../models/catalog.js";
 import { videoFor } from "../media/mp4.js";
 import { fundsOf, jobStore, shortOfQuote } from "../media/jobs.js";
-import { EmulatorHttpError, isLiveMode, type EmulatorContext, type Route } from "../types.js";
+import { EmulatorHttpError, isLiveMode, type EmulatorContext, type RouteSpec } from "../types.js";
 import { badRequest, parseBody } from "./strict-body.js";
 
 const url = z.string().refine((u) => /^https:\/\/\S+$/i.test(u) || /^data:[a-z]+\/[\w.+-]+;base64,/i.test(u), "must be an https URL or a data URL");
@@ -82,10 +82,8 @@ function mp4Of(ctx: EmulatorContext, prompt: string, seconds: number, aspect: st
   return () => ({ bytes: videoFor(prompt, seconds, aspect), contentType: "video/mp4", headers: { [`${ctx.names.headerPrefix}video-duration`]: String(seconds) } });
 }
 
-export const videoRoutes: Route[] = [
-  {
-    method: "POST",
-    pattern: "/video/quote",
+export const videoRoutes = {
+  quote: {
     auth: "required",
     handler(req) {
       const body = parseBody(req, quoteSchema);
@@ -93,9 +91,7 @@ export const videoRoutes: Route[] = [
       return { status: 200, body: { quote: priced(model, body.duration, body.resolution).usd } };
     },
   },
-  {
-    method: "POST",
-    pattern: "/video/queue",
+  queue: {
     auth: "required",
     inference: true,
     resolveModel: (req) => ({ model: videoModel(parseBody(req, queueSchema).model), bucket: "video" }),
@@ -124,9 +120,7 @@ export const videoRoutes: Route[] = [
       return { status: 200, body: { model: model.id, queue_id: job.id, ...download }, meta: { modelId: model.id } };
     },
   },
-  {
-    method: "POST",
-    pattern: "/video/retrieve",
+  retrieve: {
     auth: "required",
     handler(req, ctx, caller) {
       const body = parseBody(req, refSchema);
@@ -141,9 +135,7 @@ export const videoRoutes: Route[] = [
       return { status: 200, headers: { "content-type": media.contentType, ...media.headers }, body: media.bytes };
     },
   },
-  {
-    method: "POST",
-    pattern: "/video/complete",
+  complete: {
     auth: "required",
     handler(req, ctx, caller) {
       const body = parseBody(req, completeSchema);
@@ -160,10 +152,8 @@ export const videoRoutes: Route[] = [
       return { status: 200, body: { success: true } };
     },
   },
-  {
+  download: {
     // the download URL of a privately hosted model's finished video (the token is the credential)
-    method: "GET",
-    pattern: "/video/download/:token",
     auth: "public",
     handler(req, ctx) {
       const store = jobStore(ctx);
@@ -173,4 +163,4 @@ export const videoRoutes: Route[] = [
       return { status: 200, headers: { "content-type": media.contentType }, body: media.bytes };
     },
   },
-];
+} satisfies Record<string, RouteSpec>;
