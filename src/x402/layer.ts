@@ -115,7 +115,7 @@ export class X402PaymentController {
       policy: this.policy,
       options,
       store: this.store,
-      state: stateOf(options.wallet),
+      state: stateOf(options.wallet, options.context),
       walletKey: walletScopeKey(walletNamespace(options.wallet), options.wallet.address),
       emit: (listener, type, decision, extra) => this.#emit(listener, type, decision, extra),
     };

@@ -8,6 +8,7 @@ import type { PaymentDecision, PaymentPolicy, PaymentPolicyOptions } from "./pol
 import type { SignedPayment } from "./payment.js";
 import type { X402Wallet } from "./wallets.js";
 import type { PaymentStore } from "../store/types.js";
+import type { ServiceContext } from "../http/context.js";
 
 export interface X402PaymentOptions {
   wallet: X402Wallet;
@@ -35,6 +36,11 @@ export interface X402PaymentOptions {
   /** report events to LangChain callbacks when inside a run (default true) */
   langchainEvents?: boolean;
   /** where budgets, payee pins and the top-up lease live (default: this process's `MemoryStore`, shared by every stack) */
+  /**
+   * the context whose wallet states this controller shares (one per wallet address: its top-up in flight, its
+   * pending payment, its credit gate); default: the process's
+   */
+  context?: ServiceContext;
   store?: PaymentStore;
   /**
    * how long the wallet's top-up lease lasts without renewal, in ms (default 15000; renewed every third of it

@@ -20,6 +20,7 @@ import { bodyLimits } from "../../src/http/layers/body-limits.js";
 import { base } from "../../src/http/layers/base.js";
 import { checkTopUpOptions } from "../../src/x402/top-up-options.js";
 import type { FetchLayer, FetchLike } from "../../src/http/types.js";
+import { createServiceContext } from "../../src/http/context.js";
 
 const ctx: LayerContext = {
   baseUrl: "http://127.0.0.1:1/api/v1",
@@ -28,6 +29,7 @@ const ctx: LayerContext = {
   auth: new ApiKeyAuth("sk-layers-test"),
   identity: "key:layers-test",
   limitStore: undefined,
+  service: createServiceContext(),
 };
 
 const refused = (build: () => unknown, message: RegExp) => expect(build).toThrow(expect.objectContaining({ name: "ConfigurationError", message: expect.stringMatching(message) }));

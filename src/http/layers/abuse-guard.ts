@@ -5,6 +5,7 @@
  */
 import { AbuseGuard, abuseGuardLayer, type AbuseGuardOptions } from "../abuse-guard.js";
 import { SharedRegistry } from "../bounded.js";
+import { contextKey } from "../context.js";
 import type { FetchLayer } from "../types.js";
 import type { LayerContext } from "./context.js";
 
@@ -14,11 +15,11 @@ export interface AbuseGuardLayerOptions {
 }
 
 /**
- * One guard per credential and origin, shared by every live stack on it: held weakly here and strongly by each
- * stack, and kept while its failures still count at the service (a client made per request must see them).
+ * One guard per credential and origin, shared by every live stack of a context on it: held weakly by the
+ * context and strongly by each stack, and kept while its failures still count at the service (a client made per
+ * request must see them).
  */
-const sharedGuards = new SharedRegistry<AbuseGuard>();
-const keepGuard = (g: AbuseGuard) => sharedGuards.keep(g, g.rememberUntil());
+const GUARDS = contextKey("abuse guards", () => new SharedRegistry<AbuseGuard>());
 const guardWarned = new WeakSet<AbuseGuard>();
 
 /** undefined: the guard is off */
@@ -32,6 +33,8 @@ export function abuseGuard(options: AbuseGuardLayerOptions, ctx: LayerContext): 
   const asked = options.abuseGuard ?? {};
   const waitMs = asked.maxWaitMs ?? 0; // each stack's own wait, whatever the others asked
   let created = false;
+  const sharedGuards = ctx.service.part(GUARDS);
+  const keepGuard = (g: AbuseGuard) => sharedGuards.keep(g, g.rememberUntil());
   const guard = sharedGuards.get(key, () => ((created = true), new AbuseGuard(asked)));
   if (!created && guard.tighten(asked) && !guardWarned.has(guard)) {
     guardWarned.add(guard);
