@@ -80,6 +80,20 @@ export function faceStackOptions(fields: Pick<FetchStackOptions, (typeof FACE_ST
   return out as FetchStackOptions;
 }
 
+/**
+ * @internal The built stack a face was handed, if any: `serviceFetch`, or a `ServiceClient`'s (`client`), so that
+ * many models and tools send through one stack (one guard, one pacing window, one gate, one sign-in state).
+ * Checked structurally: the chat entry does not load the client.
+ */
+export function sharedStackOf(fields: { serviceFetch?: ServiceFetch; client?: { readonly fetch: ServiceFetch } }): ServiceFetch | undefined {
+  const { serviceFetch, client } = fields;
+  if (client === undefined) return serviceFetch;
+  const fetch = (client as { fetch?: unknown } | null)?.fetch as ServiceFetch | undefined;
+  if (typeof fetch !== "function" || typeof fetch.url !== "function") throw new ConfigurationError("client must be a ServiceClient");
+  if (serviceFetch !== undefined && serviceFetch !== fetch) throw new ConfigurationError("give client or serviceFetch, not two different stacks");
+  return fetch;
+}
+
 /** Wallet sign-in whose signing code loads on the first request. */
 function lazyWalletAuth(wallet: X402Wallet, x402: Promise<typeof import("./x402/index.js")>, signInDomain: string | undefined, context: ServiceContext): AuthProvider {
   const provider = x402.then((m) => m.createWalletAuth(wallet, { signInDomain, clock: context.clock }));

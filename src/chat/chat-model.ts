@@ -27,7 +27,7 @@ import { brandNames, DEFAULT_BRAND, type BrandNames } from "../config.js";
 import { spendOf } from "../spend/call-options.js";
 import { PAYMENT_EVENT_NAME } from "../x402/event-name.js";
 import { responseHeaders } from "../http/fetch-stack.js";
-import { createServiceFetch, faceStackOptions, type ServiceFetch } from "../stack.js";
+import { createServiceFetch, faceStackOptions, sharedStackOf, type ServiceFetch } from "../stack.js";
 import { ConfigurationError, ResponseFormatError, ValidationError } from "../http/errors.js";
 import { readResponseText } from "../http/body.js";
 import { estimateChatTokens } from "../http/token-estimate.js";
@@ -71,7 +71,7 @@ function retryFromMaxRetries(fields: ChatServiceInput): { retry: ChatServiceInpu
   if (!(typeof max === "number" && Number.isInteger(max) && max >= 0)) {
     throw new ConfigurationError(`maxRetries must be a non-negative integer (retries after the first attempt); got ${String(max)}`);
   }
-  if (fields.serviceFetch) {
+  if (fields.serviceFetch || fields.client) {
     if (max === 0) return { retry: undefined, noRetry: true };
     throw new ConfigurationError(
       `maxRetries: ${max} cannot change a shared serviceFetch's retry policy; set retry.maxRetries where the stack is built (maxRetries: 0 is allowed: it turns retries off for this model)`,
@@ -178,7 +178,8 @@ export class ChatService extends BaseChatModel<ChatServiceCallOptions, AIMessage
     const { retry, noRetry } = retryFromMaxRetries(fields);
     this.#noRetry = noRetry;
     this.#streamRetries = noRetry || retry === false ? 0 : (retry?.maxRetries ?? DEFAULT_STREAM_RETRIES);
-    this.brand = fields.serviceFetch?.brand ?? fields.brand ?? DEFAULT_BRAND;
+    const shared = sharedStackOf(fields);
+    this.brand = shared?.brand ?? fields.brand ?? DEFAULT_BRAND;
     this.#names = brandNames(this.brand);
     this.model = fields.model;
     this.#baseModelId = parseModelId(fields.model, this.brand).id;
@@ -193,7 +194,7 @@ export class ChatService extends BaseChatModel<ChatServiceCallOptions, AIMessage
     this.splitThinkTags = fields.splitThinkTags ?? true;
     this.followDeprecation = fields.followDeprecation ?? false;
     this.#fetch =
-      fields.serviceFetch ??
+      shared ??
       createServiceFetch({ ...faceStackOptions(fields), brand: this.brand, retry });
     this.#url = this.#fetch.url("/chat/completions");
     this.#records = modelRecordsFor(this.#fetch);

@@ -1,14 +1,16 @@
 /**
  * State on objects: a stack shares its abuse guard, pacing windows, in-flight gates, clock and wallet states with
  * the stacks of its own context only. Two contexts in one process share nothing, so each test builds its own and
- * needs no reset hook. Over loopback to the emulator.
+ * needs no reset hook; many models over one client send through one stack. Over loopback to the emulator.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startEmulator, type Emulator } from "langchain-service-emulator";
 import { ChatService } from "../../src/chat/index.js";
+import { ServiceClient } from "../../src/client.js";
+import { ServiceEmbeddings } from "../../src/embeddings/index.js";
 import { createServiceFetch } from "../../src/stack.js";
 import { createServiceContext, defaultServiceContext, ServiceContext } from "../../src/http/context.js";
-import { AbuseBlockError, ConfigurationError, ModelNotFoundError, RateLimitError, TimeoutError } from "../../src/http/errors.js";
+import { AbuseBlockError, ConfigurationError, ModelNotFoundError, RateLimitError } from "../../src/http/errors.js";
 import { stateOf } from "../../src/x402/wallet-state.js";
 import type { X402Wallet } from "../../src/x402/wallets.js";
 
@@ -43,12 +45,12 @@ describe("two contexts in one process share nothing", () => {
 
   it("a pacing window: a spent window holds the next request of its context, and not another context's", async () => {
     const [a, b] = [createServiceContext(), createServiceContext()];
-    const model = (context: ServiceContext) => new ChatService({ model: "emu-xs", apiKey: "pace-key", baseUrl: emu.url, retry: false, totalTimeout: 400, context });
+    const model = (context: ServiceContext) => new ChatService({ model: "emu-xs", apiKey: "pace-key", baseUrl: emu.url, retry: false, context });
     await model(a).invoke("one");
     await model(a).invoke("two"); // its answer says: no request left in this minute
-    // the same context waits for the window (past its deadline); the other sends, and the service answers 429
-    await expect(model(a).invoke("three")).rejects.toBeInstanceOf(TimeoutError);
-    await expect(model(b).invoke("three")).rejects.toBeInstanceOf(RateLimitError);
+    // the same context waits for the window (until the call gives up, unsent); the other sends, and the service answers 429
+    await expect(model(a).invoke("three", { signal: AbortSignal.timeout(500) })).rejects.toMatchObject({ name: expect.stringMatching(/Abort|Timeout/) });
+    await expect(model(b).invoke("three", { signal: AbortSignal.timeout(5_000) })).rejects.toBeInstanceOf(RateLimitError);
   });
 
   it("a wallet state: one per address within a context, apart between contexts", () => {
@@ -71,5 +73,26 @@ describe("two contexts in one process share nothing", () => {
   it("a context that is not one is refused before any request", () => {
     expect(() => createServiceFetch({ apiKey: "k", baseUrl: emu.url, context: {} as ServiceContext })).toThrow(ConfigurationError);
     expect(() => new ChatService({ model: "emu-xs", apiKey: "k", baseUrl: emu.url, context: { clock: 1 } as unknown as ServiceContext })).toThrow(/context must be a ServiceContext/);
+  });
+});
+
+describe("many models over one client", () => {
+  it("N ChatService over one ServiceClient send through its one stack: one pacing window for all of them", async () => {
+    const client = new ServiceClient({ apiKey: "shared-key", baseUrl: emu.url, retry: false, context: createServiceContext() });
+    const models = ["emu-xs", "emu-xs", "emu-xs"].map((model) => new ChatService({ model, client }));
+    for (const m of models) expect(m.serviceFetch).toBe(client.fetch);
+    expect(new ServiceEmbeddings({ model: "emu-embed", client }).serviceFetch).toBe(client.fetch);
+    await models[0]!.invoke("one");
+    await models[1]!.invoke("two");
+    // the third model's request waits in the window the first two spent (a stack of its own would draw a 429)
+    await expect(models[2]!.invoke("three", { signal: AbortSignal.timeout(500) })).rejects.toMatchObject({ name: expect.stringMatching(/Abort|Timeout/) });
+    expect(client.fetch.context.parts).toEqual(expect.arrayContaining(["abuse guards", "rate limiters"]));
+  });
+
+  it("a client that is not a ServiceClient is refused", () => {
+    const bad = { model: "emu-xs", apiKey: "k", baseUrl: emu.url };
+    expect(() => new ChatService({ ...bad, client: { fetch: 1 } as unknown as ServiceClient })).toThrow(/client must be a ServiceClient/);
+    const other = new ServiceClient({ apiKey: "k", baseUrl: emu.url });
+    expect(() => new ChatService({ ...bad, client: other, serviceFetch: createServiceFetch(bad) })).toThrow(ConfigurationError);
   });
 });
