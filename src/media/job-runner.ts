@@ -177,7 +177,7 @@ export async function runJob(client: ServiceApi, kind: JobKind, parameters: Vide
   let recovered = false;
   let toppedUpFor402 = false;
   sentAt = Date.now();
-  const sentAtService = serviceClock.now(client.fetch.url("/"));
+  const sentAtService = (client.fetch.context?.clock ?? serviceClock).now(client.fetch.url("/"));
   for (let limited = 0; !queued; limited++) {
     try {
       queued = await guard(() => queueJob(client, kind, parameters, { signal, quoteUsd }));
