@@ -63,6 +63,15 @@ describe("two contexts in one process share nothing", () => {
     expect(a.parts).toEqual(["wallet states"]);
   });
 
+  it("the /models lists: a list read by one context's stack is not another's", async () => {
+    const [a, b] = [createServiceContext(), createServiceContext()];
+    await new ServiceClient({ baseUrl: emu.url, context: a }).models().resolve("emu-xs");
+    expect(a.parts).toContain("model lists");
+    expect(b.parts).not.toContain("model lists");
+    new ServiceClient({ baseUrl: emu.url, context: b }).models();
+    expect(b.parts).toContain("model lists");
+  });
+
   it("a clock: each context has its own, the default one the process's", () => {
     const [a, b] = [createServiceContext(), createServiceContext()];
     expect(a.clock).not.toBe(b.clock);
