@@ -29,6 +29,7 @@ import { PAYMENT_EVENT_NAME } from "../x402/event-name.js";
 import { responseHeaders } from "../http/fetch-stack.js";
 import { createServiceFetch, faceStackOptions, sharedStackOf, type ServiceFetch } from "../stack.js";
 import { ConfigurationError, ResponseFormatError, ValidationError } from "../http/errors.js";
+import { stackContext } from "../http/context.js";
 import { readResponseText } from "../http/body.js";
 import { estimateChatTokens } from "../http/token-estimate.js";
 import type { RetryOptions } from "../http/retry.js";
@@ -373,11 +374,12 @@ export class ChatService extends BaseChatModel<ChatServiceCallOptions, AIMessage
   async #post(wireBody: Record<string, unknown>, options: this["ParsedCallOptions"], runManager?: CallbackManagerForLLMRun): Promise<Response> {
     options.signal?.throwIfAborted();
     // a deprecated model: reported once, replaced only when the caller asked (./model-checks.ts)
-    const { model } = modelToSend(this.#records, this.#baseModelId, this.followDeprecation === true, this.brand);
+    const context = stackContext(this.#fetch);
+    const { model } = modelToSend(context, this.#records, this.#baseModelId, this.followDeprecation === true, this.brand);
     const record = this.#records.get(model);
     // a model with neither response schemas nor tools gets a JSON-schema request as the schema in its prompt
     const body = schemaInPrompt(withModel(wireBody, this.#baseModelId, model), record);
-    checkModelRecord(body, record, this.#records, model);
+    checkModelRecord(context, body, record, this.#records, model);
     const profile = model === this.#baseModelId ? this.#currentProfile() : { ...(record ? profileFromRecord(record) : {}), ...this.#profileOverrides };
     checkCapabilities(body, profile, model);
     this.#records.refreshInBackground();
@@ -398,7 +400,7 @@ export class ChatService extends BaseChatModel<ChatServiceCallOptions, AIMessage
         spend: spendOf(options, runManager),
       },
     })).catch((err: unknown) => {
-      learnRefusal(err, this.#records, model); // a parameter this model refuses is refused unsent next time
+      learnRefusal(context, err, this.#records, model); // a parameter this model refuses is refused unsent next time
       throw err;
     });
   }
@@ -407,7 +409,7 @@ export class ChatService extends BaseChatModel<ChatServiceCallOptions, AIMessage
     const headers = responseHeaders(response, this.brand);
     const dep = headers.deprecation;
     if (dep?.warning || dep?.date) {
-      warnDeprecatedOnce(this.brand, headers.model?.id ?? this.#baseModelId, `${dep.date ? ` (date: ${dep.date})` : ""}${dep.warning ? `: ${dep.warning}` : ""}`);
+      warnDeprecatedOnce(stackContext(this.#fetch), this.brand, headers.model?.id ?? this.#baseModelId, `${dep.date ? ` (date: ${dep.date})` : ""}${dep.warning ? `: ${dep.warning}` : ""}`);
     }
     return headers;
   }
@@ -527,5 +529,3 @@ export class ChatService extends BaseChatModel<ChatServiceCallOptions, AIMessage
     return structuredOutput(this, outputSchema, config) as never;
   }
 }
-
-export { resetDeprecationWarnings } from "./model-checks.js";

@@ -68,6 +68,11 @@ export function defaultServiceContext(): ServiceContext {
   return (processContext ??= new ServiceContext({ clock: serviceClock }));
 }
 
+/** The context a built stack shares (a hand-made stack, without one, shares the process's). */
+export function stackContext(stack: { readonly context?: ServiceContext }): ServiceContext {
+  return stack.context ?? defaultServiceContext();
+}
+
 /** `context` checked, or the process's: a `ConfigurationError` for anything else, before any request. */
 export function contextOf(context: unknown): ServiceContext {
   if (context === undefined) return defaultServiceContext();

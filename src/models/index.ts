@@ -8,7 +8,6 @@ export {
   MODEL_RECORDS_RETRY_MS,
   modelRecordsFor,
   modelPricing,
-  resetModelRecords,
   type ModelPrice,
   type ModelPricing,
   type ModelAliasList,

@@ -16,7 +16,7 @@
 import { z } from "zod";
 import { readResponseText } from "../http/body.js";
 import { LruMap } from "../http/bounded.js";
-import { contextKey, defaultServiceContext } from "../http/context.js";
+import { contextKey, stackContext } from "../http/context.js";
 import { ResponseFormatError, ValidationError } from "../http/errors.js";
 import { responseHeaders, type TransportFetch } from "../http/fetch-stack.js";
 import { awaitShared } from "../http/shared-wait.js";
@@ -195,8 +195,7 @@ export class ModelRecords {
     this.type = type;
     this.#fetch = fetch;
     const key = `${fetch.baseUrl}\n${type}`;
-    // a hand-made TransportFetch (no context) reads into the process's
-    const lists = (fetch.context ?? defaultServiceContext()).part(LISTS);
+    const lists = stackContext(fetch).part(LISTS);
     let state = lists.get(key);
     if (!state) {
       state = new ListState();
@@ -344,9 +343,4 @@ export class ModelRecords {
 export function modelRecordsFor(fetch: TransportFetch, type = "text"): ModelRecords {
   if (typeof type !== "string" || !/^[a-z]+$/.test(type)) throw new ValidationError(`model list type must be a word such as "text" (got ${JSON.stringify(type)})`);
   return new ModelRecords(fetch, type);
-}
-
-/** Forgets every list the process's context read so far (a test of its own context needs none of this). */
-export function resetModelRecords(): void {
-  defaultServiceContext().part(LISTS).clear();
 }
