@@ -3,7 +3,7 @@
  * the stacks of its own context only. Two contexts in one process share nothing, so each test builds its own and
  * needs no reset hook; many models over one client send through one stack. Over loopback to the emulator.
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { startEmulator, type Emulator } from "langchain-service-emulator";
 import { ChatService } from "../../src/chat/index.js";
 import { ServiceClient } from "../../src/client.js";
@@ -13,9 +13,13 @@ import { createServiceContext, defaultServiceContext, ServiceContext } from "../
 import { AbuseBlockError, ConfigurationError, ModelNotFoundError, RateLimitError } from "../../src/http/errors.js";
 import { stateOf } from "../../src/x402/wallet-state.js";
 import type { X402Wallet } from "../../src/x402/wallets.js";
+import { rememberQueueId, seenQueueId } from "../../src/media/jobs.js";
+import { completion, json, startFixtureServer, type FixtureServer } from "../chat/fixture-server.js";
 
 let emu: Emulator;
+let fx: FixtureServer;
 beforeAll(async () => {
+  fx = await startFixtureServer();
   emu = await startEmulator({
     apiKeys: [
       { key: "guard-key", usd: 100 },
@@ -26,7 +30,7 @@ beforeAll(async () => {
   });
 });
 afterAll(async () => {
-  await emu?.close();
+  await Promise.all([emu?.close(), fx?.close()]);
 });
 
 describe("two contexts in one process share nothing", () => {
@@ -63,13 +67,68 @@ describe("two contexts in one process share nothing", () => {
     expect(a.parts).toEqual(["wallet states"]);
   });
 
-  it("the /models lists: a list read by one context's stack is not another's", async () => {
+  it("the /models lists: read once for the stacks of a context, again for another context's", async () => {
     const [a, b] = [createServiceContext(), createServiceContext()];
-    await new ServiceClient({ baseUrl: emu.url, context: a }).models().resolve("emu-xs");
-    expect(a.parts).toContain("model lists");
-    expect(b.parts).not.toContain("model lists");
-    new ServiceClient({ baseUrl: emu.url, context: b }).models();
-    expect(b.parts).toContain("model lists");
+    let reads = 0;
+    const fetch = async (input: string | URL | Request, init?: RequestInit) => {
+      if (new URL(String(input)).pathname.endsWith("/models")) reads++;
+      return globalThis.fetch(input, init);
+    };
+    await new ServiceClient({ baseUrl: emu.url, context: a, fetch }).models().load();
+    await new ServiceClient({ baseUrl: emu.url, context: a, fetch }).models().load();
+    expect(reads).toBe(1);
+    expect(new ServiceClient({ baseUrl: emu.url, context: b, fetch }).models().loaded).toBe(false);
+    await new ServiceClient({ baseUrl: emu.url, context: b, fetch }).models().load();
+    expect(reads).toBe(2);
+  });
+
+  it("a deprecation warning: once per model in a context, once more in another", async () => {
+    fx.script = (_req, res) => json(res, completion({ content: "old" }), { "x-service-model-id": "fx-old", "x-service-model-deprecation-warning": "fx-old retires soon" });
+    const warn = vi.spyOn(console, "warn").mockImplementation(() => {});
+    try {
+      const [a, b] = [createServiceContext(), createServiceContext()];
+      const model = (context: ServiceContext) => new ChatService({ model: "fx-old", apiKey: "k", baseUrl: fx.url, retry: false, context });
+      await model(a).invoke("one");
+      await model(a).invoke("two");
+      expect(warn.mock.calls.filter((c) => String(c[0]).includes("fx-old"))).toHaveLength(1);
+      await model(b).invoke("three");
+      expect(warn.mock.calls.filter((c) => String(c[0]).includes("fx-old"))).toHaveLength(2);
+    } finally {
+      warn.mockRestore();
+    }
+  });
+
+  it("a refused parameter: refused unsent in the context that drew the 400, still sent in another", async () => {
+    fx.script = (req, res) =>
+      req.body?.seed !== undefined ? json(res, { error: "seed is not supported by this model" }, {}, 400) : json(res, completion({ content: "ok" }));
+    const [a, b] = [createServiceContext(), createServiceContext()];
+    const model = (context: ServiceContext) => new ChatService({ model: "fx-noseed", apiKey: "k", baseUrl: fx.url, retry: false, abuseGuard: false, seed: 7, context });
+    await expect(model(a).invoke("one")).rejects.toMatchObject({ name: "UnsupportedParameterError", field: "seed" });
+    const sent = fx.requests.length;
+    await expect(model(a).invoke("two")).rejects.toMatchObject({ name: "UnsupportedCapabilityError", field: "seed" });
+    expect(fx.requests.length).toBe(sent);
+    await expect(model(b).invoke("three")).rejects.toMatchObject({ name: "UnsupportedParameterError" });
+    expect(fx.requests.length).toBe(sent + 1);
+  });
+
+  it("a character catalog: a slug the service answered 404 is refused unsent in its context, asked again in another", async () => {
+    fx.script = (_req, res) => json(res, { error: "Character not found" }, {}, 404);
+    const [a, b] = [createServiceContext(), createServiceContext()];
+    const model = (context: ServiceContext) => new ChatService({ model: "fx-model:character_slug=ghost", apiKey: "k", baseUrl: fx.url, retry: false, abuseGuard: false, context });
+    await expect(model(a).invoke("one")).rejects.toMatchObject({ name: "CharacterNotFoundError" });
+    const sent = fx.requests.length;
+    await expect(model(a).invoke("two")).rejects.toMatchObject({ name: "CharacterNotFoundError", message: expect.stringContaining("answered 404") });
+    expect(fx.requests.length).toBe(sent);
+    await expect(model(b).invoke("three")).rejects.toMatchObject({ name: "CharacterNotFoundError" });
+    expect(fx.requests.length).toBe(sent + 1);
+  });
+
+  it("the queue ids seen: a context knows its own jobs only", () => {
+    const [a, b] = [createServiceContext(), createServiceContext()];
+    const stack = (context: ServiceContext) => createServiceFetch({ apiKey: "queue-key", baseUrl: emu.url, context });
+    rememberQueueId(stack(a), "q-1");
+    expect(seenQueueId(stack(a), "q-1")).toBe(true);
+    expect(seenQueueId(stack(b), "q-1")).toBe(false);
   });
 
   it("a clock: each context has its own, the default one the process's", () => {
