@@ -35,12 +35,12 @@ export interface X402PaymentOptions {
   resendDelayMs?: number;
   /** report events to LangChain callbacks when inside a run (default true) */
   langchainEvents?: boolean;
-  /** where budgets, payee pins and the top-up lease live (default: this process's `MemoryStore`, shared by every stack) */
   /**
    * the context whose wallet states this controller shares (one per wallet address: its top-up in flight, its
    * pending payment, its credit gate); default: the process's
    */
   context?: ServiceContext;
+  /** where budgets, payee pins and the top-up lease live (default: this process's `MemoryStore`, shared by every stack) */
   store?: PaymentStore;
   /**
    * how long the wallet's top-up lease lasts without renewal, in ms (default 15000; renewed every third of it

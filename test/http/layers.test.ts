@@ -132,7 +132,7 @@ describe("sign-in -> redirects -> body limits -> base, over loopback", () => {
   const compose = (layers: FetchLayer[]): FetchLike => layers.reduceRight<FetchLike>((next, layer) => layer(next), fetch);
 
   it("signs each hop of a same-origin redirect, with the default headers; refuses another origin", async () => {
-    const c = { auth: new ApiKeyAuth("sk-hop"), origin };
+    const c = { auth: new ApiKeyAuth("sk-hop"), origin, service: createServiceContext() };
     const f = compose([signIn({ defaultHeaders: { "x-extra": "1" } }, c), redirects(c), bodyLimits({ timeout: 5_000 })]);
     seen.length = 0;
     const res = await f(`${origin}/hop`);
@@ -145,7 +145,7 @@ describe("sign-in -> redirects -> body limits -> base, over loopback", () => {
   });
 
   it("a request elsewhere goes without credentials", async () => {
-    const c = { auth: new ApiKeyAuth("sk-hop"), origin: "http://127.0.0.1:1" };
+    const c = { auth: new ApiKeyAuth("sk-hop"), origin: "http://127.0.0.1:1", service: createServiceContext() };
     const f = compose([signIn({}, c), redirects(c), bodyLimits({})]);
     seen.length = 0;
     await (await f(`${origin}/plain`)).text();

@@ -20,7 +20,8 @@ export interface AbuseGuardLayerOptions {
  * request must see them).
  */
 const GUARDS = contextKey("abuse guards", () => new SharedRegistry<AbuseGuard>());
-const guardWarned = new WeakSet<AbuseGuard>();
+/** the shared guards whose clients' differing limits were already reported */
+const GUARDS_WARNED = contextKey("abuse guard warnings", () => new WeakSet<AbuseGuard>());
 
 /** undefined: the guard is off */
 export function abuseGuard(options: AbuseGuardLayerOptions, ctx: LayerContext): FetchLayer | undefined {
@@ -36,6 +37,7 @@ export function abuseGuard(options: AbuseGuardLayerOptions, ctx: LayerContext): 
   const sharedGuards = ctx.service.part(GUARDS);
   const keepGuard = (g: AbuseGuard) => sharedGuards.keep(g, g.rememberUntil());
   const guard = sharedGuards.get(key, () => ((created = true), new AbuseGuard(asked)));
+  const guardWarned = ctx.service.part(GUARDS_WARNED);
   if (!created && guard.tighten(asked) && !guardWarned.has(guard)) {
     guardWarned.add(guard);
     console.warn(

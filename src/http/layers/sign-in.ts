@@ -9,7 +9,6 @@
 import { ConfigurationError } from "../errors.js";
 import { ENV_API_KEY, readEnv } from "../config.js";
 import { describe, isPlainObject } from "../options.js";
-import { serviceClock as defaultClock } from "../clock.js";
 import type { ServiceContext } from "../context.js";
 import { sameOrigin } from "../redirects.js";
 import { answerWithText } from "../refusals.js";
@@ -97,11 +96,11 @@ export function checkDefaultHeaders(headers: unknown): void {
   }
 }
 
-export function signIn(options: Pick<SignInLayerOptions, "defaultHeaders">, ctx: { auth: AuthProvider | undefined; origin: string; service?: ServiceContext }): FetchLayer {
+export function signIn(options: Pick<SignInLayerOptions, "defaultHeaders">, ctx: { auth: AuthProvider | undefined; origin: string; service: ServiceContext }): FetchLayer {
   checkDefaultHeaders(options.defaultHeaders);
   const { auth, origin } = ctx;
   // the clock of the stack's context: its answers teach it, its wallet sign-ins read it
-  const serviceClock = ctx.service?.clock ?? defaultClock;
+  const serviceClock = ctx.service.clock;
   const defaultHeaders = options.defaultHeaders;
   return (next) => async (input, init = {}) => {
     const url = urlOf(input);
