@@ -9,7 +9,7 @@
  * The parts are made on first use through a `ContextKey` that the module owning the part holds, so this file
  * imports none of them (src/http imports nothing above it, and nothing here imports back).
  */
-import { ServiceClock, serviceClock } from "./clock.js";
+import { ServiceClock } from "./clock.js";
 import { ConfigurationError } from "./errors.js";
 
 /** Names one part of a context and makes it: held by the module that owns the part. */
@@ -24,7 +24,7 @@ export function contextKey<T>(name: string, create: () => T): ContextKey<T> {
 }
 
 export interface ServiceContextOptions {
-  /** the service's clock as seen from here (default: a new one; the default context uses `serviceClock`) */
+  /** the service's clock as seen from here (default: a new one) */
   clock?: ServiceClock;
 }
 
@@ -65,7 +65,7 @@ let processContext: ServiceContext | undefined;
 
 /** The process's context: every stack built without a `context` of its own shares it. */
 export function defaultServiceContext(): ServiceContext {
-  return (processContext ??= new ServiceContext({ clock: serviceClock }));
+  return (processContext ??= new ServiceContext());
 }
 
 /** The context a built stack shares (a hand-made stack, without one, shares the process's). */

@@ -8,7 +8,8 @@
  */
 import { bytesToHex, randomBytes } from "../runtime/bytes.js";
 import type { AuthProvider } from "../http/fetch-stack.js";
-import { serviceClock, type ServiceClock } from "../http/clock.js";
+import type { ServiceClock } from "../http/clock.js";
+import { defaultServiceContext } from "../http/context.js";
 import { ConfigurationError } from "../http/errors.js";
 import { toBase64Json } from "./encoding.js";
 import { normalizeSignInDomain } from "./sign-in-domain.js";
@@ -113,7 +114,7 @@ export function createWalletAuth(wallet: X402Wallet, options: Omit<SiwxOptions, 
   // a bad domain is refused as the auth is made, before any request
   if (options.signInDomain !== undefined) options = { ...options, signInDomain: normalizeSignInDomain(options.signInDomain) };
   // the clock of the stack's context (its answers teach it); default: the process's
-  const { clock = serviceClock, ...siwx } = options;
+  const { clock = defaultServiceContext().clock, ...siwx } = options;
   return {
     identity: `wallet:${wallet.address}`,
     clockSensitive: true,
