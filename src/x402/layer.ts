@@ -31,6 +31,7 @@
  * - what is reported as spent is what was signed; the service's `amountCredited` rides beside it.
  */
 import { ConfigurationError, PaymentFailedError } from "../http/errors.js";
+import { contextOf } from "../http/context.js";
 import { fromRequest, readBody, type FetchLayer, type FetchLike, type ServiceRequestInit } from "../http/fetch-stack.js";
 import { currentBalanceUsd, minimumBalanceOf, notCurable } from "./balance.js";
 import { emitPaymentEvent, type PaymentEvent, type PaymentEventListener } from "./events.js";
@@ -110,12 +111,13 @@ export class X402PaymentController {
     this.policy = PaymentPolicy.from(options.policy);
     this.options = options;
     this.store = options.store ?? defaultStore();
+    const context = contextOf(options.context); // a bad one refused here, before any request
     this.#ctx = {
       wallet: this.wallet,
       policy: this.policy,
       options,
       store: this.store,
-      state: stateOf(options.wallet, options.context),
+      state: stateOf(options.wallet, context),
       walletKey: walletScopeKey(walletNamespace(options.wallet), options.wallet.address),
       emit: (listener, type, decision, extra) => this.#emit(listener, type, decision, extra),
     };

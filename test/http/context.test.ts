@@ -15,6 +15,10 @@ import { stateOf } from "../../src/x402/wallet-state.js";
 import type { X402Wallet } from "../../src/x402/wallets.js";
 import { rememberQueueId, seenQueueId } from "../../src/media/jobs.js";
 import { completion, json, startFixtureServer, type FixtureServer } from "../chat/fixture-server.js";
+import { topUp } from "../../src/x402/client.js";
+import { X402PaymentController } from "../../src/x402/layer.js";
+import { EvmWallet } from "../../src/evm/index.js";
+import { payer, startPaidEmulator, testPolicy } from "../x402/helpers.js";
 
 let emu: Emulator;
 let fx: FixtureServer;
@@ -162,5 +166,27 @@ describe("many models over one client", () => {
     expect(() => new ChatService({ ...bad, client: { fetch: 1 } as unknown as ServiceClient })).toThrow(/client must be a ServiceClient/);
     const other = new ServiceClient({ apiKey: "k", baseUrl: emu.url });
     expect(() => new ChatService({ ...bad, client: other, serviceFetch: createServiceFetch(bad) })).toThrow(ConfigurationError);
+  });
+});
+
+describe("a top-up through a client", () => {
+  it("counts in the wallet state of the client's context (its stacks' single flight), not the process's", async () => {
+    const paid = await startPaidEmulator();
+    try {
+      const wallet = payer(paid, 3);
+      const [a, b] = [createServiceContext(), createServiceContext()];
+      const client = new ServiceClient({ baseUrl: paid.url, wallet, abuseGuard: false, context: a });
+      const done = await topUp(client, 5, { wallet, policy: testPolicy(paid) });
+      expect(done.amountUsd).toBe(5);
+      expect(stateOf(wallet, a).epoch).toBe(1);
+      expect(stateOf(wallet, b).epoch).toBe(0);
+      expect(stateOf(wallet).epoch).toBe(0);
+    } finally {
+      await paid.close();
+    }
+  });
+
+  it("a payment controller given a context that is not one is refused before any request", () => {
+    expect(() => new X402PaymentController({ wallet: EvmWallet.random(), context: {} as ServiceContext })).toThrow(/context must be a ServiceContext/);
   });
 });
