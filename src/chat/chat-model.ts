@@ -409,7 +409,8 @@ export class ChatService extends BaseChatModel<ChatServiceCallOptions, AIMessage
     const headers = responseHeaders(response, this.brand);
     const dep = headers.deprecation;
     if (dep?.warning || dep?.date) {
-      warnDeprecatedOnce(stackContext(this.#fetch), this.brand, headers.model?.id ?? this.#baseModelId, `${dep.date ? ` (date: ${dep.date})` : ""}${dep.warning ? `: ${dep.warning}` : ""}`);
+      const detail = `${dep.date ? ` (date: ${dep.date})` : ""}${dep.warning ? `: ${dep.warning}` : ""}`;
+      warnDeprecatedOnce(stackContext(this.#fetch), this.brand, headers.model?.id ?? this.#baseModelId, detail);
     }
     return headers;
   }

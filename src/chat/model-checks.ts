@@ -61,7 +61,13 @@ export function learnRefusal(context: ServiceContext, err: unknown, records: Mod
 }
 
 /** The model a request goes to: the configured one, or its replacement when deprecated and the caller follows. */
-export function modelToSend(context: ServiceContext, records: ModelRecords, model: string, follow: boolean, brand: string): { model: string; deprecation?: ModelDeprecation } {
+export function modelToSend(
+  context: ServiceContext,
+  records: ModelRecords,
+  model: string,
+  follow: boolean,
+  brand: string,
+): { model: string; deprecation?: ModelDeprecation } {
   const deprecation = modelFacts(records.get(model)).deprecation;
   if (!deprecation) return { model };
   const replacement = follow ? deprecation.replacementModelId : undefined;
@@ -80,7 +86,13 @@ export function withModel(body: Record<string, unknown>, from: string, to: strin
  * Refuses, before anything is sent, what the record of `model` (or the service's earlier answers) say it will
  * refuse: offline, an effort it does not take, a parameter it refused before.
  */
-export function checkModelRecord(context: ServiceContext, body: Record<string, unknown>, record: ServiceModel | undefined, records: ModelRecords, model: string): void {
+export function checkModelRecord(
+  context: ServiceContext,
+  body: Record<string, unknown>,
+  record: ServiceModel | undefined,
+  records: ModelRecords,
+  model: string,
+): void {
   const facts = modelFacts(record);
   if (facts.offline === true) {
     throw new ModelOfflineError(`model ${model} is offline (its /models record says so); nothing was sent: choose another model`, { model });

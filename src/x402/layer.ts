@@ -163,7 +163,7 @@ export class X402PaymentController {
     return currentBalanceUsd(this.#ctx, this.#below, this.#baseUrl);
   }
 
-  /** Completed top-ups of this wallet in this process. */
+  /** Completed top-ups of this wallet in this controller's context. */
   get completedTopUps(): number {
     return this.#state.epoch;
   }

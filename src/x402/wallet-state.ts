@@ -1,5 +1,5 @@
 /**
- * The money state of one wallet in this process, shared by every controller, client and layer paying from it:
+ * The money state of one wallet in a context (src/http/context.ts), shared by every controller, client and layer of it paying from it:
  * the top-up in flight, completed top-ups (the epoch), the signed payment whose outcome is unknown, the gate that
  * holds requests while the credit is unknown, and the last figure of its credit. Also how a pending payment is
  * written to (and read back from) the store, for another process of a fleet.
@@ -24,7 +24,7 @@ export interface HeldLease {
 }
 
 /**
- * Money-flow state of one wallet in this process: shared by every client and layer using that wallet. It lives
+ * Money-flow state of one wallet in a context: shared by every client and layer of the context using that wallet. It lives
  * while a controller holds it, and while a signed payment's outcome is unknown even without one (`pending`).
  */
 export class WalletState {
@@ -112,7 +112,7 @@ export interface PaymentContext {
   readonly policy: PaymentPolicy;
   readonly options: X402PaymentOptions;
   readonly store: PaymentStore;
-  /** the wallet's money state in this process (shared by every controller of the wallet) */
+  /** the wallet's money state in its context (shared by every controller of the wallet there) */
   readonly state: WalletState;
   /** the wallet's key in the store (its budget scope, its lease) */
   readonly walletKey: string;
