@@ -85,9 +85,21 @@ export function faceStackOptions(fields: Pick<FetchStackOptions, (typeof FACE_ST
  * many models and tools send through one stack (one guard, one pacing window, one gate, one sign-in state).
  * Checked structurally: the chat entry does not load the client.
  */
-export function sharedStackOf(fields: { serviceFetch?: ServiceFetch; client?: { readonly fetch: ServiceFetch } }): ServiceFetch | undefined {
+export function sharedStackOf(fields: {
+  serviceFetch?: ServiceFetch;
+  client?: { readonly fetch: ServiceFetch };
+  context?: ServiceContext;
+}): ServiceFetch | undefined {
   const { serviceFetch, client } = fields;
-  if (client === undefined) return serviceFetch;
+  const shared = client === undefined ? serviceFetch : stackOfClient(client, serviceFetch);
+  // a context beside a built stack would be ignored: the face shares the stack's, so another one is a mistake
+  if (shared !== undefined && fields.context !== undefined && fields.context !== shared.context) {
+    throw new ConfigurationError("context differs from the context of the given client or serviceFetch (its stack's is used): give one or the other");
+  }
+  return shared;
+}
+
+function stackOfClient(client: unknown, serviceFetch: ServiceFetch | undefined): ServiceFetch {
   const fetch = (client as { fetch?: unknown } | null)?.fetch as ServiceFetch | undefined;
   if (typeof fetch !== "function" || typeof fetch.url !== "function") throw new ConfigurationError("client must be a ServiceClient");
   if (serviceFetch !== undefined && serviceFetch !== fetch) throw new ConfigurationError("give client or serviceFetch, not two different stacks");

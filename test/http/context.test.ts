@@ -167,6 +167,14 @@ describe("many models over one client", () => {
     const other = new ServiceClient({ apiKey: "k", baseUrl: emu.url });
     expect(() => new ChatService({ ...bad, client: other, serviceFetch: createServiceFetch(bad) })).toThrow(ConfigurationError);
   });
+
+  it("a context beside a client is refused unless it is the client's own (it would be ignored)", () => {
+    const context = createServiceContext();
+    const client = new ServiceClient({ apiKey: "k", baseUrl: emu.url, context });
+    expect(() => new ChatService({ model: "emu-xs", client, context: createServiceContext() })).toThrow(/context differs/);
+    expect(() => new ServiceEmbeddings({ client, context: createServiceContext() })).toThrow(/context differs/);
+    expect(new ChatService({ model: "emu-xs", client, context }).serviceFetch).toBe(client.fetch);
+  });
 });
 
 describe("a top-up through a client", () => {
