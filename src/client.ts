@@ -110,7 +110,7 @@ export class ServiceClient implements ServiceApi {
 
   /**
    * The shared `/models` records of this client's deployment (read once per base URL and list `type`, default
-   * `text`, for every object in the process; see src/models/records.ts): `await client.models().load()`, then
+   * `text`, for every object of its context; see src/models/records.ts): `await client.models().load()`, then
    * `client.models().get(id)` and `.pricing(id)` synchronously.
    */
   models(type = "text"): ModelRecords {

@@ -9,6 +9,8 @@
 
 // the stack and the plain client
 export { createServiceFetch, type FetchStackOptions } from "./stack.js";
+// the state stacks share (guards, limiters, gates, clock, wallet states): one per process unless given
+export { ServiceContext, createServiceContext, defaultServiceContext, type ServiceContextOptions } from "./http/context.js";
 export { ServiceClient, type ServiceClientOptions, type RateLimits, type RateLimitLogEntry } from "./client.js";
 export type { ServiceApi } from "./api/request.js";
 export { parseServiceHeaders, retryAfterMs } from "./http/headers.js";

@@ -9,6 +9,7 @@ import { ConfigurationError } from "./http/errors.js";
 import { normalizeBaseUrl, DEFAULT_BRAND } from "./http/config.js";
 import { createTransport, type AuthProvider, type FetchLayer, type TransportFetch, type TransportOptions } from "./http/fetch-stack.js";
 import { sharedLimitStore } from "./http/shared-limits.js";
+import { contextOf, type ServiceContext } from "./http/context.js";
 import type { X402Wallet } from "./x402/wallets.js";
 import type { PaymentPolicy, PaymentPolicyOptions } from "./x402/policy.js";
 import type { PaymentEvent } from "./x402/events.js";
@@ -69,7 +70,7 @@ export type { ServiceFetch } from "./api/service-fetch.js";
 const FACE_STACK_OPTIONS = [
   "apiKey", "baseUrl", "brand", "timeout", "idleTimeout", "totalTimeout", "maxResponseBytes", "maxEventBytes", "maxRequestBytes", "fetch", "retry",
   "abuseGuard", "auth", "wallet", "signInDomain", "payment", "onPayment", "solanaRpcUrl", "topUp", "store", "pacing", "concurrency", "defaultHeaders",
-  "budget", "spendLog",
+  "budget", "spendLog", "context",
 ] as const satisfies readonly (keyof FetchStackOptions)[];
 
 /** @internal Picks a face's stack options out of its fields (nothing else of them reaches the stack). */
@@ -79,9 +80,35 @@ export function faceStackOptions(fields: Pick<FetchStackOptions, (typeof FACE_ST
   return out as FetchStackOptions;
 }
 
+/**
+ * @internal The built stack a face was handed, if any: `serviceFetch`, or a `ServiceClient`'s (`client`), so that
+ * many models and tools send through one stack (one guard, one pacing window, one gate, one sign-in state).
+ * Checked structurally: the chat entry does not load the client.
+ */
+export function sharedStackOf(fields: {
+  serviceFetch?: ServiceFetch;
+  client?: { readonly fetch: ServiceFetch };
+  context?: ServiceContext;
+}): ServiceFetch | undefined {
+  const { serviceFetch, client } = fields;
+  const shared = client === undefined ? serviceFetch : stackOfClient(client, serviceFetch);
+  // a context beside a built stack would be ignored: the face shares the stack's, so another one is a mistake
+  if (shared !== undefined && fields.context !== undefined && fields.context !== shared.context) {
+    throw new ConfigurationError("context differs from the context of the given client or serviceFetch (its stack's is used): give one or the other");
+  }
+  return shared;
+}
+
+function stackOfClient(client: unknown, serviceFetch: ServiceFetch | undefined): ServiceFetch {
+  const fetch = (client as { fetch?: unknown } | null)?.fetch as ServiceFetch | undefined;
+  if (typeof fetch !== "function" || typeof fetch.url !== "function") throw new ConfigurationError("client must be a ServiceClient");
+  if (serviceFetch !== undefined && serviceFetch !== fetch) throw new ConfigurationError("give client or serviceFetch, not two different stacks");
+  return fetch;
+}
+
 /** Wallet sign-in whose signing code loads on the first request. */
-function lazyWalletAuth(wallet: X402Wallet, x402: Promise<typeof import("./x402/index.js")>, signInDomain: string | undefined): AuthProvider {
-  const provider = x402.then((m) => m.createWalletAuth(wallet, { signInDomain }));
+function lazyWalletAuth(wallet: X402Wallet, x402: Promise<typeof import("./x402/index.js")>, signInDomain: string | undefined, context: ServiceContext): AuthProvider {
+  const provider = x402.then((m) => m.createWalletAuth(wallet, { signInDomain, clock: context.clock }));
   provider.catch(() => {});
   return {
     identity: `wallet:${wallet.address}`,
@@ -102,6 +129,7 @@ export function createServiceFetch(options: FetchStackOptions = {}): ServiceFetc
   const { wallet: _w, signInDomain: domain, payment, onPayment: ownerOnPayment, solanaRpcUrl, topUp, store, paymentLayer: customPayment, budget, spendLog, ...transport } = options;
   // checked now, before any request (the signing code loads later)
   const signInDomain = domain !== undefined ? normalizeSignInDomain(domain) : undefined;
+  const context = contextOf(options.context);
   if (budget !== undefined && !(budget instanceof SpendBudget)) throw new ConfigurationError("budget must be a SpendBudget");
   if (spendLog !== undefined && !(spendLog instanceof SpendLog)) throw new ConfigurationError("spendLog must be a SpendLog");
   // the stack's log records its payments as the owner's listener hears them
@@ -130,6 +158,7 @@ export function createServiceFetch(options: FetchStackOptions = {}): ServiceFetc
             baseUrl,
             solanaRpcUrl,
             store,
+            context,
           }),
       ));
       ready.catch(() => {}); // surfaced on first use
@@ -144,7 +173,8 @@ export function createServiceFetch(options: FetchStackOptions = {}): ServiceFetc
   const recordsByType = new Map<string, ReturnType<typeof modelRecordsFor>>();
   const stack = createTransport({
     ...transport,
-    auth: options.auth ?? (wallet && x402 ? lazyWalletAuth(wallet, x402, signInDomain) : undefined),
+    context,
+    auth: options.auth ?? (wallet && x402 ? lazyWalletAuth(wallet, x402, signInDomain, context) : undefined),
     paymentLayer,
     spendLayer: spendLayer({
       budget,

@@ -7,6 +7,7 @@
  */
 import { CharacterNotFoundError } from "../http/errors.js";
 import { LruMap } from "../http/bounded.js";
+import { contextKey, stackContext, type ServiceContext } from "../http/context.js";
 
 export class CharacterCatalog {
   readonly #known = new Set<string>();
@@ -48,11 +49,20 @@ export class CharacterCatalog {
   }
 }
 
-const catalogs = new LruMap<string, CharacterCatalog>(1_000);
+/** A stack as a catalog knows it: where, who, and the context it shares. */
+export interface CatalogCaller {
+  readonly baseUrl: string;
+  readonly identity: string;
+  readonly context?: ServiceContext;
+}
 
-/** The catalog of one caller (`identity`: an API key's label, a wallet) at one service base URL. */
-export function characterCatalog(baseUrl: string, identity: string): CharacterCatalog {
-  const key = `${baseUrl}|${identity}`;
+/** the catalogs of a context's callers (its stacks share what one of them learned) */
+const CATALOGS = contextKey("character catalogs", () => new LruMap<string, CharacterCatalog>(1_000));
+
+/** The catalog of one caller (`identity`: an API key's label, a wallet) at one service base URL, in its stack's context. */
+export function characterCatalog(stack: CatalogCaller): CharacterCatalog {
+  const catalogs = stackContext(stack).part(CATALOGS);
+  const key = `${stack.baseUrl}|${stack.identity}`;
   let catalog = catalogs.get(key);
   if (!catalog) catalogs.set(key, (catalog = new CharacterCatalog()));
   return catalog;

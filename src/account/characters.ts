@@ -101,7 +101,7 @@ export async function listCharacters(client: ServiceApi, options: ListCharacters
     sortBy: o.sortBy,
     sortOrder: o.sortOrder,
   };
-  const catalog = characterCatalog(client.baseUrl, client.fetch.identity);
+  const catalog = characterCatalog(client.fetch);
   const page = async (limit: number, offset: number) => {
     const res = await client.request("/characters", { query: { ...query, limit, offset }, signal: o.signal });
     return parseWith(listSchema, res.data, "/characters", res.headers).data;
@@ -134,7 +134,7 @@ export async function listCharacters(client: ServiceApi, options: ListCharacters
 export async function getCharacter(client: ServiceApi, slug: string, options: { signal?: AbortSignal } = {}): Promise<Character> {
   requireApiKey(client, "getCharacter", "/characters");
   if (typeof slug !== "string" || !/^[A-Za-z0-9][A-Za-z0-9_.-]{0,199}$/.test(slug)) throw new ValidationError(`not a character slug: ${JSON.stringify(slug)}`);
-  const catalog = characterCatalog(client.baseUrl, client.fetch.identity);
+  const catalog = characterCatalog(client.fetch);
   try {
     const res = await client.request(`/characters/${encodeURIComponent(slug)}`, { signal: options.signal });
     const character = parseWith(oneSchema, res.data, "/characters/{slug}", res.headers).data;

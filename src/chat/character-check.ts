@@ -5,7 +5,7 @@
  * refused here too (each 404 counts toward the service's error budget).
  */
 import { CharacterNotFoundError } from "../http/errors.js";
-import { characterCatalog } from "../account/character-catalog.js";
+import { characterCatalog, type CatalogCaller } from "../account/character-catalog.js";
 import { parseModelId } from "./model-id.js";
 
 /** The slug a request body names: its model suffix wins over its parameters object, as on the service. */
@@ -17,7 +17,7 @@ export function characterSlugOf(body: Record<string, unknown>, parametersName: s
 
 /** Sends `send()` once the body's character (if any) passed the catalog; learns from a 404 for it. */
 export async function withCharacterCheck<T>(
-  stack: { readonly baseUrl: string; readonly identity: string },
+  stack: CatalogCaller,
   body: Record<string, unknown>,
   parametersName: string,
   brand: string | undefined,
@@ -25,7 +25,7 @@ export async function withCharacterCheck<T>(
 ): Promise<T> {
   const slug = characterSlugOf(body, parametersName, brand);
   if (slug === undefined) return send();
-  const catalog = characterCatalog(stack.baseUrl, stack.identity);
+  const catalog = characterCatalog(stack);
   catalog.check(slug);
   try {
     return await send();

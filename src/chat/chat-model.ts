@@ -27,8 +27,9 @@ import { brandNames, DEFAULT_BRAND, type BrandNames } from "../config.js";
 import { spendOf } from "../spend/call-options.js";
 import { PAYMENT_EVENT_NAME } from "../x402/event-name.js";
 import { responseHeaders } from "../http/fetch-stack.js";
-import { createServiceFetch, faceStackOptions, type ServiceFetch } from "../stack.js";
+import { createServiceFetch, faceStackOptions, sharedStackOf, type ServiceFetch } from "../stack.js";
 import { ConfigurationError, ResponseFormatError, ValidationError } from "../http/errors.js";
+import { stackContext } from "../http/context.js";
 import { readResponseText } from "../http/body.js";
 import { estimateChatTokens } from "../http/token-estimate.js";
 import type { RetryOptions } from "../http/retry.js";
@@ -71,7 +72,7 @@ function retryFromMaxRetries(fields: ChatServiceInput): { retry: ChatServiceInpu
   if (!(typeof max === "number" && Number.isInteger(max) && max >= 0)) {
     throw new ConfigurationError(`maxRetries must be a non-negative integer (retries after the first attempt); got ${String(max)}`);
   }
-  if (fields.serviceFetch) {
+  if (fields.serviceFetch || fields.client) {
     if (max === 0) return { retry: undefined, noRetry: true };
     throw new ConfigurationError(
       `maxRetries: ${max} cannot change a shared serviceFetch's retry policy; set retry.maxRetries where the stack is built (maxRetries: 0 is allowed: it turns retries off for this model)`,
@@ -178,7 +179,8 @@ export class ChatService extends BaseChatModel<ChatServiceCallOptions, AIMessage
     const { retry, noRetry } = retryFromMaxRetries(fields);
     this.#noRetry = noRetry;
     this.#streamRetries = noRetry || retry === false ? 0 : (retry?.maxRetries ?? DEFAULT_STREAM_RETRIES);
-    this.brand = fields.serviceFetch?.brand ?? fields.brand ?? DEFAULT_BRAND;
+    const shared = sharedStackOf(fields);
+    this.brand = shared?.brand ?? fields.brand ?? DEFAULT_BRAND;
     this.#names = brandNames(this.brand);
     this.model = fields.model;
     this.#baseModelId = parseModelId(fields.model, this.brand).id;
@@ -193,7 +195,7 @@ export class ChatService extends BaseChatModel<ChatServiceCallOptions, AIMessage
     this.splitThinkTags = fields.splitThinkTags ?? true;
     this.followDeprecation = fields.followDeprecation ?? false;
     this.#fetch =
-      fields.serviceFetch ??
+      shared ??
       createServiceFetch({ ...faceStackOptions(fields), brand: this.brand, retry });
     this.#url = this.#fetch.url("/chat/completions");
     this.#records = modelRecordsFor(this.#fetch);
@@ -372,11 +374,12 @@ export class ChatService extends BaseChatModel<ChatServiceCallOptions, AIMessage
   async #post(wireBody: Record<string, unknown>, options: this["ParsedCallOptions"], runManager?: CallbackManagerForLLMRun): Promise<Response> {
     options.signal?.throwIfAborted();
     // a deprecated model: reported once, replaced only when the caller asked (./model-checks.ts)
-    const { model } = modelToSend(this.#records, this.#baseModelId, this.followDeprecation === true, this.brand);
+    const context = stackContext(this.#fetch);
+    const { model } = modelToSend(context, this.#records, this.#baseModelId, this.followDeprecation === true, this.brand);
     const record = this.#records.get(model);
     // a model with neither response schemas nor tools gets a JSON-schema request as the schema in its prompt
     const body = schemaInPrompt(withModel(wireBody, this.#baseModelId, model), record);
-    checkModelRecord(body, record, this.#records, model);
+    checkModelRecord(context, body, record, this.#records, model);
     const profile = model === this.#baseModelId ? this.#currentProfile() : { ...(record ? profileFromRecord(record) : {}), ...this.#profileOverrides };
     checkCapabilities(body, profile, model);
     this.#records.refreshInBackground();
@@ -397,7 +400,7 @@ export class ChatService extends BaseChatModel<ChatServiceCallOptions, AIMessage
         spend: spendOf(options, runManager),
       },
     })).catch((err: unknown) => {
-      learnRefusal(err, this.#records, model); // a parameter this model refuses is refused unsent next time
+      learnRefusal(context, err, this.#records, model); // a parameter this model refuses is refused unsent next time
       throw err;
     });
   }
@@ -406,7 +409,8 @@ export class ChatService extends BaseChatModel<ChatServiceCallOptions, AIMessage
     const headers = responseHeaders(response, this.brand);
     const dep = headers.deprecation;
     if (dep?.warning || dep?.date) {
-      warnDeprecatedOnce(this.brand, headers.model?.id ?? this.#baseModelId, `${dep.date ? ` (date: ${dep.date})` : ""}${dep.warning ? `: ${dep.warning}` : ""}`);
+      const detail = `${dep.date ? ` (date: ${dep.date})` : ""}${dep.warning ? `: ${dep.warning}` : ""}`;
+      warnDeprecatedOnce(stackContext(this.#fetch), this.brand, headers.model?.id ?? this.#baseModelId, detail);
     }
     return headers;
   }
@@ -526,5 +530,3 @@ export class ChatService extends BaseChatModel<ChatServiceCallOptions, AIMessage
     return structuredOutput(this, outputSchema, config) as never;
   }
 }
-
-export { resetDeprecationWarnings } from "./model-checks.js";

@@ -7,31 +7,28 @@
  *   toward the caller's unsupported-feature budget;
  * - `stop`, `seed`, `n` ≠ 1 or a non-zero penalty, once the service refused that field for the model (its 400
  *   "<field> is not supported by this model", an `UnsupportedParameterError`), is refused unsent thereafter;
- * - a deprecated model (`deprecation { removesAt, replacementModelId }`) is reported once per process, and
+ * - a deprecated model (`deprecation { removesAt, replacementModelId }`) is reported once per context, and
  *   replaced by its `replacementModelId` only when the caller asked (`followDeprecation`).
  */
 import { UnsupportedCapabilityError } from "../http/errors.js";
 import { LruMap } from "../http/bounded.js";
+import { contextKey, type ServiceContext } from "../http/context.js";
 import { ModelOfflineError, UnsupportedParameterError } from "../http/model-errors.js";
 import { modelFacts, type ModelDeprecation } from "../models/facts.js";
 import type { ModelRecords, ServiceModel } from "../models/records.js";
 
 /**
- * Models whose deprecation was already reported in this process (by record or by response header). Capped: no
+ * Models whose deprecation was already reported in a context (by record or by response header). Capped: no
  * process serves anywhere near 256 deprecated models; a forgotten one only warns again.
  */
-const deprecationWarned = new LruMap<string, true>(256);
+const DEPRECATION_WARNED = contextKey("deprecation warnings", () => new LruMap<string, true>(256));
 
-/** Warns once per model id: `[brand] model X is deprecated…`. */
-export function warnDeprecatedOnce(brand: string, id: string, detail: string): void {
-  if (deprecationWarned.has(id)) return;
-  deprecationWarned.set(id, true);
+/** Warns once per model id and context: `[brand] model X is deprecated…`. */
+export function warnDeprecatedOnce(context: ServiceContext, brand: string, id: string, detail: string): void {
+  const warned = context.part(DEPRECATION_WARNED);
+  if (warned.has(id)) return;
+  warned.set(id, true);
   console.warn(`[${brand}] model ${id} is deprecated${detail}`);
-}
-
-/** For tests: forget which deprecations were already reported. */
-export function resetDeprecationWarnings(): void {
-  deprecationWarned.clear();
 }
 
 function deprecationDetail(dep: ModelDeprecation, followed: boolean): string {
@@ -41,8 +38,8 @@ function deprecationDetail(dep: ModelDeprecation, followed: boolean): string {
   return parts.join("");
 }
 
-/** Parameters the service refused per deployment and model ("<baseUrl>\n<model>" -> fields); learned from its 400s. */
-const refusedParameters = new LruMap<string, Set<string>>(1024);
+/** Parameters the service refused per deployment and model ("<baseUrl>\n<model>" -> fields), per context; learned from its 400s. */
+const REFUSED_PARAMETERS = contextKey("refused parameters", () => new LruMap<string, Set<string>>(1024));
 
 /** Whether `body` sends `field` in a way a model that refuses it would refuse. */
 function sends(body: Record<string, unknown>, field: string): boolean {
@@ -54,8 +51,9 @@ function sends(body: Record<string, unknown>, field: string): boolean {
 }
 
 /** Remembers a parameter the service refused for `model` (an `UnsupportedParameterError`); other errors pass. */
-export function learnRefusal(err: unknown, records: ModelRecords, model: string): void {
+export function learnRefusal(context: ServiceContext, err: unknown, records: ModelRecords, model: string): void {
   if (!(err instanceof UnsupportedParameterError) || err.field.includes("reasoning")) return;
+  const refusedParameters = context.part(REFUSED_PARAMETERS);
   const key = `${records.baseUrl}\n${model}`;
   const fields = refusedParameters.get(key) ?? new Set<string>();
   fields.add(err.field);
@@ -63,11 +61,17 @@ export function learnRefusal(err: unknown, records: ModelRecords, model: string)
 }
 
 /** The model a request goes to: the configured one, or its replacement when deprecated and the caller follows. */
-export function modelToSend(records: ModelRecords, model: string, follow: boolean, brand: string): { model: string; deprecation?: ModelDeprecation } {
+export function modelToSend(
+  context: ServiceContext,
+  records: ModelRecords,
+  model: string,
+  follow: boolean,
+  brand: string,
+): { model: string; deprecation?: ModelDeprecation } {
   const deprecation = modelFacts(records.get(model)).deprecation;
   if (!deprecation) return { model };
   const replacement = follow ? deprecation.replacementModelId : undefined;
-  warnDeprecatedOnce(brand, model, deprecationDetail(deprecation, replacement !== undefined));
+  warnDeprecatedOnce(context, brand, model, deprecationDetail(deprecation, replacement !== undefined));
   return { model: replacement ?? model, deprecation };
 }
 
@@ -82,7 +86,13 @@ export function withModel(body: Record<string, unknown>, from: string, to: strin
  * Refuses, before anything is sent, what the record of `model` (or the service's earlier answers) say it will
  * refuse: offline, an effort it does not take, a parameter it refused before.
  */
-export function checkModelRecord(body: Record<string, unknown>, record: ServiceModel | undefined, records: ModelRecords, model: string): void {
+export function checkModelRecord(
+  context: ServiceContext,
+  body: Record<string, unknown>,
+  record: ServiceModel | undefined,
+  records: ModelRecords,
+  model: string,
+): void {
   const facts = modelFacts(record);
   if (facts.offline === true) {
     throw new ModelOfflineError(`model ${model} is offline (its /models record says so); nothing was sent: choose another model`, { model });
@@ -98,7 +108,7 @@ export function checkModelRecord(body: Record<string, unknown>, record: ServiceM
       { capability: "reasoningEffortOptions", model, field },
     );
   }
-  for (const field of refusedParameters.get(`${records.baseUrl}\n${model}`) ?? []) {
+  for (const field of context.part(REFUSED_PARAMETERS).get(`${records.baseUrl}\n${model}`) ?? []) {
     if (!sends(body, field)) continue;
     throw new UnsupportedCapabilityError(`model ${model} does not take ${field} (the service refused it before); nothing was sent`, { capability: "parameters", model, field });
   }

@@ -5,6 +5,7 @@
  */
 import type { BaseChatModelCallOptions, BaseChatModelParams, BindToolsInput, ToolChoice } from "@langchain/core/language_models/chat_models";
 import type { FetchStackOptions, ServiceFetch } from "../stack.js";
+import type { ServiceClient } from "../client.js";
 import type { ChatRequestFields } from "./request-fields.js";
 import type { ServiceModelProfile } from "./profile.js";
 import type { ServiceParameters } from "./service-parameters.js";
@@ -26,6 +27,8 @@ export interface ChatServiceInput
   model: string;
   /** share one fetch stack between several models and clients (else one is built from the options) */
   serviceFetch?: ServiceFetch;
+  /** send through this client's stack (as `serviceFetch: client.fetch`): many models over one client share one */
+  client?: Pick<ServiceClient, "fetch">;
   /** extra request body fields, sent unchanged (the spec lets unlisted fields pass through) */
   modelKwargs?: Record<string, unknown>;
   /** up to 4 stop sequences */

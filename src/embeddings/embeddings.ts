@@ -14,7 +14,8 @@
 import { Embeddings, type EmbeddingsParams } from "@langchain/core/embeddings";
 import { DEFAULT_BRAND } from "../config.js";
 import { responseHeaders } from "../http/fetch-stack.js";
-import { createServiceFetch, faceStackOptions, type FetchStackOptions, type ServiceFetch } from "../stack.js";
+import { createServiceFetch, faceStackOptions, sharedStackOf, type FetchStackOptions, type ServiceFetch } from "../stack.js";
+import type { ServiceClient } from "../client.js";
 import { ConfigurationError, ResponseFormatError, ValidationError } from "../http/errors.js";
 import { readResponseText } from "../http/body.js";
 import { estimateEmbeddingTokens } from "../http/token-estimate.js";
@@ -70,6 +71,8 @@ export interface ServiceEmbeddingsInput extends EmbeddingsParams, Omit<FetchStac
   maxConcurrency?: number;
   /** share one fetch stack (limiters, guards, wallet and payment state) with a `ChatService` or `ServiceClient` */
   serviceFetch?: ServiceFetch;
+  /** send through this client's stack (as `serviceFetch: client.fetch`) */
+  client?: Pick<ServiceClient, "fetch">;
   /** called after each `embedQuery` / `embedDocuments` with what it used (race-free, unlike `lastUsage`) */
   onUsage?: (usage: EmbeddingsUsage) => void;
 }
@@ -90,7 +93,7 @@ function retryOf(fields: ServiceEmbeddingsInput): { retry: ServiceEmbeddingsInpu
   if (!(typeof max === "number" && Number.isInteger(max) && max >= 0)) {
     throw new ConfigurationError(`maxRetries must be a non-negative integer (retries after the first attempt); got ${describe(max)}`);
   }
-  if (fields.serviceFetch) {
+  if (fields.serviceFetch || fields.client) {
     if (max === 0) return { retry: undefined, noRetry: true };
     throw new ConfigurationError(`maxRetries: ${max} cannot change a shared serviceFetch's retry policy; set retry.maxRetries where the stack is built`);
   }
@@ -168,10 +171,11 @@ export class ServiceEmbeddings extends Embeddings {
     this.maxConcurrency = maxConcurrency;
     this.#noRetry = noRetry;
     this.#onUsage = fields.onUsage;
-    this.brand = fields.serviceFetch?.brand ?? fields.brand ?? DEFAULT_BRAND;
+    const shared = sharedStackOf(fields);
+    this.brand = shared?.brand ?? fields.brand ?? DEFAULT_BRAND;
     // the key goes into the stack and nowhere else on this object
     this.#fetch =
-      fields.serviceFetch ??
+      shared ??
       createServiceFetch({ ...faceStackOptions(fields), brand: this.brand, retry });
     this.#url = this.#fetch.url("/embeddings");
   }

@@ -57,6 +57,3 @@ function originOf(url: string): string {
     return url;
   }
 }
-
-/** The process's clock of each service origin: the transport teaches it, wallet sign-ins read it. */
-export const serviceClock = new ServiceClock();

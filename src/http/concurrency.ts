@@ -20,6 +20,7 @@
 import { abortErrorOf } from "./errors.js";
 import { sleep } from "./retry.js";
 import { SharedRegistry } from "./bounded.js";
+import { contextKey, defaultServiceContext, type ServiceContext } from "./context.js";
 import { randomId, viaStore, type LimitStore } from "./shared-limits.js";
 import { sameOrigin } from "./redirects.js";
 import { RpcBatcher, singleCall, type RpcItemCredits } from "./rpc-batch.js";
@@ -105,8 +106,8 @@ export class Gate {
   }
 }
 
-/** one gate per (service origin, caller, kind), shared by every live stack on it */
-const gates = new SharedRegistry<Gate>();
+/** one gate per (service origin, caller, kind), shared by every live stack of a context on it */
+const GATES = contextKey("in-flight gates", () => new SharedRegistry<Gate>());
 
 /** how long a place in a fleet store lasts without renewal (a process that died frees it then) */
 const SLOT_LEASE_MS = 30_000;
@@ -209,7 +210,9 @@ export function concurrencyLayer(
   options: Partial<ConcurrencyOptions> = {},
   shared?: SharedConcurrency,
   rpcCostHeaders?: { creditsHeader: string; costUsdHeader: string },
+  context: ServiceContext = defaultServiceContext(),
 ): FetchLayer {
+  const gates = context.part(GATES);
   const o: ConcurrencyOptions = { ...DEFAULT_CONCURRENCY, ...options };
   // this stack's open batches (a batch goes out through one stack's layers below: its transport, its headers)
   const batcher =

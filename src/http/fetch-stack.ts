@@ -23,6 +23,7 @@ import type { FetchLayer, FetchLike } from "./types.js";
 import type { BodyLimits } from "./body-guard.js";
 import type { LimitStore } from "./shared-limits.js";
 import type { LayerContext } from "./layers/context.js";
+import { contextOf, type ServiceContext } from "./context.js";
 import { errors } from "./layers/errors.js";
 import { deadline } from "./layers/deadline.js";
 import { retry } from "./layers/retry.js";
@@ -96,6 +97,12 @@ export interface TransportOptions {
   concurrency?: Partial<ConcurrencyOptions> | false;
   /** extra headers on every request */
   defaultHeaders?: Record<string, string>;
+  /**
+   * The state this stack shares with others (abuse guards, rate limiters, in-flight gates, the service clock):
+   * stacks of one context on one credential share them, stacks of two contexts nothing (default: the process's
+   * context, `defaultServiceContext()`)
+   */
+  context?: ServiceContext;
 }
 
 /** The transport stack: `fetch` plus what the faces read from it. */
@@ -109,6 +116,8 @@ export interface TransportFetch extends FetchLike {
   url(path: string): string;
   /** the effective body limits (`idleTimeout`, `totalTimeout`, `maxResponseBytes`, `maxEventBytes`, `maxRequestBytes`) */
   readonly limits: Readonly<BodyLimits>;
+  /** the context whose guards, limiters, gates and clock this stack shares */
+  readonly context: ServiceContext;
 }
 
 /** The layers of the stack, outermost first, by the names the README's drawing gives them. */
@@ -134,6 +143,7 @@ export function createTransport(options: TransportOptions = {}): TransportFetch 
   const baseUrl = normalizeBaseUrl(options.baseUrl);
   const brand = options.brand ?? DEFAULT_BRAND;
   brandNames(brand); // validates
+  const service = contextOf(options.context);
   const auth = authOf(options);
   const ctx: LayerContext = {
     baseUrl,
@@ -143,6 +153,7 @@ export function createTransport(options: TransportOptions = {}): TransportFetch 
     identity: auth?.identity ?? "anonymous",
     // a fleet store (not the per-process MemoryStore): pacing windows, places and guard failures are counted there
     limitStore: options.limitStore,
+    service,
   };
   // the layers that show the limits they hold (ServiceFetch.limits)
   const errorsLayer = errors(options, ctx);
@@ -180,6 +191,7 @@ export function createTransport(options: TransportOptions = {}): TransportFetch 
     identity: { value: ctx.identity, enumerable: true },
     hasCredentials: { value: auth !== undefined, enumerable: true },
     limits: { value: Object.freeze(limits), enumerable: true },
+    context: { value: service },
     url: { value: (path: string) => (/^https?:\/\//.test(path) ? path : `${baseUrl}${path.startsWith("/") ? "" : "/"}${path}`) },
   });
   return stack;

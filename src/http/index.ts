@@ -11,4 +11,5 @@ export { retryLayer, backoffDelay, rateLimitWaitMs, sleep, RETRYABLE_STATUSES, t
 // ServiceClient and the stack assembly live above the faces: src/client.ts, src/stack.ts
 export { RateLimiter, pacingLayer, TYPE_LIMITS, type ModelType, type PacingOptions } from "./pacing.js";
 export { sendFollowingSafely, carriesCredentials, CREDENTIAL_HEADERS, PAYMENT_HEADERS, MAX_REDIRECTS } from "./redirects.js";
-export { ServiceClock, serviceClock, CLOCK_RETRY_MS, MAX_CLOCK_OFFSET_MS } from "./clock.js";
+export { ServiceClock, CLOCK_RETRY_MS, MAX_CLOCK_OFFSET_MS } from "./clock.js";
+export { ServiceContext, createServiceContext, defaultServiceContext, contextKey, type ContextKey, type ServiceContextOptions } from "./context.js";

@@ -32,6 +32,7 @@ import { abortErrorOf } from "./errors.js";
 import { capWindowOf, parseServiceHeaders, rateLimitResetAtMs, rateWindowsOf } from "./headers.js";
 import { sleep } from "./retry.js";
 import { SharedRegistry } from "./bounded.js";
+import { contextKey, defaultServiceContext, type ServiceContext } from "./context.js";
 import { randomId, viaStore, type LimitStore, type PaceObservation } from "./shared-limits.js";
 import { tooManyKind, type TooManyKind } from "./refusals.js";
 import { limitedRouteOf, ROUTE_LIMITS, routeWindowOf, type LimitedRoute } from "./route-limits.js";
@@ -324,11 +325,11 @@ export class RateLimiter {
 }
 
 /**
- * One limiter per (service, caller, bucket), shared by every live pacing layer on it: held weakly here and
- * strongly by each layer that used it, so a dropped tenant's limiter goes with its clients (once its window
+ * One limiter per (service, caller, bucket), shared by every live pacing layer of a context on it: held weakly
+ * by the context and strongly by each layer that used it, so a dropped tenant's limiter goes with its clients (once its window
  * no longer matters: `rememberUntil`), while two live clients on one key always share one.
  */
-const limiters = new SharedRegistry<RateLimiter>();
+const LIMITERS = contextKey("rate limiters", () => new SharedRegistry<RateLimiter>());
 
 /** `POST /crypto/rpc/{network}` (not the public network list): the proxy's cap is apart from the key's other limits */
 const CRYPTO_RPC_CALL = /\/crypto\/rpc\/(?!networks(?:[/?#]|$))[^/?#]+(?:[?#]|$)/;
@@ -437,7 +438,8 @@ async function acquireShared(
  * cap), with its model type's published limit (`typeLimits`) for when the service sends no headers. With
  * `shared`, the model buckets are paced through the fleet store (and locally while it fails).
  */
-export function pacingLayer(scope: string, options: Partial<PacingOptions> = {}, shared?: SharedPacing): FetchLayer {
+export function pacingLayer(scope: string, options: Partial<PacingOptions> = {}, shared?: SharedPacing, context: ServiceContext = defaultServiceContext()): FetchLayer {
+  const limiters = context.part(LIMITERS);
   const o: PacingOptions = { resetMarginMs: 20, maxHoldMs: 120_000, ...options };
   const typeLimits = { ...TYPE_LIMITS, ...options.typeLimits };
   const routeLimits = options.routeLimits === false ? undefined : { ...ROUTE_LIMITS, ...options.routeLimits };

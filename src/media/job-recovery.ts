@@ -80,7 +80,7 @@ export async function findQueuedJob(client: ServiceApi, args: FindJobArgs): Prom
     try {
       const { rows } = await recentRows(client, args.sinceMs, args.model, args.signal);
       const ids = new Set(
-        rows.filter((r) => r.type === "CHARGE" && r.model === args.model && r.requestId && !seenQueueId(client.fetch.identity, r.requestId)).map((r) => r.requestId!),
+        rows.filter((r) => r.type === "CHARGE" && r.model === args.model && r.requestId && !seenQueueId(client.fetch, r.requestId)).map((r) => r.requestId!),
       );
       if (ids.size === 1) return [...ids][0]!;
       if (ids.size > 1) {

@@ -10,7 +10,7 @@
  * is a `JobCancelledError` carrying the queue id (the service has no cancel: the job runs on, charged).
  */
 import { NetworkError, ResponseFormatError, ServerError, ServiceError, TimeoutError, RateLimitError, abortErrorOf } from "../http/errors.js";
-import { serviceClock } from "../http/clock.js";
+import { stackContext } from "../http/context.js";
 import { responseHeaders } from "../http/fetch-stack.js";
 import { readResponseBytes } from "../http/body.js";
 import { assertPublicHttpUrl } from "../tools/url-guard.js";
@@ -177,7 +177,7 @@ export async function runJob(client: ServiceApi, kind: JobKind, parameters: Vide
   let recovered = false;
   let toppedUpFor402 = false;
   sentAt = Date.now();
-  const sentAtService = serviceClock.now(client.fetch.url("/"));
+  const sentAtService = stackContext(client.fetch).clock.now(client.fetch.url("/"));
   for (let limited = 0; !queued; limited++) {
     try {
       queued = await guard(() => queueJob(client, kind, parameters, { signal, quoteUsd }));
@@ -206,7 +206,7 @@ export async function runJob(client: ServiceApi, kind: JobKind, parameters: Vide
           { kind, model, cause: err },
         );
       }
-      rememberQueueId(client.fetch.identity, found);
+      rememberQueueId(client.fetch, found);
       queued = { kind, model, queueId: found, headers: (err as ServiceError).headers ?? {} };
       recovered = true;
     }

@@ -13,6 +13,8 @@ import { InsufficientBalanceError, ResponseFormatError, ValidationError } from "
 import type { ServiceResponseHeaders } from "../http/headers.js";
 import type { ModelType } from "../http/types.js";
 import { LruMap } from "../http/bounded.js";
+import { contextKey, stackContext } from "../http/context.js";
+import type { TransportFetch } from "../http/fetch-stack.js";
 import { checkArgs, parseWith, requestMedia, type ServiceApi } from "../api/request.js";
 import { CreditBelowQuoteError, type JobKind } from "./errors.js";
 
@@ -214,15 +216,16 @@ const PATHS: Record<JobKind, { prefix: string; modelType: ModelType; accept: str
 };
 
 /**
- * Queue ids this process has seen, per caller: a lost queue answer is found again in the ledger as a charge
- * whose id is none of these (see ./job-recovery.ts).
+ * Queue ids the stacks of a context have seen, per caller: a lost queue answer is found again in the ledger as a
+ * charge whose id is none of these (see ./job-recovery.ts).
  */
-const seenQueueIds = new LruMap<string, true>(10_000);
-export function rememberQueueId(identity: string, queueId: string): void {
-  seenQueueIds.set(`${identity}|${queueId}`, true);
+const SEEN_QUEUE_IDS = contextKey("seen queue ids", () => new LruMap<string, true>(10_000));
+type Caller = Pick<TransportFetch, "identity" | "context">;
+export function rememberQueueId(stack: Caller, queueId: string): void {
+  stackContext(stack).part(SEEN_QUEUE_IDS).set(`${stack.identity}|${queueId}`, true);
 }
-export function seenQueueId(identity: string, queueId: string): boolean {
-  return seenQueueIds.get(`${identity}|${queueId}`) !== undefined;
+export function seenQueueId(stack: Caller, queueId: string): boolean {
+  return stackContext(stack).part(SEEN_QUEUE_IDS).get(`${stack.identity}|${queueId}`) !== undefined;
 }
 
 /** The checked queue body of a kind's parameters (a ValidationError before any request). */
@@ -259,7 +262,7 @@ export async function queueJob(client: ServiceApi, kind: JobKind, parameters: Vi
       throw walletShortOfQuote(client, kind, String(body.model), options.quoteUsd, err);
     });
   const data = parseWith(queueResponse, res.data, `${prefix}/queue`, res.headers);
-  rememberQueueId(client.fetch.identity, data.queue_id);
+  rememberQueueId(client.fetch, data.queue_id);
   return { kind, model: data.model, queueId: data.queue_id, ...(data.download_url ? { downloadUrl: data.download_url } : {}), headers: res.headers };
 }
 

@@ -1,4 +1,4 @@
-/** The service's `/models` records, shared by every face of the process (./records.ts), and what they say of a model (./facts.ts). */
+/** The service's `/models` records, shared by every face of a context (./records.ts), and what they say of a model (./facts.ts). */
 export {
   ModelRecords,
   ModelRecordSchema,
@@ -8,7 +8,6 @@ export {
   MODEL_RECORDS_RETRY_MS,
   modelRecordsFor,
   modelPricing,
-  resetModelRecords,
   type ModelPrice,
   type ModelPricing,
   type ModelAliasList,

@@ -16,6 +16,7 @@
 import { z } from "zod";
 import { readResponseText } from "../http/body.js";
 import { LruMap } from "../http/bounded.js";
+import { contextKey, stackContext } from "../http/context.js";
 import { ResponseFormatError, ValidationError } from "../http/errors.js";
 import { responseHeaders, type TransportFetch } from "../http/fetch-stack.js";
 import { awaitShared } from "../http/shared-wait.js";
@@ -150,7 +151,8 @@ function traitsOf(records: ReadonlyMap<string, ServiceModel>): Map<string, strin
   return out;
 }
 
-const lists = new LruMap<string, ListState>(MAX_LISTS);
+/** the lists read so far, per context (stacks of one context share what one of them read) */
+const LISTS = contextKey("model lists", () => new LruMap<string, ListState>(MAX_LISTS));
 
 /** Reads and validates one public list route (`/models`, `/models/compatibility_mapping`) through `fetch`, without credentials. */
 async function readPublic<S extends z.ZodTypeAny>(fetch: TransportFetch, path: string, type: string, schema: S): Promise<z.infer<S>> {
@@ -193,6 +195,7 @@ export class ModelRecords {
     this.type = type;
     this.#fetch = fetch;
     const key = `${fetch.baseUrl}\n${type}`;
+    const lists = stackContext(fetch).part(LISTS);
     let state = lists.get(key);
     if (!state) {
       state = new ListState();
@@ -340,9 +343,4 @@ export class ModelRecords {
 export function modelRecordsFor(fetch: TransportFetch, type = "text"): ModelRecords {
   if (typeof type !== "string" || !/^[a-z]+$/.test(type)) throw new ValidationError(`model list type must be a word such as "text" (got ${JSON.stringify(type)})`);
   return new ModelRecords(fetch, type);
-}
-
-/** For tests: forget every list read so far. */
-export function resetModelRecords(): void {
-  lists.clear();
 }

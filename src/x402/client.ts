@@ -5,6 +5,7 @@
 import { z } from "zod";
 import { ConfigurationError, ValidationError } from "../http/errors.js";
 import { parseWith, type ServiceApi } from "../api/request.js";
+import { stackContext } from "../http/context.js";
 import { X402PaymentController, type TopUpResult, type X402PaymentOptions } from "./layer.js";
 import type { PaymentEvent } from "./events.js";
 import type { PaymentPolicy, PaymentPolicyOptions } from "./policy.js";
@@ -24,7 +25,8 @@ export interface TopUpOptions {
 function controllerFor(client: ServiceApi, opts: TopUpOptions): X402PaymentController {
   if (opts.controller) return opts.controller;
   if (!opts.wallet) throw new ConfigurationError("topUp needs a wallet (or the client's payment controller)");
-  return new X402PaymentController({ ...opts.payment, wallet: opts.wallet, policy: opts.policy, onPayment: opts.onPayment, baseUrl: client.baseUrl });
+  // the wallet state of the client's context: one top-up in flight with its stacks' payments
+  return new X402PaymentController({ ...opts.payment, wallet: opts.wallet, policy: opts.policy, onPayment: opts.onPayment, baseUrl: client.baseUrl, context: opts.payment?.context ?? stackContext(client.fetch) });
 }
 
 /**

@@ -31,6 +31,7 @@
  * - what is reported as spent is what was signed; the service's `amountCredited` rides beside it.
  */
 import { ConfigurationError, PaymentFailedError } from "../http/errors.js";
+import { contextOf } from "../http/context.js";
 import { fromRequest, readBody, type FetchLayer, type FetchLike, type ServiceRequestInit } from "../http/fetch-stack.js";
 import { currentBalanceUsd, minimumBalanceOf, notCurable } from "./balance.js";
 import { emitPaymentEvent, type PaymentEvent, type PaymentEventListener } from "./events.js";
@@ -110,12 +111,13 @@ export class X402PaymentController {
     this.policy = PaymentPolicy.from(options.policy);
     this.options = options;
     this.store = options.store ?? defaultStore();
+    const context = contextOf(options.context); // a bad one refused here, before any request
     this.#ctx = {
       wallet: this.wallet,
       policy: this.policy,
       options,
       store: this.store,
-      state: stateOf(options.wallet),
+      state: stateOf(options.wallet, context),
       walletKey: walletScopeKey(walletNamespace(options.wallet), options.wallet.address),
       emit: (listener, type, decision, extra) => this.#emit(listener, type, decision, extra),
     };
@@ -161,7 +163,7 @@ export class X402PaymentController {
     return currentBalanceUsd(this.#ctx, this.#below, this.#baseUrl);
   }
 
-  /** Completed top-ups of this wallet in this process. */
+  /** Completed top-ups of this wallet in this controller's context. */
   get completedTopUps(): number {
     return this.#state.epoch;
   }

@@ -8,7 +8,8 @@
  */
 import { bytesToHex, randomBytes } from "../runtime/bytes.js";
 import type { AuthProvider } from "../http/fetch-stack.js";
-import { serviceClock } from "../http/clock.js";
+import type { ServiceClock } from "../http/clock.js";
+import { defaultServiceContext } from "../http/context.js";
 import { ConfigurationError } from "../http/errors.js";
 import { toBase64Json } from "./encoding.js";
 import { normalizeSignInDomain } from "./sign-in-domain.js";
@@ -108,15 +109,17 @@ export async function createSiwxHeader(wallet: X402Wallet, url: string | URL, op
  * An `AuthProvider` for the fetch stack: a freshly signed SIWX header on every attempt, `issuedAt` and
  * `expirationTime` on the service's clock (this machine's, corrected by the service's `Date` headers).
  */
-export function createWalletAuth(wallet: X402Wallet, options: Omit<SiwxOptions, "now" | "nonce"> = {}): AuthProvider {
+export function createWalletAuth(wallet: X402Wallet, options: Omit<SiwxOptions, "now" | "nonce"> & { clock?: ServiceClock } = {}): AuthProvider {
   if (!isX402Wallet(wallet)) throw new ConfigurationError("wallet must be an EvmWallet or a SolanaWallet");
   // a bad domain is refused as the auth is made, before any request
   if (options.signInDomain !== undefined) options = { ...options, signInDomain: normalizeSignInDomain(options.signInDomain) };
+  // the clock of the stack's context (its answers teach it); default: the process's
+  const { clock = defaultServiceContext().clock, ...siwx } = options;
   return {
     identity: `wallet:${wallet.address}`,
     clockSensitive: true,
     async headers(url: string) {
-      return { [SIWX_HEADER]: await createSiwxHeader(wallet, url, { ...options, now: serviceClock.now(url) }) };
+      return { [SIWX_HEADER]: await createSiwxHeader(wallet, url, { ...siwx, now: clock.now(url) }) };
     },
   };
 }

@@ -8,6 +8,7 @@ import type { PaymentDecision, PaymentPolicy, PaymentPolicyOptions } from "./pol
 import type { SignedPayment } from "./payment.js";
 import type { X402Wallet } from "./wallets.js";
 import type { PaymentStore } from "../store/types.js";
+import type { ServiceContext } from "../http/context.js";
 
 export interface X402PaymentOptions {
   wallet: X402Wallet;
@@ -34,6 +35,11 @@ export interface X402PaymentOptions {
   resendDelayMs?: number;
   /** report events to LangChain callbacks when inside a run (default true) */
   langchainEvents?: boolean;
+  /**
+   * the context whose wallet states this controller shares (one per wallet address: its top-up in flight, its
+   * pending payment, its credit gate); default: the process's
+   */
+  context?: ServiceContext;
   /** where budgets, payee pins and the top-up lease live (default: this process's `MemoryStore`, shared by every stack) */
   store?: PaymentStore;
   /**

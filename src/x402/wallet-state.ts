@@ -1,10 +1,11 @@
 /**
- * The money state of one wallet in this process, shared by every controller, client and layer paying from it:
+ * The money state of one wallet in a context (src/http/context.ts), shared by every controller, client and layer of it paying from it:
  * the top-up in flight, completed top-ups (the epoch), the signed payment whose outcome is unknown, the gate that
  * holds requests while the credit is unknown, and the last figure of its credit. Also how a pending payment is
  * written to (and read back from) the store, for another process of a fleet.
  */
 import { SharedRegistry } from "../http/bounded.js";
+import { contextKey, defaultServiceContext, type ServiceContext } from "../http/context.js";
 import type { PendingPaymentRecord, TopUpEnd } from "../store/types.js";
 import { BalanceFigure } from "./balance-figure.js";
 import { walletScopeKey, type PaymentDecision, type PaymentPolicy } from "./policy.js";
@@ -23,7 +24,7 @@ export interface HeldLease {
 }
 
 /**
- * Money-flow state of one wallet in this process: shared by every client and layer using that wallet. It lives
+ * Money-flow state of one wallet in a context: shared by every client and layer of the context using that wallet. It lives
  * while a controller holds it, and while a signed payment's outcome is unknown even without one (`pending`).
  */
 export class WalletState {
@@ -33,6 +34,12 @@ export class WalletState {
   /** completed top-ups */
   epoch = 0;
   #pending?: PendingPayment;
+  /** the registry of the context this state lives in: holds it while a payment is pending */
+  readonly #registry: SharedRegistry<WalletState>;
+
+  constructor(registry: SharedRegistry<WalletState>) {
+    this.#registry = registry;
+  }
   /** the wallet's credit as last learned, and whether it may have moved since (see balance.ts) */
   readonly balance = new BalanceFigure();
   /** the service served this wallet and no 402 came since: requests flow freely */
@@ -55,17 +62,18 @@ export class WalletState {
   }
   set pending(p: PendingPayment | undefined) {
     this.#pending = p;
-    walletStates.keep(this, p ? Number.POSITIVE_INFINITY : 0);
+    this.#registry.keep(this, p ? Number.POSITIVE_INFINITY : 0);
   }
 }
 
 /**
- * One state per wallet ADDRESS: two wallet objects holding one key are one wallet (one single flight). Held
+ * One state per wallet ADDRESS in a context: two wallet objects holding one key are one wallet (one single flight). Held
  * weakly (each controller holds its own strongly), so a process serving many wallets keeps only live ones.
  */
-const walletStates = new SharedRegistry<WalletState>();
-export function stateOf(wallet: X402Wallet): WalletState {
-  return walletStates.get(walletScopeKey(walletNamespace(wallet), wallet.address), () => new WalletState());
+const WALLET_STATES = contextKey("wallet states", () => new SharedRegistry<WalletState>());
+export function stateOf(wallet: X402Wallet, context: ServiceContext = defaultServiceContext()): WalletState {
+  const states = context.part(WALLET_STATES);
+  return states.get(walletScopeKey(walletNamespace(wallet), wallet.address), () => new WalletState(states));
 }
 
 /** A pending payment as the store keeps it (for another process to re-send or reconcile). */
@@ -104,7 +112,7 @@ export interface PaymentContext {
   readonly policy: PaymentPolicy;
   readonly options: X402PaymentOptions;
   readonly store: PaymentStore;
-  /** the wallet's money state in this process (shared by every controller of the wallet) */
+  /** the wallet's money state in its context (shared by every controller of the wallet there) */
   readonly state: WalletState;
   /** the wallet's key in the store (its budget scope, its lease) */
   readonly walletKey: string;

@@ -7,6 +7,7 @@
 import { TimeoutError } from "../http/errors.js";
 import type { FetchLike, ServiceRequestInit } from "../http/fetch-stack.js";
 import { sendFollowingSafely } from "../http/redirects.js";
+import { contextOf } from "../http/context.js";
 import { X402PaymentController, type X402PaymentOptions } from "./layer.js";
 import { createWalletAuth } from "./siwx.js";
 
@@ -14,7 +15,8 @@ export type X402Fetch = FetchLike & { controller: X402PaymentController };
 
 export function withX402(fetchImpl: FetchLike | typeof globalThis.fetch, options: X402PaymentOptions): X402Fetch {
   const controller = new X402PaymentController(options);
-  const auth = createWalletAuth(options.wallet, { signInDomain: options.signInDomain });
+  // signed on the clock of the context whose wallet state the controller shares
+  const auth = createWalletAuth(options.wallet, { signInDomain: options.signInDomain, clock: contextOf(options.context).clock });
   const base = fetchImpl as FetchLike;
   const signed: FetchLike = async (input, init: ServiceRequestInit = {}) => {
     const url = typeof input === "string" ? input : input instanceof URL ? input.href : input.url;

@@ -7,10 +7,9 @@
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from "vitest";
 import { ChatService, type ChatServiceInput } from "../../src/chat/index.js";
-import { resetDeprecationWarnings } from "../../src/chat/model-checks.js";
 import { startEmulator, type Emulator } from "langchain-service-emulator";
 import { ModelAccessDeniedError, ModelOfflineError, UnsupportedCapabilityError, UnsupportedParameterError } from "../../src/index.js";
-import { resetModelRecords } from "../../src/models/records.js";
+import { createServiceContext } from "../../src/http/context.js";
 
 let emu: Emulator;
 beforeAll(async () => {
@@ -19,9 +18,10 @@ beforeAll(async () => {
 afterAll(async () => {
   await emu?.close();
 });
+// each test its own context: no /models list or deprecation warning carried over from another
+let context = createServiceContext();
 beforeEach(() => {
-  resetModelRecords();
-  resetDeprecationWarnings();
+  context = createServiceContext();
 });
 
 /** The chat request bodies that reach the wire. */
@@ -35,7 +35,7 @@ function wire() {
 }
 
 function chat(fields: Partial<ChatServiceInput> & { model: string }, fetch?: ChatServiceInput["fetch"]) {
-  return new ChatService({ apiKey: "k1", baseUrl: emu.url, retry: { baseDelayMs: 1, maxDelayMs: 2 }, ...(fetch ? { fetch } : {}), ...fields });
+  return new ChatService({ context, apiKey: "k1", baseUrl: emu.url, retry: { baseDelayMs: 1, maxDelayMs: 2 }, ...(fetch ? { fetch } : {}), ...fields });
 }
 
 describe("an offline model", () => {

@@ -16,9 +16,9 @@ import { ChatService, type ChatServiceInput } from "../../src/chat/index.js";
 import { startEmulator, MODELS, type Emulator } from "langchain-service-emulator";
 import { BadRequestError, UnsupportedCapabilityError, ValidationError } from "../../src/http/errors.js";
 import { ServiceClient } from "../../src/index.js";
-import { resetModelRecords } from "../../src/models/records.js";
 import { EvmWallet } from "../../src/evm/index.js";
 import { completion, json, startFixtureServer, type FixtureServer } from "./fixture-server.js";
+import { createServiceContext } from "../../src/http/context.js";
 
 const IMAGE = "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==";
 const Person = z.object({ name: z.string(), age: z.number() });
@@ -36,7 +36,11 @@ beforeAll(async () => {
 afterAll(async () => {
   await Promise.all([emu?.close(), fx?.close()]);
 });
-beforeEach(() => resetModelRecords());
+// each test its own context: no /models list carried over from another
+let context = createServiceContext();
+beforeEach(() => {
+  context = createServiceContext();
+});
 
 /** What reaches the wire: `/models` reads and chat request bodies. */
 function wire() {
@@ -51,7 +55,7 @@ function wire() {
 }
 
 function chat(fields: Partial<ChatServiceInput> & { model: string }, fetch?: ChatServiceInput["fetch"]) {
-  return new ChatService({ apiKey: "k1", baseUrl: emu.url, ...(fetch ? { fetch } : {}), ...fields });
+  return new ChatService({ context, apiKey: "k1", baseUrl: emu.url, ...(fetch ? { fetch } : {}), ...fields });
 }
 
 /** The emulator's failures counted against key `k1` (the error budget and the unsupported-feature one). */
@@ -101,12 +105,12 @@ describe("profile", () => {
     const models = [
       chat({ model: "emu-s" }, fetch),
       chat({ model: "emu-basic", apiKey: "k2" }, fetch),
-      new ChatService({ model: "emu-reasoner", baseUrl: emu.url, wallet: EvmWallet.random(), fetch }),
+      new ChatService({ context, model: "emu-reasoner", baseUrl: emu.url, wallet: EvmWallet.random(), fetch }),
     ];
     const profiles = await Promise.all(models.map((m) => m.loadProfile()));
     expect(profiles.map((p) => p.toolCalling)).toEqual([true, false, true]);
     await models[0]!.loadProfile();
-    expect(new ServiceClient({ baseUrl: emu.url, fetch }).models().get("emu-basic")?.model_spec?.pricing).toBeDefined();
+    expect(new ServiceClient({ context, baseUrl: emu.url, fetch }).models().get("emu-basic")?.model_spec?.pricing).toBeDefined();
     expect(seen.modelReads).toBe(1);
   });
 
@@ -125,7 +129,7 @@ describe("profile", () => {
   it("another deployment's listing: read once in the background, then the gates hold there too", async () => {
     fx.models = [{ id: "fx-model", model_spec: { availableContextTokens: 4096, capabilities: { supportsFunctionCalling: false } } }];
     fx.script = (_req, res) => json(res, completion({ role: "assistant", content: "ok" }));
-    const m = new ChatService({ model: "fx-model", apiKey: "k", baseUrl: fx.url, retry: false });
+    const m = new ChatService({ context, model: "fx-model", apiKey: "k", baseUrl: fx.url, retry: false });
     for (let i = 0; i < 3; i++) await m.invoke("hi");
     await m.loadProfile();
     expect(fx.modelReads).toBe(1);
@@ -220,7 +224,7 @@ describe("structured output picks what the model can do", () => {
     ["emu-basic", "jsonMode"],
   ])("%s: %s, said in ls_structured_output_format, before or after the profile is read", async (model, method) => {
     for (const loadFirst of [false, true]) {
-      resetModelRecords();
+      context = createServiceContext();
       const { seen, fetch } = wire();
       const m = chat({ model }, fetch);
       if (loadFirst) await m.loadProfile();

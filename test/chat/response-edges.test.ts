@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { AIMessageChunk } from "@langchain/core/messages";
 import { ChatService } from "../../src/chat/index.js";
-import { resetDeprecationWarnings } from "../../src/chat/model-checks.js";
+import { createServiceContext } from "../../src/http/context.js";
 import { ResponseFormatError, StreamError } from "../../src/http/errors.js";
 import { chunk, completion, json, sse, startFixtureServer, type FixtureServer } from "./fixture-server.js";
 
@@ -212,8 +212,8 @@ describe("n > 1", () => {
 });
 
 describe("headers", () => {
-  it("prints a deprecation warning once per model per process", async () => {
-    resetDeprecationWarnings();
+  it("prints a deprecation warning once per model per context", async () => {
+    const context = createServiceContext(); // its own: no warning of another test's counts
     fx.script = (_req, res) =>
       json(res, completion({ content: "old" }), {
         "x-service-model-id": "fx-old",
@@ -222,10 +222,10 @@ describe("headers", () => {
       });
     const warn = vi.spyOn(console, "warn").mockImplementation(() => {});
     try {
-      const m = model();
+      const m = model({ context });
       const msg = await m.invoke("hi");
       await m.invoke("hi");
-      await model().invoke("again");
+      await model({ context }).invoke("again");
       expect(md(msg).headers.deprecation).toEqual({ warning: "fx-old retires soon", date: "2030-01-01" });
       const ours = warn.mock.calls.filter((c) => String(c[0]).includes("fx-old"));
       expect(ours).toHaveLength(1);

@@ -10,7 +10,7 @@ import { Embeddings } from "@langchain/core/embeddings";
 import { ServiceEmbeddings, decodeBase64Float32, type EmbeddingsUsage } from "../../src/embeddings/index.js";
 import { startEmulator, type Emulator } from "langchain-service-emulator";
 import { ServiceClient } from "../../src/client.js";
-import { resetModelRecords } from "../../src/models/index.js";
+import { createServiceContext } from "../../src/http/context.js";
 import { BadRequestError, InsufficientBalanceError, RateLimitError, ResponseFormatError, ValidationError } from "../../src/http/errors.js";
 
 const KEY = "emb-secret-key-123";
@@ -175,19 +175,19 @@ describe("ServiceEmbeddings on the emulator", () => {
   });
 
   it("prices come from the shared /models records: one read for every object on the base URL, the client's records the same", async () => {
-    resetModelRecords();
+    const context = createServiceContext(); // its own: no list another test read
     let reads = 0;
     const fetch = async (input: string | URL | Request, init?: RequestInit) => {
       if (String(input).includes("/models?type=embedding")) reads++;
       return globalThis.fetch(input, init);
     };
-    const objects = [new ServiceEmbeddings({ baseUrl: emu.url, apiKey: KEY, fetch }), new ServiceEmbeddings({ baseUrl: emu.url, apiKey: KEY, fetch })];
+    const objects = [new ServiceEmbeddings({ baseUrl: emu.url, apiKey: KEY, fetch, context }), new ServiceEmbeddings({ baseUrl: emu.url, apiKey: KEY, fetch, context })];
     const usage: EmbeddingsUsage = { promptTokens: 1000, totalTokens: 1000, requests: 1, model: "text-embedding-3-small", headers: [] };
     const costs = await Promise.all(objects.map((o) => o.estimateCost(usage)));
     expect(costs.map((c) => c!.usd)).toEqual([(1000 * 0.02) / 1e6, (1000 * 0.02) / 1e6]);
     await objects[0]!.estimateCost(usage);
     expect(reads).toBe(1);
-    expect(new ServiceClient({ baseUrl: emu.url }).models("embedding").pricing("text-embedding-3-small")?.input?.usd).toBe(0.02);
+    expect(new ServiceClient({ baseUrl: emu.url, context }).models("embedding").pricing("text-embedding-3-small")?.input?.usd).toBe(0.02);
   });
 
   it("answers an API key with no balance the plain 402, like chat: InsufficientBalanceError", async () => {

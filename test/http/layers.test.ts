@@ -20,6 +20,7 @@ import { bodyLimits } from "../../src/http/layers/body-limits.js";
 import { base } from "../../src/http/layers/base.js";
 import { checkTopUpOptions } from "../../src/x402/top-up-options.js";
 import type { FetchLayer, FetchLike } from "../../src/http/types.js";
+import { createServiceContext } from "../../src/http/context.js";
 
 const ctx: LayerContext = {
   baseUrl: "http://127.0.0.1:1/api/v1",
@@ -28,6 +29,7 @@ const ctx: LayerContext = {
   auth: new ApiKeyAuth("sk-layers-test"),
   identity: "key:layers-test",
   limitStore: undefined,
+  service: createServiceContext(),
 };
 
 const refused = (build: () => unknown, message: RegExp) => expect(build).toThrow(expect.objectContaining({ name: "ConfigurationError", message: expect.stringMatching(message) }));
@@ -130,7 +132,7 @@ describe("sign-in -> redirects -> body limits -> base, over loopback", () => {
   const compose = (layers: FetchLayer[]): FetchLike => layers.reduceRight<FetchLike>((next, layer) => layer(next), fetch);
 
   it("signs each hop of a same-origin redirect, with the default headers; refuses another origin", async () => {
-    const c = { auth: new ApiKeyAuth("sk-hop"), origin };
+    const c = { auth: new ApiKeyAuth("sk-hop"), origin, service: createServiceContext() };
     const f = compose([signIn({ defaultHeaders: { "x-extra": "1" } }, c), redirects(c), bodyLimits({ timeout: 5_000 })]);
     seen.length = 0;
     const res = await f(`${origin}/hop`);
@@ -143,7 +145,7 @@ describe("sign-in -> redirects -> body limits -> base, over loopback", () => {
   });
 
   it("a request elsewhere goes without credentials", async () => {
-    const c = { auth: new ApiKeyAuth("sk-hop"), origin: "http://127.0.0.1:1" };
+    const c = { auth: new ApiKeyAuth("sk-hop"), origin: "http://127.0.0.1:1", service: createServiceContext() };
     const f = compose([signIn({}, c), redirects(c), bodyLimits({})]);
     seen.length = 0;
     await (await f(`${origin}/plain`)).text();

@@ -6,7 +6,8 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { startEmulator, type Emulator } from "langchain-service-emulator";
 import { ServiceClient, ValidationError, createServiceFetch, type FetchLike } from "../../src/index.js";
-import { modelRecordsFor, resetModelRecords } from "../../src/models/records.js";
+import { modelRecordsFor } from "../../src/models/records.js";
+import { createServiceContext } from "../../src/http/context.js";
 
 let emu: Emulator;
 beforeAll(async () => {
@@ -15,7 +16,11 @@ beforeAll(async () => {
 afterAll(async () => {
   await emu?.close();
 });
-beforeEach(() => resetModelRecords());
+// each test its own context: no /models list carried over from another
+let context = createServiceContext();
+beforeEach(() => {
+  context = createServiceContext();
+});
 
 function recording() {
   const urls: string[] = [];
@@ -29,7 +34,7 @@ function recording() {
 describe("compatibility mapping list types", () => {
   it("type=all and type=code are refused before sending; a list type is read", async () => {
     const { urls, fetch } = recording();
-    const client = new ServiceClient({ baseUrl: emu.url, apiKey: "k1", fetch });
+    const client = new ServiceClient({ context, baseUrl: emu.url, apiKey: "k1", fetch });
     for (const type of ["all", "code"]) {
       const err = await client.getCompatibilityMapping(type).catch((e) => e);
       expect(err).toBeInstanceOf(ValidationError);
@@ -42,7 +47,7 @@ describe("compatibility mapping list types", () => {
 
   it("the records of a code list resolve without asking for a mapping", async () => {
     const { urls, fetch } = recording();
-    const records = modelRecordsFor(createServiceFetch({ baseUrl: emu.url, apiKey: "k1", fetch }), "code");
+    const records = modelRecordsFor(createServiceFetch({ context, baseUrl: emu.url, apiKey: "k1", fetch }), "code");
     expect(await records.compatibilityMapping()).toBeUndefined();
     expect(await records.resolve("gpt-4o")).toBeUndefined();
     expect(urls.filter((u) => u.includes("compatibility_mapping"))).toEqual([]);

@@ -8,8 +8,9 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { startEmulator, type Emulator } from "langchain-service-emulator";
 import { createServiceFetch, modelFacts, modelPricing } from "../../src/index.js";
-import { modelRecordsFor, resetModelRecords } from "../../src/models/records.js";
+import { modelRecordsFor } from "../../src/models/records.js";
 import { startFixtureServer, type FixtureServer } from "../chat/fixture-server.js";
+import { createServiceContext } from "../../src/http/context.js";
 
 let emu: Emulator;
 let fx: FixtureServer;
@@ -19,9 +20,13 @@ beforeAll(async () => {
 afterAll(async () => {
   await Promise.all([emu?.close(), fx?.close()]);
 });
-beforeEach(() => resetModelRecords());
+// each test its own context: no /models list carried over from another
+let context = createServiceContext();
+beforeEach(() => {
+  context = createServiceContext();
+});
 
-const recordsOf = (baseUrl: string) => modelRecordsFor(createServiceFetch({ baseUrl, apiKey: "k1", retry: false }));
+const recordsOf = (baseUrl: string) => modelRecordsFor(createServiceFetch({ context, baseUrl, apiKey: "k1", retry: false }));
 
 describe("live record members", () => {
   it("are typed: offline, region restrictions, deprecation, effort options, media caps, context length", async () => {

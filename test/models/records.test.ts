@@ -6,9 +6,10 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { startEmulator, MODELS, type Emulator } from "langchain-service-emulator";
 import { AbortError, NotFoundError, ResponseFormatError, ServiceClient, modelPricing, createServiceFetch, type FetchLike } from "../../src/index.js";
-import { modelRecordsFor, resetModelRecords } from "../../src/models/records.js";
+import { modelRecordsFor } from "../../src/models/records.js";
 import { EvmWallet } from "../../src/evm/index.js";
 import { startFixtureServer, type FixtureServer } from "../chat/fixture-server.js";
+import { createServiceContext } from "../../src/http/context.js";
 
 /** A base fetch recording the GETs of `/models` that reach the wire, with their credential headers. */
 function recording() {
@@ -32,15 +33,19 @@ beforeAll(async () => {
 afterAll(async () => {
   await Promise.all([emu?.close(), fx?.close()]);
 });
-beforeEach(() => resetModelRecords());
+// each test its own context: no /models list carried over from another
+let context = createServiceContext();
+beforeEach(() => {
+  context = createServiceContext();
+});
 
 describe("the shared /models records", () => {
   it("are read once per base URL and list for every client, key or wallet, and without credentials", async () => {
     const { fetch: base, reads } = recording();
     const clients = [
-      new ServiceClient({ baseUrl: emu.url, apiKey: "k1", fetch: base }),
-      new ServiceClient({ baseUrl: emu.url, apiKey: "k2", fetch: base }),
-      new ServiceClient({ baseUrl: emu.url, wallet: EvmWallet.random(), fetch: base }),
+      new ServiceClient({ context, baseUrl: emu.url, apiKey: "k1", fetch: base }),
+      new ServiceClient({ context, baseUrl: emu.url, apiKey: "k2", fetch: base }),
+      new ServiceClient({ context, baseUrl: emu.url, wallet: EvmWallet.random(), fetch: base }),
     ];
     await Promise.all(clients.map((c) => c.models().load()));
     await Promise.all(clients.map((c) => c.models().load()));
@@ -59,7 +64,7 @@ describe("the shared /models records", () => {
   });
 
   it("hold the whole record, prices included, for budgets to reserve from", async () => {
-    const client = new ServiceClient({ baseUrl: emu.url, apiKey: "k1" });
+    const client = new ServiceClient({ context, baseUrl: emu.url, apiKey: "k1" });
     const records = client.models();
     expect(records.loaded).toBe(false);
     expect(records.get("emu-l")).toBeUndefined();
@@ -83,7 +88,7 @@ describe("the shared /models records", () => {
       await gate;
       return base(input, init);
     };
-    const records = modelRecordsFor(createServiceFetch({ baseUrl: emu.url, apiKey: "k1", fetch: slow }));
+    const records = modelRecordsFor(createServiceFetch({ context, baseUrl: emu.url, apiKey: "k1", fetch: slow }));
     const controller = new AbortController();
     const aborted = records.load({ signal: controller.signal });
     const other = records.load();
@@ -109,7 +114,7 @@ describe("the shared /models records", () => {
       if (String(input).includes("/models")) sent++;
       return failing(input, init);
     };
-    const records = modelRecordsFor(createServiceFetch({ baseUrl: fx.url, apiKey: "k1", fetch: counted, retry: false }));
+    const records = modelRecordsFor(createServiceFetch({ context, baseUrl: fx.url, apiKey: "k1", fetch: counted, retry: false }));
     await expect(records.load()).rejects.toBeInstanceOf(NotFoundError);
     records.refreshInBackground(); // just failed: not asked again from the background
     await new Promise((r) => setTimeout(r, 20));

@@ -20,11 +20,11 @@ const ENTRIES: Record<string, string[]> = {
     "PaymentPolicyError", "PaymentRequiredError", "PaymentSpendHandler", "PaymentsUnavailableError",
     "PermissionDeniedError", "ProOnlyModelError", "QuoteRefusedError", "RateLimitError", "RedirectError",
     "ResponseFormatError", "ResponseTooLargeError", "SPEND_LIMIT_KEY", "SPEND_WARNING_EVENT", "ServerError",
-    "ServiceClient", "ServiceEmbeddings", "ServiceError", "SpendBudget", "SpendLog",
+    "ServiceClient", "ServiceContext", "ServiceEmbeddings", "ServiceError", "SpendBudget", "SpendLog",
     "StoreUnavailableError", "StreamError", "TextToSpeechTool", "TimeoutError", "ToolInputError",
     "TopUpRejectedError", "TransactionStatusTool", "TranscriptionTool", "USDC_BASE", "UnexpectedStatusError",
     // the proxy's method rules, networks, the brand's header names and the wallet constants the emulator package shares
-    "NODE_KEYS_REASON", "SIWX_HEADER", "SIWX_LEGACY_HEADER", "SOLANA_MAINNET", "USDC_SOLANA", "brandNames", "describeNetwork",
+    "NODE_KEYS_REASON", "SIWX_HEADER", "SIWX_LEGACY_HEADER", "SOLANA_MAINNET", "USDC_SOLANA", "brandNames", "defaultServiceContext", "describeNetwork",
     "isFilterOrSubscription", "methodTier", "needsNodeKeys", "sniffAudio", "unsupportedReason",
     // the wire tables the emulator package shares instead of copying them
     "AUDIO_MIME_TYPES", "BASE_CHAIN_ID", "BASE_MAINNET", "IMAGE_EDIT_ASPECT_RATIOS", "MAX_TRANSCRIPTION_BYTES",
@@ -32,7 +32,7 @@ const ENTRIES: Record<string, string[]> = {
 
     "UnsafeUrlError", "UnsupportedCapabilityError", "UnsupportedNetworkError", "UnsupportedParameterError",
     "ValidationError", "VideoGenerationTool", "WebScrapeTool", "WebSearchTool", "buildModelId", "costOf",
-    "createClonedVoice", "createEthersProvider", "createServiceFetch", "createSiwxHeader",
+    "createClonedVoice", "createEthersProvider", "createServiceContext", "createServiceFetch", "createSiwxHeader",
     "createSpeech", "cryptoRpc", "editImage", "generateImage", "getCharacter", "getUsage", "getX402Transactions",
     "inBandErrorOf", "listCharacters", "listVoices", "mapCitations", "modelFacts", "modelOfSku", "modelPricing",
     "multiEditImage", "parseServiceHeaders", "removeBackground", "responseHeadersOf",

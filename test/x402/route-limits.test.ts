@@ -4,10 +4,12 @@
  * per route and wallet (per service origin for the top-up), shared by every client; with a fleet store, the
  * store's window, shared by every process. Against the emulator in live mode with small windows.
  */
-import { afterEach, describe, expect, it, vi } from "vitest";
+import { afterEach, describe, expect, it } from "vitest";
 import { startEmulator, type Emulator } from "langchain-service-emulator";
 import type { FetchLike } from "../../src/http/fetch-stack.js";
 import { limitedRouteOf } from "../../src/http/route-limits.js";
+import { pacingLayer } from "../../src/http/pacing.js";
+import { createServiceContext } from "../../src/http/context.js";
 import { ServiceClient } from "../../src/client.js";
 import { MemoryLimits } from "../../src/store/memory-limits.js";
 import { EvmWallet } from "../../src/evm/index.js";
@@ -68,13 +70,11 @@ describe("with a fleet store", () => {
   it("two processes behind one address share the store's window of the top-up route: none is refused", async () => {
     const emu = await startEmulator({ x402: { solana: false, routeLimits: { topUp: 3, windowMs: 600 } } });
     started.push(emu);
-    // a fleet store (not process-local), and two fresh copies of the pacing module: two processes' limiters
+    // a fleet store (not process-local), and two contexts: two processes' limiters
     const store = new MemoryLimits();
     const processes: FetchLike[] = [];
     for (let i = 0; i < 2; i++) {
-      vi.resetModules();
-      const { pacingLayer } = await import("../../src/http/pacing.js");
-      const layer = pacingLayer(`${emu.url}|anonymous`, { routeLimits: { topUp: 3 }, routeWindowMs: 600 }, { store, label: "test" });
+      const layer = pacingLayer(`${emu.url}|anonymous`, { routeLimits: { topUp: 3 }, routeWindowMs: 600 }, { store, label: "test" }, createServiceContext());
       processes.push(layer((input, init) => globalThis.fetch(input, init)));
     }
     const statuses = await Promise.all(

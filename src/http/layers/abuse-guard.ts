@@ -5,6 +5,7 @@
  */
 import { AbuseGuard, abuseGuardLayer, type AbuseGuardOptions } from "../abuse-guard.js";
 import { SharedRegistry } from "../bounded.js";
+import { contextKey } from "../context.js";
 import type { FetchLayer } from "../types.js";
 import type { LayerContext } from "./context.js";
 
@@ -14,12 +15,13 @@ export interface AbuseGuardLayerOptions {
 }
 
 /**
- * One guard per credential and origin, shared by every live stack on it: held weakly here and strongly by each
- * stack, and kept while its failures still count at the service (a client made per request must see them).
+ * One guard per credential and origin, shared by every live stack of a context on it: held weakly by the
+ * context and strongly by each stack, and kept while its failures still count at the service (a client made per
+ * request must see them).
  */
-const sharedGuards = new SharedRegistry<AbuseGuard>();
-const keepGuard = (g: AbuseGuard) => sharedGuards.keep(g, g.rememberUntil());
-const guardWarned = new WeakSet<AbuseGuard>();
+const GUARDS = contextKey("abuse guards", () => new SharedRegistry<AbuseGuard>());
+/** the shared guards whose clients' differing limits were already reported */
+const GUARDS_WARNED = contextKey("abuse guard warnings", () => new WeakSet<AbuseGuard>());
 
 /** undefined: the guard is off */
 export function abuseGuard(options: AbuseGuardLayerOptions, ctx: LayerContext): FetchLayer | undefined {
@@ -32,7 +34,10 @@ export function abuseGuard(options: AbuseGuardLayerOptions, ctx: LayerContext): 
   const asked = options.abuseGuard ?? {};
   const waitMs = asked.maxWaitMs ?? 0; // each stack's own wait, whatever the others asked
   let created = false;
+  const sharedGuards = ctx.service.part(GUARDS);
+  const keepGuard = (g: AbuseGuard) => sharedGuards.keep(g, g.rememberUntil());
   const guard = sharedGuards.get(key, () => ((created = true), new AbuseGuard(asked)));
+  const guardWarned = ctx.service.part(GUARDS_WARNED);
   if (!created && guard.tighten(asked) && !guardWarned.has(guard)) {
     guardWarned.add(guard);
     console.warn(

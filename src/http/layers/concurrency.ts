@@ -26,5 +26,5 @@ export function concurrency(options: ConcurrencyLayerOptions, ctx: LayerContext)
   const names = brandNames(ctx.brand);
   const rpcCost = { creditsHeader: names.rpcCreditsHeader, costUsdHeader: names.rpcCostUsdHeader };
   const shared = ctx.limitStore && { store: ctx.limitStore, label: ctx.brand };
-  return concurrencyLayer(ctx.origin, ctx.identity, wallet, options.concurrency || {}, shared, rpcCost);
+  return concurrencyLayer(ctx.origin, ctx.identity, wallet, options.concurrency || {}, shared, rpcCost, ctx.service);
 }

@@ -26,5 +26,5 @@ export function pacing(options: PacingLayerOptions, ctx: LayerContext): FetchLay
   if (options.pacingLayer) return options.pacingLayer;
   if (options.pacing === false) return undefined;
   const shared = ctx.limitStore && { store: ctx.limitStore, label: ctx.brand };
-  return pacingLayer(`${ctx.baseUrl}|${ctx.identity}`, options.pacing || {}, shared);
+  return pacingLayer(`${ctx.baseUrl}|${ctx.identity}`, options.pacing || {}, shared, ctx.service);
 }

@@ -1,7 +1,7 @@
 /**
  * Who calls, on every attempt: the credential headers (an API key, or a wallet's sign-in made afresh for each
  * attempt, as a SIWX header is single use) beside the stack's default headers, sent only to the service's own
- * origin. The service's `Date` sets `serviceClock`; a clock-sensitive sign-in refused with a 401 that a fresh one
+ * origin. The service's `Date` sets the clock of the stack's context; a clock-sensitive sign-in refused with a 401 that a fresh one
  * passes (`staleSignIn401` in retry-rules.ts) is signed again and re-sent once, here: inside the retry loop, the
  * pacing, the place in flight and the abuse guard, since it is the same request holding its place (going round the
  * retry loop would count it twice at each of them).
@@ -9,7 +9,7 @@
 import { ConfigurationError } from "../errors.js";
 import { ENV_API_KEY, readEnv } from "../config.js";
 import { describe, isPlainObject } from "../options.js";
-import { serviceClock } from "../clock.js";
+import type { ServiceContext } from "../context.js";
 import { sameOrigin } from "../redirects.js";
 import { answerWithText } from "../refusals.js";
 import { SIGN_IN_RESENT_HEADER } from "../sign-in-refusals.js";
@@ -26,7 +26,7 @@ export interface AuthProvider {
   readonly kind?: "apiKey" | "wallet";
   /**
    * true when the headers carry a time the service checks against its own clock (a SIWX `issuedAt`, signed with
-   * `serviceClock`): a 401 whose `Date` shows the clock used was off is then signed again once.
+   * its context's clock): a 401 whose `Date` shows the clock used was off is then signed again once.
    */
   readonly clockSensitive?: boolean;
   headers(url: string, init: ServiceRequestInit): Promise<Record<string, string>> | Record<string, string>;
@@ -96,9 +96,11 @@ export function checkDefaultHeaders(headers: unknown): void {
   }
 }
 
-export function signIn(options: Pick<SignInLayerOptions, "defaultHeaders">, ctx: { auth: AuthProvider | undefined; origin: string }): FetchLayer {
+export function signIn(options: Pick<SignInLayerOptions, "defaultHeaders">, ctx: { auth: AuthProvider | undefined; origin: string; service: ServiceContext }): FetchLayer {
   checkDefaultHeaders(options.defaultHeaders);
   const { auth, origin } = ctx;
+  // the clock of the stack's context: its answers teach it, its wallet sign-ins read it
+  const serviceClock = ctx.service.clock;
   const defaultHeaders = options.defaultHeaders;
   return (next) => async (input, init = {}) => {
     const url = urlOf(input);
