@@ -15,7 +15,7 @@ import { fileURLToPath, pathToFileURL } from "node:url";
 import { Wallet } from "ethers";
 import { SiweMessage } from "siwe";
 import { startEmulator, type Emulator } from "langchain-service-emulator";
-import { type FetchLike } from "../src/http/fetch-stack.js";
+import type { FetchLike } from "../src/http/fetch-stack.js";
 import { createServiceFetch } from "../src/stack.js";
 import { createSiwxHeader, createWalletAuth, X402PaymentController, x402PaymentLayer } from "../src/x402/index.js";
 import { EvmWallet } from "../src/evm/index.js";

@@ -231,7 +231,7 @@ export async function main(options: DemoOptions = {}): Promise<DemoResult> {
   const walletBefore = world && wallet ? await usdcOf(world.chain.rpcUrl, world.chain.chainId, world.chain.usdc.address, wallet.address) : undefined;
   const treasuryBefore = world ? await usdcOf(world.chain.rpcUrl, world.chain.chainId, world.chain.usdc.address, world.chain.treasury) : undefined;
   if (wallet) {
-    log(`${bold("▸")} agent wallet ${wallet.address} ${dim("— no account, no API key")}` + (walletBefore !== undefined ? `, holds ${formatUnits(walletBefore, 6)} test USDC` : ""));
+    log(`${bold("▸")} agent wallet ${wallet.address} ${dim("— no account, no API key")}${walletBefore !== undefined ? `, holds ${formatUnits(walletBefore, 6)} test USDC` : ""}`);
     log(dim(`  policy: ${usd(5)} per top-up, at most ${usd(10)} per top-up and ${usd(20)} per 24 h, only the service's payee, real USDC only`));
   }
 
@@ -259,6 +259,7 @@ export async function main(options: DemoOptions = {}): Promise<DemoResult> {
   const steps = new StepPrinter(log, wallet ? () => client.lastBalanceUsd() : undefined);
   let answer = "";
   let answering = false;
+  let failure: { error: unknown } | undefined;
   try {
     const stream = await agent.stream({ messages: [new HumanMessage(question)] }, { streamMode: "messages", callbacks: [steps] });
     for await (const [chunk] of stream) {
@@ -274,54 +275,56 @@ export async function main(options: DemoOptions = {}): Promise<DemoResult> {
     }
     if (steps.midLine) write("\n");
     steps.midLine = false;
-  } finally {
-    log("");
-    const creditLeft = wallet ? await client.getX402Balance().then((b) => b.balanceUsd, () => undefined) : undefined;
-    const ledger = world && wallet ? world.emulator.ledger.totals(world.emulator.ledger.wallet(wallet.address)) : undefined;
-    const walletAfter = world && wallet ? await usdcOf(world.chain.rpcUrl, world.chain.chainId, world.chain.usdc.address, wallet.address) : undefined;
-    const treasuryAfter = world ? await usdcOf(world.chain.rpcUrl, world.chain.chainId, world.chain.usdc.address, world.chain.treasury) : undefined;
-    const paid = payments.reduce((a, p) => a + (p.amountUsd ?? 0), 0);
-    log(bold("Summary"));
-    log(`  model calls ${steps.modelCalls}, tool calls ${steps.toolCalls.length} (${steps.toolCalls.join(", ") || "none"})`);
-    log(`  tokens ${steps.input + steps.output} (${steps.input} in / ${steps.output} out), inference cost ${usd(steps.costUsd)}`);
-    log(`  payments ${payments.length} (${usd(paid)})` + (creditLeft !== undefined ? `, credit left ${credit(creditLeft)}` : ""));
-    if (ledger) log(`  service ledger: topped up ${usd(ledger.toppedUp)}, charged ${usd(ledger.charged)} in ${ledger.charges} requests`);
-    log(`  requests to the service ${wire.requests}, refused with 429: ${wire.refused429}`);
-    // the receipts against the service's own ledger (GET /x402/transactions): a wallet's run only
-    const reconciliation = wallet ? await receipts.reconcile(client).catch(() => undefined) : undefined;
-    const totals = receipts.totals();
-    if (reconciliation) {
-      const differences =
-        reconciliation.unseenCharges.length + reconciliation.missingFromLedger.length + reconciliation.amountMismatches.length + reconciliation.unseenTopUps.length + reconciliation.missingTopUps.length;
-      log(
-        `  receipts: ${totals.payments} payment(s), ${totals.charges} charge(s) (${usd(totals.chargedUsd)}); ` +
-          `reconciled with the service's ledger: ${differences} difference(s)`,
-      );
-    }
-    if (walletBefore !== undefined && walletAfter !== undefined && treasuryBefore !== undefined && treasuryAfter !== undefined) {
-      log(`  on chain: agent wallet ${formatUnits(walletBefore, 6)} → ${formatUnits(walletAfter, 6)} USDC, service treasury +${formatUnits(treasuryAfter - treasuryBefore, 6)} USDC`);
-    }
-    const result: DemoResult = {
-      answer,
-      modelCalls: steps.modelCalls,
-      toolCalls: steps.toolCalls,
-      tokens: { input: steps.input, output: steps.output },
-      costUsd: steps.costUsd,
-      payments,
-      creditLeftUsd: creditLeft,
-      wire,
-      receipts: receipts.toJSONL(),
-      reconciliation,
-      ledger: ledger && { toppedUp: ledger.toppedUp, charged: ledger.charged },
-      onChain:
-        walletBefore !== undefined && walletAfter !== undefined && treasuryBefore !== undefined && treasuryAfter !== undefined
-          ? { walletBefore: formatUnits(walletBefore, 6), walletAfter: formatUnits(walletAfter, 6), treasuryGain: formatUnits(treasuryAfter - treasuryBefore, 6) }
-          : undefined,
-    };
-    await world?.emulator.close();
-    // eslint-disable-next-line no-unsafe-finally
-    return result;
+  } catch (error) {
+    failure = { error };
   }
+  // the summary, after a failed run too; then the run's error, so that a failed run exits non-zero
+  log("");
+  const creditLeft = wallet ? await client.getX402Balance().then((b) => b.balanceUsd, () => undefined) : undefined;
+  const ledger = world && wallet ? world.emulator.ledger.totals(world.emulator.ledger.wallet(wallet.address)) : undefined;
+  const walletAfter = world && wallet ? await usdcOf(world.chain.rpcUrl, world.chain.chainId, world.chain.usdc.address, wallet.address) : undefined;
+  const treasuryAfter = world ? await usdcOf(world.chain.rpcUrl, world.chain.chainId, world.chain.usdc.address, world.chain.treasury) : undefined;
+  const paid = payments.reduce((a, p) => a + (p.amountUsd ?? 0), 0);
+  log(bold("Summary"));
+  log(`  model calls ${steps.modelCalls}, tool calls ${steps.toolCalls.length} (${steps.toolCalls.join(", ") || "none"})`);
+  log(`  tokens ${steps.input + steps.output} (${steps.input} in / ${steps.output} out), inference cost ${usd(steps.costUsd)}`);
+  log(`  payments ${payments.length} (${usd(paid)})${creditLeft !== undefined ? `, credit left ${credit(creditLeft)}` : ""}`);
+  if (ledger) log(`  service ledger: topped up ${usd(ledger.toppedUp)}, charged ${usd(ledger.charged)} in ${ledger.charges} requests`);
+  log(`  requests to the service ${wire.requests}, refused with 429: ${wire.refused429}`);
+  // the receipts against the service's own ledger (GET /x402/transactions): a wallet's run only
+  const reconciliation = wallet ? await receipts.reconcile(client).catch(() => undefined) : undefined;
+  const totals = receipts.totals();
+  if (reconciliation) {
+    const differences =
+      reconciliation.unseenCharges.length + reconciliation.missingFromLedger.length + reconciliation.amountMismatches.length + reconciliation.unseenTopUps.length + reconciliation.missingTopUps.length;
+    log(
+      `  receipts: ${totals.payments} payment(s), ${totals.charges} charge(s) (${usd(totals.chargedUsd)}); ` +
+        `reconciled with the service's ledger: ${differences} difference(s)`,
+    );
+  }
+  if (walletBefore !== undefined && walletAfter !== undefined && treasuryBefore !== undefined && treasuryAfter !== undefined) {
+    log(`  on chain: agent wallet ${formatUnits(walletBefore, 6)} → ${formatUnits(walletAfter, 6)} USDC, service treasury +${formatUnits(treasuryAfter - treasuryBefore, 6)} USDC`);
+  }
+  const result: DemoResult = {
+    answer,
+    modelCalls: steps.modelCalls,
+    toolCalls: steps.toolCalls,
+    tokens: { input: steps.input, output: steps.output },
+    costUsd: steps.costUsd,
+    payments,
+    creditLeftUsd: creditLeft,
+    wire,
+    receipts: receipts.toJSONL(),
+    reconciliation,
+    ledger: ledger && { toppedUp: ledger.toppedUp, charged: ledger.charged },
+    onChain:
+      walletBefore !== undefined && walletAfter !== undefined && treasuryBefore !== undefined && treasuryAfter !== undefined
+        ? { walletBefore: formatUnits(walletBefore, 6), walletAfter: formatUnits(walletAfter, 6), treasuryGain: formatUnits(treasuryAfter - treasuryBefore, 6) }
+        : undefined,
+  };
+  await world?.emulator.close();
+  if (failure) throw failure.error;
+  return result;
 }
 
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {

@@ -39,7 +39,9 @@ export class CosineStore extends VectorStore {
   }
 
   async addVectors(vectors: number[][], documents: DocumentInterface[]): Promise<void> {
-    vectors.forEach((vector, i) => this.rows.push({ vector, norm: Math.hypot(...vector), doc: documents[i]! }));
+    vectors.forEach((vector, i) => {
+      this.rows.push({ vector, norm: Math.hypot(...vector), doc: documents[i]! });
+    });
   }
 
   async similaritySearchVectorWithScore(query: number[], k: number, filter?: this["FilterType"]): Promise<[DocumentInterface, number][]> {

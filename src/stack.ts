@@ -7,7 +7,7 @@
  */
 import { ConfigurationError } from "./http/errors.js";
 import { normalizeBaseUrl, DEFAULT_BRAND } from "./http/config.js";
-import { createTransport, type AuthProvider, type FetchLayer, type TransportFetch, type TransportOptions } from "./http/fetch-stack.js";
+import { createTransport, type AuthProvider, type FetchLayer, type TransportOptions } from "./http/fetch-stack.js";
 import { sharedLimitStore } from "./http/shared-limits.js";
 import { contextOf, type ServiceContext } from "./http/context.js";
 import type { X402Wallet } from "./x402/wallets.js";

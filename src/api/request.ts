@@ -4,7 +4,7 @@
  * binary twin (media answers), and the checks of arguments and answers. `ServiceClient` (src/client.ts)
  * implements `ServiceApi` and sits above the actions; nothing on this floor imports it.
  */
-import { z } from "zod";
+import type { z } from "zod";
 import { ResponseFormatError, ValidationError } from "../http/errors.js";
 import { responseHeaders, type ServiceRequestHints, type ServiceRequestInit } from "../http/fetch-stack.js";
 import type { ServiceResponseHeaders } from "../http/headers.js";

@@ -109,6 +109,7 @@ function validateProfileOverrides(profile: unknown): Partial<ServiceModelProfile
 // the request fields are members of the model (declared once, in ChatRequestFields)
 export interface ChatService extends ChatRequestFields {}
 
+// biome-ignore lint/suspicious/noUnsafeDeclarationMerging: the fields are optional and the constructor assigns those given
 export class ChatService extends BaseChatModel<ChatServiceCallOptions, AIMessageChunk> {
   static override lc_name() {
     return "ChatService";

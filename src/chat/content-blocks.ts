@@ -20,7 +20,7 @@
  * `reasoning_details` (the closing chunk carries them whole after the reasoning was streamed). The citations of a
  * stream come on another chunk than its text, so the merged message (`concat`) is where annotations appear.
  */
-import { AIMessage, AIMessageChunk, type BaseMessage, type ContentBlock } from "@langchain/core/messages";
+import { type AIMessage, AIMessageChunk, type BaseMessage, type ContentBlock } from "@langchain/core/messages";
 import type { ChatGenerationChunk } from "@langchain/core/outputs";
 import type { Document } from "@langchain/core/documents";
 import { mapCitations } from "./citations.js";

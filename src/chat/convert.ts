@@ -142,7 +142,7 @@ function textParts(content: unknown[]): Array<Record<string, unknown>> {
   const out: Array<Record<string, unknown>> = [];
   for (const part of content) {
     const p = part as { type?: unknown; text?: unknown; cache_control?: unknown } | null;
-    if (!p || p.type !== "text") {
+    if (p?.type !== "text") {
       out.push(part as Record<string, unknown>);
       continue;
     }

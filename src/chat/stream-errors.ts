@@ -59,7 +59,7 @@ export function typedStreamError(err: unknown, partial: string): unknown {
   if (!(err instanceof StreamError)) return err;
   const inBand = inBandErrorOf(err);
   if (!inBand) return err;
-  const retryAfter = ((err.body as { error?: { retry_after?: unknown } }).error ?? {}).retry_after;
+  const retryAfter = (err.body as { error?: { retry_after?: unknown } }).error?.retry_after;
   const init = { status: err.status, code: inBand.code ?? err.code, body: err.body, headers: err.headers, cause: err };
   const detail = inBand.message ? `: ${inBand.message}` : "";
   if (inBand.code === "model_overloaded") {

@@ -90,7 +90,9 @@ function checkMessage(message: unknown, path: string): void {
   optString(message.reasoning_content, `${path}.reasoning_content`);
   const details = message.reasoning_details;
   if (optArray(details, `${path}.reasoning_details`) && details) {
-    details.forEach((d, i) => isObj(d) || fail(`${path}.reasoning_details[${i}]`, "an object", d));
+    details.forEach((d, i) => {
+      if (!isObj(d)) fail(`${path}.reasoning_details[${i}]`, "an object", d);
+    });
   }
   const calls = message.tool_calls;
   if (optArray(calls, `${path}.tool_calls`) && calls) {

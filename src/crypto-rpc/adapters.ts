@@ -32,7 +32,9 @@ function ethersGetUrl(client: ServiceClient) {
       signal: controller.signal,
     });
     const headers: Record<string, string> = {};
-    response.headers.forEach((value, key) => (headers[key.toLowerCase()] = value));
+    response.headers.forEach((value, key) => {
+      headers[key.toLowerCase()] = value;
+    });
     const body = new Uint8Array(await response.arrayBuffer());
     return { statusCode: response.status, statusMessage: response.statusText, headers, body: body.length ? body : null };
   };

@@ -364,7 +364,7 @@ export class ContractReadTool extends CryptoTool<typeof contractReadSchema> {
       } catch (err) {
         throw new ToolInputError("DECODE_FAILED", `the result does not decode as (${fn.outputs.map((o) => o.type).join(", ")}): ${(err as Error).message.split(" (")[0]}`);
       }
-      const values = fn.outputs.map((o, i) => plain(decoded[i]));
+      const values = fn.outputs.map((_, i) => plain(decoded[i]));
       const named = fn.outputs.every((o) => o.name) ? Object.fromEntries(fn.outputs.map((o, i) => [o.name, values[i]])) : undefined;
       return this.content(
         { network: input.network, address, function: fn.format("sighash"), blockTag: tag, result: values.length === 1 ? values[0] : (named ?? values) },

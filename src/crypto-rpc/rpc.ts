@@ -105,7 +105,7 @@ const responseSchema = z
   .refine((r) => "result" in r || r.error !== undefined, "neither result nor error");
 
 function issuesText(error: z.ZodError, prefix = ""): string {
-  return error.issues.map((i) => `${prefix}${i.path.length ? i.path.join(".") + ": " : ""}${i.message}`).join("; ");
+  return error.issues.map((i) => `${prefix}${i.path.length ? `${i.path.join(".")}: ` : ""}${i.message}`).join("; ");
 }
 
 /** Validates and normalizes one request (adds `jsonrpc`, and `id` when missing). Throws `ValidationError`. */

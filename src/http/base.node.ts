@@ -60,8 +60,9 @@ export const defaultFetch: FetchLike = (input, init) => {
 function headersOf(init: ServiceRequestInit, body: Body): Record<string, string> {
   const out: Record<string, string> = {};
   const h = init.headers;
-  if (h instanceof Headers) h.forEach((v, k) => (out[k] = v));
-  else if (Array.isArray(h)) {
+  if (h instanceof Headers) {
+    for (const [k, v] of h) out[k] = v;
+  } else if (Array.isArray(h)) {
     for (const [k, v] of h as [string, string][]) {
       const name = k.toLowerCase();
       out[name] = out[name] === undefined ? v : `${out[name]}, ${v}`;

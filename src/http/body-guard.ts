@@ -12,7 +12,7 @@
  * The bounds wrap the body's stream (a plain `Response` built on it), read only when its consumer reads (a slow
  * consumer is never "idle"), with one lazily re-armed timer instead of a timer per chunk.
  */
-import { ConfigurationError, ResponseTooLargeError, TimeoutError, ValidationError, abortErrorOf } from "./errors.js";
+import { type ConfigurationError, ResponseTooLargeError, TimeoutError, ValidationError, abortErrorOf } from "./errors.js";
 import type { FetchLike } from "./types.js";
 import { checkMs } from "./options.js";
 

@@ -234,11 +234,11 @@ export function concurrencyLayer(
     // an API key's request that is not crypto RPC (the common case) waits for nothing: not even a promise of ours
     if ((!walletGate && !rpc) || init?.service?.auth === false || !sameOrigin(url, origin)) return next(input, init);
     const call = rpc && batcher && (typeof input === "string" || input instanceof URL) ? singleCall(init) : undefined;
-    if (call) return batcher!.add(url, init!, call, (build, signal) => held((i) => next(i, build()), url, true, url, { signal }));
-    return held(next, url, rpc, input, init);
+    if (call) return batcher!.add(url, init!, call, (build, signal) => held((i) => next(i, build()), true, url, { signal }));
+    return held(next, rpc, input, init);
   };
 
-  async function held(next: Parameters<FetchLayer>[0], url: string, rpc: boolean, input: Parameters<FetchLike>[0], init: Parameters<FetchLike>[1]): Promise<Response> {
+  async function held(next: Parameters<FetchLayer>[0], rpc: boolean, input: Parameters<FetchLike>[0], init: Parameters<FetchLike>[1]): Promise<Response> {
     const places: Place[] = [];
     const signal = init?.signal;
     try {

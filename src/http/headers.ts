@@ -12,7 +12,7 @@
 import { brandNames } from "./config.js";
 
 export type { RateLimitHeaders, ServiceResponseHeaders, X402PaymentRequired } from "./header-types.js";
-import type { RateLimitHeaders, ServiceResponseHeaders, X402PaymentRequired } from "./header-types.js";
+import type { ServiceResponseHeaders, X402PaymentRequired } from "./header-types.js";
 
 
 const DECIMAL = /^[+-]?(?:\d+\.?\d*|\.\d+)(?:e[+-]?\d+)?$/i;
@@ -163,7 +163,9 @@ export function parseServiceHeaders(
   // one pass over the answer's headers (a dozen or so), then ~50 lookups in a Map: a Headers lookup normalizes
   // its name every time
   const present = new Map<string, string>();
-  headers.forEach((value, name) => present.set(name, value));
+  headers.forEach((value, name) => {
+    present.set(name, value);
+  });
   const lookup = { get: (name: string): string | null => present.get(name) ?? null };
   const get = (name: string) => present.get(name);
   const num = (name: string) => toNumber(present.get(name));

@@ -27,7 +27,7 @@
  * The in-process limiter keeps learning from every answer and takes over when the store fails (see
  * shared-limits.ts). The crypto RPC proxy's cap stays per process: it is told only by the 429 that trips it.
  */
-import { type FetchLayer, type ModelType } from "./types.js";
+import type { FetchLayer, ModelType } from "./types.js";
 import { abortErrorOf } from "./errors.js";
 import { capWindowOf, parseServiceHeaders, rateLimitResetAtMs, rateWindowsOf } from "./headers.js";
 import { sleep } from "./retry.js";

@@ -147,7 +147,9 @@ export class RpcBatcher {
         if (entries.length === 1) return settle(entries[0]!, () => entries[0]!.resolve(res));
         const text = await res.text();
         const parts = this.#split(batch.url, res, text, entries);
-        entries.forEach((e, i) => settle(e, () => (parts[i] instanceof Response ? e.resolve(parts[i]) : e.reject(parts[i]))));
+        entries.forEach((e, i) => {
+          settle(e, () => (parts[i] instanceof Response ? e.resolve(parts[i]) : e.reject(parts[i])));
+        });
       },
     ).catch((err: unknown) => {
       for (const e of batch.entries) settle(e, () => e.reject(err));

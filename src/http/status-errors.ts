@@ -7,7 +7,7 @@ import { signInAdvice } from "./sign-in-refusals.js";
 import type { ServiceResponseHeaders } from "./header-types.js";
 import {
   AbuseBlockError, AuthenticationError, BadRequestError, CharacterNotFoundError, ContentPolicyError, GatewayTimeoutError, InsufficientBalanceError,
-  ModelNotFoundError, NotFoundError, PayloadTooLargeError, PaymentRequiredError, PermissionDeniedError, ProOnlyModelError, RateLimitError, ServerError, ServiceError,
+  ModelNotFoundError, NotFoundError, PayloadTooLargeError, PaymentRequiredError, PermissionDeniedError, ProOnlyModelError, RateLimitError, ServerError, type ServiceError,
   UnexpectedStatusError,
   ModelOverloadedError,
 } from "./errors.js";
@@ -92,7 +92,7 @@ export function errorFromResponse(status: number, body: unknown, headers: Servic
       // balance…", a per-key spend limit): no code, no x402 fields
       if (code === "INSUFFICIENT_BALANCE" || (code === undefined && !isX402Body(body, code, headers))) {
         return new InsufficientBalanceError(
-          msg("Insufficient balance") + " (API-key account; add credit or use a wallet)",
+          `${msg("Insufficient balance")} (API-key account; add credit or use a wallet)`,
           base,
         );
       }

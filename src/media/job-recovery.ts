@@ -6,7 +6,7 @@
  * API key reads `/billing/usage-history` (an ADMIN key; an inference key cannot, and then the job is unknown).
  * The same ledger shows a failed job's `REFUND` row.
  */
-import { ServiceError } from "../http/errors.js";
+import type { ServiceError } from "../http/errors.js";
 import { sleep } from "../http/retry.js";
 import type { ServiceApi } from "../api/request.js";
 import { modelOfSku, usageHistoryPage } from "../account/billing.js";

@@ -18,7 +18,7 @@ export {
   type AudioGenerationToolOptions,
 } from "./job-tool.js";
 export { assertPublicHttpUrl, blockedIPv4, blockedIPv6, UnsafeUrlError } from "./url-guard.js";
-export { type ServiceToolConnection } from "./shared.js";
+export type { ServiceToolConnection } from "./shared.js";
 export {
   webSearch,
   webScrape,

@@ -3,7 +3,7 @@
  * layer.ts), a signed payment kept until its outcome is known, and the context the request path, the top-up
  * single flight, settlement and balance reads are handed (one per controller).
  */
-import type { PaymentEvent, PaymentEventListener } from "./events.js";
+import type { PaymentEvent } from "./events.js";
 import type { PaymentDecision, PaymentPolicy, PaymentPolicyOptions } from "./policy.js";
 import type { SignedPayment } from "./payment.js";
 import type { X402Wallet } from "./wallets.js";

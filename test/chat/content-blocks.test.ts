@@ -9,7 +9,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { tool } from "@langchain/core/tools";
-import { AIMessage, AIMessageChunk, HumanMessage, type ContentBlock } from "@langchain/core/messages";
+import { AIMessage, type AIMessageChunk, HumanMessage, type ContentBlock } from "@langchain/core/messages";
 import { createAgent } from "langchain";
 import { ChatService, type ChatServiceInput } from "../../src/chat/index.js";
 import { startEmulator, type Emulator } from "langchain-service-emulator";

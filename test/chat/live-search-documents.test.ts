@@ -8,7 +8,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createAgent } from "langchain";
-import { AIMessage, AIMessageChunk, HumanMessage, ToolMessage, type BaseMessage } from "@langchain/core/messages";
+import { type AIMessage, type AIMessageChunk, HumanMessage, ToolMessage, type BaseMessage } from "@langchain/core/messages";
 import { ChatService, webSearchDocuments, webSearchCitations } from "../../src/chat/index.js";
 import { ServiceClient } from "../../src/index.js";
 import { WebSearchTool } from "../../src/tools/index.js";

@@ -4,7 +4,7 @@
  * search-documents tool call, n > 1, stop_reason/logprobs/prompt_logprobs, headers and deprecation.
  */
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { AIMessageChunk } from "@langchain/core/messages";
+import type { AIMessageChunk } from "@langchain/core/messages";
 import { ChatService } from "../../src/chat/index.js";
 import { createServiceContext } from "../../src/http/context.js";
 import { ResponseFormatError, StreamError } from "../../src/http/errors.js";

@@ -89,7 +89,9 @@ describe("parallel single calls become one batch", () => {
     statuses.length = 0;
     const addresses = Array.from({ length: 10 }, (_, i) => `0x${String(i).repeat(40)}`);
     const outputs = await Promise.all(addresses.map((a, i) => toolCall(rpc, i, "eth_getBalance", [a, "latest"])));
-    outputs.forEach((out, i) => expect(out).toContain(`eth_getBalance:${JSON.stringify([addresses[i], "latest"])}`.replace(/"/g, '\\"')));
+    outputs.forEach((out, i) => {
+      expect(out).toContain(`eth_getBalance:${JSON.stringify([addresses[i], "latest"])}`.replace(/"/g, '\\"'));
+    });
     expect(statuses).toEqual([200]);
     expect(received).toHaveLength(1);
     expect(received[0]!.single).toBe(false);

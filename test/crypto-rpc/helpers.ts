@@ -45,7 +45,7 @@ export async function transferUsdc(chain: LocalChain, fromIndex: number, to: str
     const usdc = new Contract(chain.usdc.address, USDC_ABI, wallet);
     const tx = await usdc.getFunction("transfer")(to, amount);
     const receipt = await tx.wait();
-    if (!receipt || receipt.status !== 1) throw new Error("transfer failed");
+    if (receipt?.status !== 1) throw new Error("transfer failed");
     return receipt;
   } finally {
     provider.destroy();

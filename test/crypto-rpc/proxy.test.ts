@@ -111,7 +111,7 @@ describe("POST /crypto/rpc/{network}", () => {
     const r = await rpc("base-mainnet", [
       { jsonrpc: "2.0", id: 1, method: "eth_blockNumber" },
       { jsonrpc: "2.0", id: 2, method: "eth_getBalance", params: ["not-an-address", "latest"] },
-      { jsonrpc: "2.0", id: 3, method: "debug_traceTransaction", params: ["0x" + "00".repeat(32)] },
+      { jsonrpc: "2.0", id: 3, method: "debug_traceTransaction", params: [`0x${"00".repeat(32)}`] },
     ]);
     expect(r.status).toBe(200);
     expect(Array.isArray(r.json)).toBe(true);

@@ -4,7 +4,7 @@
  * leading zeros (geth rejects "0x01").
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ToolMessage } from "@langchain/core/messages";
+import type { ToolMessage } from "@langchain/core/messages";
 import { startEmulator, type Emulator } from "langchain-service-emulator";
 import { CryptoRpcToolkit } from "../../src/crypto-rpc/index.js";
 import { countingClient } from "./helpers.js";

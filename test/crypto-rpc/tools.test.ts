@@ -108,7 +108,7 @@ describe("typed reads", () => {
     expect(json.address).toBe(address); // checksummed
     expect(json.balance).toEqual({ wei: expected.toString(), formatted: formatUnits(expected, 18), symbol: "ETH" });
     expect(artifact.request.method).toBe("eth_getBalance");
-    expect(artifact.response.result).toBe("0x" + expected.toString(16));
+    expect(artifact.response.result).toBe(`0x${expected.toString(16)}`);
     expect(artifact.credits).toBe(20);
   });
 
@@ -142,7 +142,7 @@ describe("typed reads", () => {
     expect(json.methodSelector).toBe(usdcInterface.getFunction("transfer")!.selector);
     expect(BigInt(json.fee.wei)).toBeGreaterThan(0n);
     expect(json.logCount).toBe(1);
-    const missing = await call("transaction_status", { network: "base-mainnet", hash: "0x" + "ab".repeat(32) });
+    const missing = await call("transaction_status", { network: "base-mainnet", hash: `0x${"ab".repeat(32)}` });
     expect(missing.json.status).toBe("not_found");
   });
 
@@ -191,7 +191,7 @@ describe("typed reads", () => {
       network: "base-mainnet",
       address: chain.usdc.address,
       function: "authorizationState(address authorizer, bytes32 nonce) view returns (bool used)",
-      args: [chain.accounts[2]!.address, "0x" + "00".repeat(32)],
+      args: [chain.accounts[2]!.address, `0x${"00".repeat(32)}`],
     });
     expect(state.json.result).toBe(false);
   });

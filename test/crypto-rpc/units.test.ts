@@ -96,9 +96,9 @@ describe("result formatting", () => {
       blockNumber: "0x1b4",
       gasUsed: "0x5208",
       status: "0x1",
-      transactionHash: "0x" + "ab".repeat(32),
-      from: "0x" + "12".repeat(20),
-      logs: [{ logIndex: "0x0", data: "0x" + "00".repeat(31) + "ff" }],
+      transactionHash: `0x${"ab".repeat(32)}`,
+      from: `0x${"12".repeat(20)}`,
+      logs: [{ logIndex: "0x0", data: `0x${"00".repeat(31)}ff` }],
     };
     expect(withDecimals(receipt)).toEqual({
       ...receipt,

@@ -206,8 +206,8 @@ describe("sharing between live clients", () => {
 });
 
 describe("wallet states", () => {
-  const KEY_A = "0x" + "11".repeat(32);
-  const KEY_B = "0x" + "22".repeat(32);
+  const KEY_A = `0x${"11".repeat(32)}`;
+  const KEY_B = `0x${"22".repeat(32)}`;
 
   it("are shared by two live controllers on one wallet (two wallet objects), across a full GC; released after", async () => {
     // in a function of its own: an async function's locals live until it returns

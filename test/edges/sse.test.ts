@@ -88,7 +88,7 @@ describe("event size", () => {
 
   it("many data lines of one event count together", { timeout: BOUND }, async () => {
     const line = `data: ${"q".repeat(1000)}\n`;
-    fx.script = (_req, res) => writeParts(res, [line.repeat(2000) + "\n", "data: [DONE]\n\n"]);
+    fx.script = (_req, res) => writeParts(res, [`${line.repeat(2000)}\n`, "data: [DONE]\n\n"]);
     expect(await rejection(events({ maxEventBytes: MB }))).toBeInstanceOf(ResponseTooLargeError);
   });
 

@@ -2,7 +2,7 @@
  * The emulator speaks what real OpenAI-wire clients speak: @langchain/openai's ChatOpenAI (invoke, stream,
  * tools, structured output) and the openai SDK's stream parser, over loopback HTTP.
  */
-import { HumanMessage, ToolMessage, type AIMessage } from "@langchain/core/messages";
+import { HumanMessage, type ToolMessage, type AIMessage } from "@langchain/core/messages";
 import { tool } from "@langchain/core/tools";
 import { ChatOpenAI } from "@langchain/openai";
 import OpenAI from "openai";

@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { z } from "zod";
 import { tool } from "@langchain/core/tools";
-import { AIMessage, AIMessageChunk, HumanMessage, ToolMessage, type BaseMessage } from "@langchain/core/messages";
+import { AIMessage, type AIMessageChunk, HumanMessage, ToolMessage, type BaseMessage } from "@langchain/core/messages";
 import { ChatService } from "../../src/chat/index.js";
 import { startEmulator, type Emulator } from "langchain-service-emulator";
 import { BadRequestError, ValidationError } from "../../src/http/errors.js";

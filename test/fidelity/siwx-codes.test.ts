@@ -21,7 +21,7 @@ import { AuthenticationError } from "../../src/http/errors.js";
 import type { AuthProvider, FetchLike } from "../../src/http/fetch-stack.js";
 import { toBase64Json } from "../../src/x402/encoding.js";
 import { createSiwxHeader, createSiwxPayload, createWalletAuth } from "../../src/x402/siwx.js";
-import { type X402Wallet } from "../../src/x402/wallets.js";
+import type { X402Wallet } from "../../src/x402/wallets.js";
 import { EvmWallet } from "../../src/evm/index.js";
 import { SolanaWallet } from "../../src/solana/index.js";
 import { probeRoute } from "../emulator/helpers.js";

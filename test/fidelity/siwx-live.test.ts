@@ -12,7 +12,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { startEmulator, type Emulator } from "langchain-service-emulator";
 import { createSiwxHeader, createSiwxPayload } from "../../src/x402/siwx.js";
 import { toBase64Json } from "../../src/x402/encoding.js";
-import { type X402Wallet } from "../../src/x402/wallets.js";
+import type { X402Wallet } from "../../src/x402/wallets.js";
 import { EvmWallet } from "../../src/evm/index.js";
 import { SolanaWallet } from "../../src/solana/index.js";
 import { probeRoute } from "../emulator/helpers.js";

@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ChatService } from "../../src/chat/chat-model.js";
 import { PaymentPolicyError } from "../../src/http/errors.js";
 import type { Emulator } from "langchain-service-emulator";
-import { type PaymentEvent } from "../../src/x402/index.js";
+import type { PaymentEvent } from "../../src/x402/index.js";
 import { EvmWallet } from "../../src/evm/index.js";
 import { SolanaWallet } from "../../src/solana/index.js";
 import { chatBody, payer, startPaidEmulator, testPolicy, usdcBalance } from "../x402/helpers.js";

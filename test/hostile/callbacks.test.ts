@@ -6,7 +6,7 @@ import { RunnableLambda } from "@langchain/core/runnables";
 import { describe, expect, it } from "vitest";
 import { ChatService, PaymentSpendHandler, ServiceClient } from "../../src/index.js";
 import { EvmWallet } from "../../src/evm/index.js";
-import { PAYEE_A, authorizationOf, completed, json, offer, paymentRequired, hostileServers, toppedUp, type HostileServer } from "./server.js";
+import { PAYEE_A, authorizationOf, completed, json, offer, paymentRequired, hostileServers, toppedUp, } from "./server.js";
 
 const hostile = hostileServers();
 const isTopUp = (url: string) => url.split("?")[0]!.endsWith("/x402/top-up");

@@ -18,7 +18,6 @@ import {
   paymentRequired,
   hostileServers,
   toppedUp,
-  type HostileServer,
   type RecordedRequest,
 } from "./server.js";
 

@@ -198,7 +198,7 @@ describe("4. only the service's own 402s are paid", () => {
 
   it("a 402 at the end of a redirect (a fetch that follows redirects itself) is not paid", async () => {
     const foreign = await hostile(alwaysPaymentRequired([offer({ payTo: PAYEE_B })]));
-    const svc = await hostile((req, res) => {
+    const svc = await hostile((_req, res) => {
       res.writeHead(307, { location: `${foreign.url}/chat/completions` });
       res.end();
     });

@@ -129,7 +129,7 @@ describe("a wallet at its period cap", () => {
     const { X402PaymentController } = await import("../../src/x402/layer.js");
     const { MemoryStore } = await import("../../src/store/memory.js");
     const { walletScopeKey } = await import("../../src/x402/policy.js");
-    const svc = await hostile((req, res) => json(res, { x402Version: 2, accepts: [offer()] }, {}, 402));
+    const svc = await hostile((_req, res) => json(res, { x402Version: 2, accepts: [offer()] }, {}, 402));
     const wallet = EvmWallet.random();
     // the fleet's store, where another process already topped this wallet up to its $10 cap
     const store = new MemoryStore();

@@ -6,7 +6,7 @@
 import { describe, expect, it } from "vitest";
 import { ServiceClient } from "../../src/client.js";
 import { PaymentNotCurableError, PaymentsUnavailableError, TopUpRejectedError } from "../../src/http/errors.js";
-import { type PaymentEvent } from "../../src/x402/index.js";
+import type { PaymentEvent } from "../../src/x402/index.js";
 import { EvmWallet } from "../../src/evm/index.js";
 import { authorizationOf, completed, hostileServers, json, offer, paymentRequired, PAYEE_A, toppedUp, type HostileServer } from "./server.js";
 

@@ -25,7 +25,7 @@ function readmeLayers(): string[] {
 /** The names in the list `createTransport` composes, in the order written. */
 function composedLayers(): string[] {
   const source = readFileSync(join(ROOT, "src/http/fetch-stack.ts"), "utf8");
-  const list = /const layers: \[StackLayerName, FetchLayer \| undefined\]\[\] = \[([\s\S]*?)\n  \];/.exec(source);
+  const list = /const layers: \[StackLayerName, FetchLayer \| undefined\]\[\] = \[([\s\S]*?)\n {2}\];/.exec(source);
   expect(list).not.toBeNull();
   return [...list![1]!.matchAll(/^\s*\["([a-z -]+)",/gm)].map((m) => m[1]!);
 }

@@ -7,7 +7,7 @@
  *   request sent (no blind retry of a partly consumed stream); an in-band error does the same.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { AIMessageChunk } from "@langchain/core/messages";
+import type { AIMessageChunk } from "@langchain/core/messages";
 import { ABUSE_BLOCK_MESSAGE, startEmulator, type Emulator } from "langchain-service-emulator";
 import { ChatService } from "../../src/chat/index.js";
 import { AbuseBlockError, ServerError, StreamError } from "../../src/http/errors.js";

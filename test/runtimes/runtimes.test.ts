@@ -17,7 +17,6 @@ import type { Emulator } from "langchain-service-emulator";
 import { startPaidEmulator } from "../x402/helpers.js";
 import {
   CHROMIUM,
-  PROJECT,
   buildPackage,
   bun,
   bundle,

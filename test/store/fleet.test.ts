@@ -17,7 +17,6 @@ import { freePort, keysUnder, ownRedisAvailable, redisAvailable, startRedis, typ
 
 const CHILD = fileURLToPath(new URL("./fleet-child.ts", import.meta.url));
 const N = "eip155:8453";
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const randomAddress = () => EvmWallet.random().address;
 
 const fleet = (jobs: Record<string, unknown>[]) => fleetOf<string[]>(CHILD, jobs);

@@ -7,7 +7,7 @@
 import { fileURLToPath } from "node:url";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { startEmulator, type Emulator } from "langchain-service-emulator";
-import { type FetchLike } from "../../src/http/fetch-stack.js";
+import type { FetchLike } from "../../src/http/fetch-stack.js";
 import { createServiceFetch } from "../../src/stack.js";
 import { STORE_RETRY_MS } from "../../src/http/shared-limits.js";
 import { MemoryLimits } from "../../src/store/memory-limits.js";

@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Wallet } from "ethers";
 import type { Emulator } from "langchain-service-emulator";
-import { type FetchLike } from "../../src/http/fetch-stack.js";
+import type { FetchLike } from "../../src/http/fetch-stack.js";
 import { createServiceFetch } from "../../src/stack.js";
 import { ServiceClient } from "../../src/client.js";
 import { InsufficientBalanceError, PaymentFailedError, PaymentPolicyError, PermissionDeniedError, AuthenticationError } from "../../src/http/errors.js";

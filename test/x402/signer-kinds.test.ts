@@ -14,7 +14,7 @@ import type { X402EmulatorOptions } from "../../packages/langchain-service-emula
 import { PaymentPolicyError } from "../../src/http/errors.js";
 import { ServiceClient } from "../../src/client.js";
 import type { PaymentEvent, PaymentPolicyOptions } from "../../src/x402/index.js";
-import { type Eip1193Provider } from "../../src/x402/wallets.js";
+import type { Eip1193Provider } from "../../src/x402/wallets.js";
 import { EvmWallet } from "../../src/evm/index.js";
 import { chatBody, startPaidEmulator, testPolicy, unpacedRoutes, usdcBalance } from "./helpers.js";
 import { startSigningService, type SigningService } from "./remote-signer.js";

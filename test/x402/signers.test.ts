@@ -10,7 +10,7 @@ import { privateKeyToAccount, toAccount } from "viem/accounts";
 import { createKeyPairSignerFromBytes } from "@solana/kit";
 import { describe, expect, it } from "vitest";
 import { ConfigurationError } from "../../src/http/errors.js";
-import { type Eip1193Provider, type X402Wallet } from "../../src/x402/wallets.js";
+import type { Eip1193Provider, X402Wallet } from "../../src/x402/wallets.js";
 import { EvmWallet } from "../../src/evm/index.js";
 import { SolanaWallet } from "../../src/solana/index.js";
 import { createSiwxHeader } from "../../src/x402/siwx.js";

@@ -18,7 +18,6 @@ import {
   parseErc6492Signature,
   createWalletClient,
   type Hex,
-  type LocalAccount,
 } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import type { Emulator } from "langchain-service-emulator";

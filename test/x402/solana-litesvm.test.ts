@@ -5,7 +5,7 @@
  * with a one-line notice while Base keeps working.
  */
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { ToolMessage } from "@langchain/core/messages";
+import type { ToolMessage } from "@langchain/core/messages";
 import { getMintDecoder, getTokenDecoder } from "@solana-program/token";
 import { startEmulator, type Emulator } from "langchain-service-emulator";
 import { LITESVM_MISSING_MESSAGE, SOLANA_STARTING_USDC_ATOMIC, type SolanaRail } from "../../packages/langchain-service-emulator/src/x402/solana.js";

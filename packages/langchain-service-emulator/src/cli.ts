@@ -194,7 +194,9 @@ function describe(emulator: Emulator, io: CliIo): void {
     io.out(`test USDC (${chain.usdc.symbol}, ${chain.usdc.decimals} decimals, at the real Base USDC address): ${chain.usdc.address}`);
     io.out(`treasury (x402 payee): ${chain.treasury}`);
     io.out("funded accounts (local test keys, never use them elsewhere):");
-    chain.accounts.forEach((a, i) => io.out(`  (${i}) ${a.address}  ${a.privateKey}`));
+    chain.accounts.forEach((a, i) => {
+      io.out(`  (${i}) ${a.address}  ${a.privateKey}`);
+    });
   }
   const solanaMint = (emulator.context.x402 as { solana?: { mint?: string } } | undefined)?.solana?.mint;
   if (solanaMint) io.out(`Solana test USDC (LiteSVM, RPC ${emulator.url}/x402/solana/rpc) at the real USDC mint: ${solanaMint}`);

@@ -106,5 +106,5 @@ export function isMissingModule(err: unknown, dir: string): boolean {
   const e = err as { code?: string; message?: string } | undefined;
   if (e?.code !== "ERR_MODULE_NOT_FOUND") return false;
   const missing = /Cannot find (?:module|package) '([^']+)'/.exec(e.message ?? "")?.[1] ?? "";
-  return new RegExp("(^|[\\\\/])" + dir + "[\\\\/]index(\\.[cm]?[jt]s)?$").test(missing);
+  return new RegExp(`(^|[\\\\/])${dir}[\\\\/]index(\\.[cm]?[jt]s)?$`).test(missing);
 }

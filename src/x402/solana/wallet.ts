@@ -60,7 +60,7 @@ export class SolanaWallet implements X402Wallet {
     } else if (key && typeof key === "object" && (key as { secretKey?: unknown }).secretKey instanceof Uint8Array) {
       bytes = (key as { secretKey: Uint8Array }).secretKey;
     }
-    if (!bytes || bytes.length !== 64) {
+    if (bytes?.length !== 64) {
       throw new ConfigurationError(
         "SolanaWallet: expected a 64-byte secret key (Uint8Array, JSON array, base58 string), a @solana/web3.js Keypair or a @solana/kit signer",
       );

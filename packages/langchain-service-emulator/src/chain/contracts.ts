@@ -215,6 +215,7 @@ contract TestUSDC {
  * Multicall3-compatible contract (same ABI as the canonical one at 0xcA11...CA11 for the functions viem and
  * ethers use). Compiled here because the official runtime bytecode is not shipped in any installed package.
  */
+// biome-ignore lint/complexity/noUselessStringRaw: Solidity pasted as written; raw keeps any backslash it gains
 export const MULTICALL3_SOURCE = String.raw`// SPDX-License-Identifier: MIT
 pragma solidity ^0.8.20;
 

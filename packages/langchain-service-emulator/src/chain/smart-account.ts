@@ -9,6 +9,7 @@
  * wrap the hash first (a replay-safe hash bound to the account) or encode an owner index; this one keeps only the
  * owner check, which is what the verifiers (viem's universal validator, the x402 facilitator, USDC) exercise.
  */
+// biome-ignore lint/complexity/noUselessStringRaw: Solidity pasted as written; raw keeps any backslash it gains
 export const SMART_ACCOUNT_SOURCE = String.raw`// SPDX-License-Identifier: MIT
 pragma solidity ^0.8.20;
 

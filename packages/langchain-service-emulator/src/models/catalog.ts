@@ -256,7 +256,7 @@ export const COMPATIBILITY_MAPPING: Readonly<Record<string, Readonly<Record<stri
 
 /** The value of `key` in `record`, own members only (`constructor` is no alias). */
 function own(record: Readonly<Record<string, string>> | undefined, key: string): string | undefined {
-  return record && Object.prototype.hasOwnProperty.call(record, key) ? record[key] : undefined;
+  return record && Object.hasOwn(record, key) ? record[key] : undefined;
 }
 
 /** The model for `id`: a model id, a text trait or a compatibility name; a feature suffix (`emu-s:enable_web_search=on`) is ignored. */

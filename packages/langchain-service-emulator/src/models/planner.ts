@@ -205,7 +205,7 @@ export function planToolCalls(input: PlannerInput): PlannedCall[] {
         : { fill: fillSchema(schema, facts, { fallback: true, question }) ?? { value: {}, strong: false, used: new Set() }, fallback: true };
     } else if (mention && fill) {
       chosen = { fill, fallback: false };
-    } else if (fill && fill.strong && requiredCount > 0) {
+    } else if (fill?.strong && requiredCount > 0) {
       chosen = { fill, fallback: false };
     }
     if (!chosen) return;

@@ -68,7 +68,7 @@ function resolve(schema: unknown, ctx: Ctx): JsonSchema {
     return { ...rest, ...resolve(nonNull, ctx) };
   }
   if (Array.isArray(s.allOf)) {
-    return (s.allOf as unknown[]).reduce<JsonSchema>((acc, part) => ({ ...acc, ...resolve(part, ctx) }), {});
+    return Object.assign({}, ...(s.allOf as unknown[]).map((part) => resolve(part, ctx))) as JsonSchema;
   }
   return s;
 }

@@ -132,7 +132,7 @@ function accountDigest(ctx: EmulatorContext, account: Account): string {
 function csvOf(rows: UsageRow[]): string {
   const head = "timestamp,sku,pricePerUnitUsd,units,amount,currency,notes,inferenceDetails.requestId,inferenceDetails.inferenceExecutionTime,inferenceDetails.promptTokens,inferenceDetails.completionTokens";
   const cell = (v: unknown) => (v === null || v === undefined ? "" : /[",\n]/.test(String(v)) ? `"${String(v).replace(/"/g, '""')}"` : String(v));
-  return [head, ...rows.map((r) => [r.timestamp, r.sku, r.pricePerUnitUsd, r.units, r.amount, r.currency, r.notes, r.inferenceDetails?.requestId, null, null, null].map(cell).join(","))].join("\n") + "\n";
+  return `${[head, ...rows.map((r) => [r.timestamp, r.sku, r.pricePerUnitUsd, r.units, r.amount, r.currency, r.notes, r.inferenceDetails?.requestId, null, null, null].map(cell).join(","))].join("\n")}\n`;
 }
 
 function inRange(rows: UsageRow[], start?: string, end?: string, currency?: string): UsageRow[] {

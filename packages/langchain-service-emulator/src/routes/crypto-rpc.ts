@@ -431,7 +431,9 @@ async function serve({ req, ctx, caller, account, slug, items, methods }: RpcCal
   const answers = (Array.isArray(answer) ? answer : [answer]) as Record<string, unknown>[];
   for (const a of answers) if ("error" in a) a.error = stripErrorInternals(a.error);
   const methodById = new Map<string, string>();
-  items.forEach((item, i) => methodById.set(JSON.stringify((item as { id?: unknown }).id ?? null), methods[i]!));
+  items.forEach((item, i) => {
+    methodById.set(JSON.stringify((item as { id?: unknown }).id ?? null), methods[i]!);
+  });
   let credits = 0;
   answers.forEach((a, i) => {
     if (a.error !== undefined) credits += RPC_ERROR_CREDITS;

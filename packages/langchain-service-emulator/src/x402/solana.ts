@@ -257,7 +257,8 @@ export async function createSolanaLedger(options: { importer?: () => Promise<unk
       executable: Boolean(a.executable),
       lamports: Number(a.lamports ?? 0n),
       owner: a.programAddress,
-      rentEpoch: 18_446_744_073_709_551_615,
+      // u64::MAX, as the RPC sends it; a JSON number past 2^53 rounds, so this is what a client reads anyway
+      rentEpoch: Number(2n ** 64n - 1n),
       space: data.length,
     };
   };
@@ -492,7 +493,7 @@ export async function createSolanaRail(_ctx: EmulatorContext, options: { importe
   function transferOf(tx: Tx) {
     const message = kit.decompileTransactionMessage(messageDecoder.decode(tx.messageBytes));
     const ix = message.instructions.find((i) => i.programAddress === token.TOKEN_PROGRAM_ADDRESS && i.data?.[0] === TRANSFER_CHECKED);
-    if (!ix || !ix.data || !ix.accounts || ix.accounts.length < 4) throw new Error("no TransferChecked instruction");
+    if (!ix?.data || !ix.accounts || ix.accounts.length < 4) throw new Error("no TransferChecked instruction");
     const view = new DataView(ix.data.buffer, ix.data.byteOffset, ix.data.byteLength);
     return {
       source: ix.accounts[0]!.address as string,
