@@ -9,7 +9,7 @@ import { ChatService } from "../../src/chat/index.js";
 import { ServiceClient } from "../../src/client.js";
 import { ServiceEmbeddings } from "../../src/embeddings/index.js";
 import { createServiceFetch } from "../../src/stack.js";
-import { createServiceContext, defaultServiceContext, ServiceContext } from "../../src/http/context.js";
+import { createServiceContext, defaultServiceContext, type ServiceContext } from "../../src/http/context.js";
 import { AbuseBlockError, ConfigurationError, ModelNotFoundError, RateLimitError } from "../../src/http/errors.js";
 import { stateOf } from "../../src/x402/wallet-state.js";
 import type { X402Wallet } from "../../src/x402/wallets.js";

@@ -31,8 +31,8 @@ function valuesOf(value: unknown): string[] {
   return items.flatMap(valuesOf);
 }
 
-const escape = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
-const quoted = (value: string) => `["'\`]${escape(value)}["'\`]`;
+const escapeRegExp = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+const quoted = (value: string) => `["'\`]${escapeRegExp(value)}["'\`]`;
 // between two entries of a copied table: a comma (closing and opening brackets around it), and a record's key
 const NEXT = String.raw`\s*[}\]]*\s*,\s*[{[]*\s*(?:["']?[\w-]+["']?\s*:\s*)?`;
 // comments may name a header or a value; only code is searched

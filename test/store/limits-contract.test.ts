@@ -8,7 +8,7 @@ import { describe, expect, it } from "vitest";
 import type { LimitStore } from "../../src/http/shared-limits.js";
 import { sharedLimitStore } from "../../src/http/shared-limits.js";
 import { MemoryStore } from "../../src/store/memory.js";
-import { RedisStore } from "../../src/store/redis.js";
+import type { RedisStore } from "../../src/store/redis.js";
 import { describeLimitContract, describeSlotContract } from "./contract-kit.js";
 import { T0, ask, told } from "./contract/limits.js";
 import { keysUnder, redisAvailable } from "./redis-server.js";

@@ -76,7 +76,7 @@ export function testWalletStandardWallet(secretKey: Uint8Array, options: TestWal
         return inputs.map(({ account: who, transaction }) => {
           own(who);
           const tx = getTransactionDecoder().decode(transaction) as Transaction;
-          let messageBytes = Uint8Array.from(tx.messageBytes);
+          const messageBytes = Uint8Array.from(tx.messageBytes);
           if (options.misbehave === "rewrite-transaction") {
             // as a wallet adding its own instruction or fee would: the bytes it signs are not the ones asked
             const at = messageBytes.length - 10;

@@ -16,7 +16,7 @@ import { findEmbeddingModel, type EmbeddingModel } from "../models/catalog.js";
 import { embedText, toBase64Float32 } from "../models/embeddings.js";
 import { countTokens } from "../models/tokenizer.js";
 import { badRequest, parseBody } from "./strict-body.js";
-import { type Caller, type EmulatorContext, type EmulatorRequest, type EmulatorResponse, type RouteSpec } from "../types.js";
+import type { Caller, EmulatorContext, EmulatorRequest, EmulatorResponse, RouteSpec } from "../types.js";
 
 /** published: "any array must contain 2048 items or less" */
 export const MAX_EMBEDDING_INPUTS = 2048;
