@@ -30,16 +30,30 @@ interface Outcome {
   wire429s: number;
 }
 
+/** one fleet member's job: a new wallet's 4 requests through the shared store (or none, `noStore`) */
+function walletJob(extra: { noStore?: boolean } = {}) {
+  return {
+    kind: "wallet",
+    ...extra,
+    redisUrl: redis!.url,
+    prefix: redis!.prefix(),
+    baseUrl: emu.url,
+    privateKey: Wallet.createRandom().privateKey,
+    model: "emu-xs",
+    count: 4,
+  };
+}
+
 describe.skipIf(!redisAvailable)("one wallet's 5 requests in flight, shared by a fleet through Redis", () => {
   it("three processes x 4 requests at once: all served, 0 429s on the wire", async () => {
-    const job = { kind: "wallet", redisUrl: redis!.url, prefix: redis!.prefix(), baseUrl: emu.url, privateKey: Wallet.createRandom().privateKey, model: "emu-xs", count: 4 };
+    const job = walletJob();
     const outcomes = (await fleet<Outcome[]>(CHILD, [job, job, job])).flat();
     expect(outcomes.flatMap((o) => o.statuses)).toEqual(Array(12).fill(200));
     expect(outcomes.reduce((n, o) => n + o.wire429s, 0)).toBe(0);
   }, 60_000);
 
   it("without the store each process keeps only its own count: the service refuses some (then they are re-sent)", async () => {
-    const job = { kind: "wallet", noStore: true, redisUrl: redis!.url, prefix: redis!.prefix(), baseUrl: emu.url, privateKey: Wallet.createRandom().privateKey, model: "emu-xs", count: 4 };
+    const job = walletJob({ noStore: true });
     const outcomes = (await fleet<Outcome[]>(CHILD, [job, job, job])).flat();
     // the refusals never reach the caller: they are waited out and re-sent
     expect(outcomes.flatMap((o) => o.statuses)).toEqual(Array(12).fill(200));
