@@ -53,7 +53,18 @@ export function fixedServer(): Promise<{ url: string; server: Server }> {
   const models = Buffer.from(
     JSON.stringify({
       object: "list",
-      data: [{ id: "bench", object: "model", type: "text", model_spec: { availableContextTokens: 32_768, maxCompletionTokens: 4096, pricing: { input: { usd: 0.5, diem: 0.5 }, output: { usd: 2, diem: 2 } } } }],
+      data: [
+        {
+          id: "bench",
+          object: "model",
+          type: "text",
+          model_spec: {
+            availableContextTokens: 32_768,
+            maxCompletionTokens: 4096,
+            pricing: { input: { usd: 0.5, diem: 0.5 }, output: { usd: 2, diem: 2 } },
+          },
+        },
+      ],
     }),
   );
   const server = createServer((req, res) => {
@@ -109,12 +120,20 @@ async function timeWays(ways: Record<string, () => Promise<unknown>>, n: number,
 /** A bare POST over node:http with a keep-alive agent, the body read whole and parsed (the floor on Node). */
 function bareNodeHttp(url: string, body: string, agent: Agent): Promise<unknown> {
   return new Promise((resolve, reject) => {
-    const req = httpRequest(url, { method: "POST", agent, headers: { "content-type": "application/json", authorization: "Bearer k", "content-length": Buffer.byteLength(body) } }, (res) => {
-      const parts: Buffer[] = [];
-      res.on("data", (c: Buffer) => parts.push(c));
-      res.on("end", () => resolve(JSON.parse(Buffer.concat(parts).toString())));
-      res.on("error", reject);
-    });
+    const req = httpRequest(
+      url,
+      {
+        method: "POST",
+        agent,
+        headers: { "content-type": "application/json", authorization: "Bearer k", "content-length": Buffer.byteLength(body) },
+      },
+      (res) => {
+        const parts: Buffer[] = [];
+        res.on("data", (c: Buffer) => parts.push(c));
+        res.on("end", () => resolve(JSON.parse(Buffer.concat(parts).toString())));
+        res.on("error", reject);
+      },
+    );
     req.on("error", reject);
     req.end(body);
   });
@@ -164,7 +183,11 @@ export async function benchChat(opts: { iterations?: number; streams?: number; r
       {
         "bare node:http": () => bareNodeHttp(endpoint, jsonBody, agent),
         "bare fetch": async () => {
-          const r = await fetch(endpoint, { method: "POST", headers: { "content-type": "application/json", authorization: "Bearer k" }, body: jsonBody });
+          const r = await fetch(endpoint, {
+            method: "POST",
+            headers: { "content-type": "application/json", authorization: "Bearer k" },
+            body: jsonBody,
+          });
           return JSON.parse(await r.text());
         },
         "openai SDK": () => sdk.chat.completions.create({ model: "bench", messages }),
@@ -199,11 +222,19 @@ export async function benchChat(opts: { iterations?: number; streams?: number; r
     };
 
     const anchors: Record<string, Record<string, string>> = {
-      invoke: { ChatOpenAI: "1.20x SDK", "bare fetch": "SDK = 1.67x fetch", ChatService: "goal <= 0.9x SDK", "bare node:http": "the floor on Node" },
+      invoke: {
+        ChatOpenAI: "1.20x SDK",
+        "bare fetch": "SDK = 1.67x fetch",
+        ChatService: "goal <= 0.9x SDK",
+        "bare node:http": "the floor on Node",
+      },
       stream: { ChatOpenAI: "1.81x SDK", "bare fetch": "SDK ~ 5x fetch", ChatService: "goal <= 1.0x SDK" },
     };
     const rows: BenchRow[] = [];
-    for (const [kind, times] of [["invoke", invoke], ["stream", stream]] as const) {
+    for (const [kind, times] of [
+      ["invoke", invoke],
+      ["stream", stream],
+    ] as const) {
       const sdkMs = times["openai SDK"]!;
       const floor = times["bare fetch"]!;
       for (const [name, ms] of Object.entries(times)) {
@@ -250,10 +281,21 @@ async function featureRows(url: string, rounds: number, perInvoke: number, strea
     redis = undefined; // no redis-server: that case is left out (its row says so)
   }
   try {
-    const invoke = await timeWays(Object.fromEntries(Object.entries(cases).map(([k, m]) => [k, () => m.invoke("hello")])), perInvoke, rounds);
-    const stream = await timeWays(Object.fromEntries(Object.entries(cases).map(([k, m]) => [k, async () => consume(await m.stream("hello"))])), streams, rounds);
+    const invoke = await timeWays(
+      Object.fromEntries(Object.entries(cases).map(([k, m]) => [k, () => m.invoke("hello")])),
+      perInvoke,
+      rounds,
+    );
+    const stream = await timeWays(
+      Object.fromEntries(Object.entries(cases).map(([k, m]) => [k, async () => consume(await m.stream("hello"))])),
+      streams,
+      rounds,
+    );
     const rows: BenchRow[] = [];
-    for (const [kind, times] of [["invoke", invoke], ["stream", stream]] as const) {
+    for (const [kind, times] of [
+      ["invoke", invoke],
+      ["stream", stream],
+    ] as const) {
       const base = times["API key"]!;
       for (const [name, ms] of Object.entries(times)) {
         if (name === "API key") continue;
@@ -262,11 +304,22 @@ async function featureRows(url: string, rounds: number, perInvoke: number, strea
           median_ms: Number(ms.toFixed(4)),
           ratio: Number((ms / base).toFixed(2)),
           anchor: `API-key ChatService: ${base.toFixed(3)} ms`,
-          note: name === "wallet with credit" ? "a fresh SIWX signature per request" : name === "RedisStore" ? "pacing and guard windows in Redis on loopback" : "worst case reserved, cost settled",
+          note:
+            name === "wallet with credit"
+              ? "a fresh SIWX signature per request"
+              : name === "RedisStore"
+                ? "pacing and guard windows in Redis on loopback"
+                : "worst case reserved, cost settled",
         });
       }
     }
-    if (!redis) rows.push({ name: "ChatService, RedisStore", median_ms: NaN, ratio: NaN, note: "no redis-server on PATH and no REDIS_URL: not measured" });
+    if (!redis)
+      rows.push({
+        name: "ChatService, RedisStore",
+        median_ms: NaN,
+        ratio: NaN,
+        note: "no redis-server on PATH and no REDIS_URL: not measured",
+      });
     return rows;
   } finally {
     await store?.close();
@@ -277,6 +330,8 @@ async function featureRows(url: string, rounds: number, perInvoke: number, strea
 if (import.meta.url === pathToFileURL(process.argv[1] ?? "").href) {
   const iterations = Number(process.argv[2] ?? 1000);
   const rows = await benchChat({ iterations });
-  console.log(`ChatService bench: fixed-answer loopback server, ${iterations} sequential invokes per way, streams of ${STREAM_CHUNKS} chunks; ratio = vs raw openai SDK`);
+  console.log(
+    `ChatService bench: fixed-answer loopback server, ${iterations} sequential invokes per way, streams of ${STREAM_CHUNKS} chunks; ratio = vs raw openai SDK`,
+  );
   console.table(rows);
 }

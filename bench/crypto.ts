@@ -33,7 +33,11 @@ export async function benchCrypto(): Promise<BenchRow[]> {
   request.setHeader("authorization", `Bearer ${KEY}`);
   const ethers = new JsonRpcProvider(request, Network.from(chain.chainId), { staticNetwork: true, batchMaxCount: 1, cacheTimeout: -1 });
   // straight to the chain, untimed: the first read of an address is slower inside ganache, whoever makes it
-  const direct = new JsonRpcProvider(chain.rpcUrl, Network.from(chain.chainId), { staticNetwork: true, batchMaxCount: 1, cacheTimeout: -1 });
+  const direct = new JsonRpcProvider(chain.rpcUrl, Network.from(chain.chainId), {
+    staticNetwork: true,
+    batchMaxCount: 1,
+    cacheTimeout: -1,
+  });
 
   // a fresh address each round: ethers caches identical calls for 250 ms (the adapter keeps that default), and
   // a cached answer would measure nothing; every call below is a full trip to the chain
@@ -45,7 +49,9 @@ export async function benchCrypto(): Promise<BenchRow[]> {
       if (out.balance?.wei !== expected.toString()) throw new Error(`native_balance answered ${JSON.stringify(out)}`);
     },
     crypto_rpc: async () => {
-      const out = JSON.parse(String(await cryptoRpc.invoke({ network: NETWORK, method: "eth_getBalance", params: [address, "latest"] }))) as {
+      const out = JSON.parse(
+        String(await cryptoRpc.invoke({ network: NETWORK, method: "eth_getBalance", params: [address, "latest"] })),
+      ) as {
         result?: unknown;
       };
       if (out.result === undefined) throw new Error(`crypto_rpc answered ${JSON.stringify(out)}`);
@@ -88,7 +94,13 @@ export async function benchCrypto(): Promise<BenchRow[]> {
 
   const anchorMs = median(times.ethers);
   const anchor = `ethers JsonRpcProvider on the same proxy URL: ${anchorMs.toFixed(3)} ms`;
-  const row = (name: string, ms: number, note?: string): BenchRow => ({ name, median_ms: ms, ratio: ms / anchorMs, anchor, ...(note ? { note } : {}) });
+  const row = (name: string, ms: number, note?: string): BenchRow => ({
+    name,
+    median_ms: ms,
+    ratio: ms / anchorMs,
+    anchor,
+    ...(note ? { note } : {}),
+  });
   return [
     row("native_balance tool call", median(times.native_balance), "schema + network check + stack + formatted answer"),
     row("crypto_rpc tool call (eth_getBalance)", median(times.crypto_rpc)),

@@ -59,7 +59,8 @@ export async function benchEmbeddings(opts: { rounds?: number } = {}): Promise<B
     const reference = await ways.ServiceEmbeddings!.run();
     for (const name of names) {
       const got = await ways[name]!.run();
-      if (got.length !== TEXTS || got[TEXTS - 1]!.some((x, i) => x !== reference[TEXTS - 1]![i])) throw new Error(`${name} returned other vectors`);
+      if (got.length !== TEXTS || got[TEXTS - 1]!.some((x, i) => x !== reference[TEXTS - 1]![i]))
+        throw new Error(`${name} returned other vectors`);
     }
     for (const k of names) requests[k] = 0;
     const samples: Record<string, number[]> = Object.fromEntries(names.map((k) => [k, []]));

@@ -78,7 +78,13 @@ async function paymentRows(redis: LocalRedis): Promise<BenchRow[]> {
     const base = { baseUrl: emu.url, redisUrl: redis.url, model: "emu-xs" };
     const allowedPayees = [emu.chain!.treasury];
     // (a) the cap is far above what 4 processes could pay, so it is the coordination that is measured
-    const a = await fleet({ ...base, prefix: prefix(), walletKey: first!.privateKey, requests: 25, payment: { maxPerPeriodUsd: 100, allowedPayees } });
+    const a = await fleet({
+      ...base,
+      prefix: prefix(),
+      walletKey: first!.privateKey,
+      requests: 25,
+      payment: { maxPerPeriodUsd: 100, allowedPayees },
+    });
     const aTopUps = topUps(emu, first!.address);
     // (c) $5 top-ups, 12 per process: each tries $60, 3× the $20 cap. On an emulator of its own: the service
     // allows 10 top-up calls a minute per IP, and (a)'s calls from this same address would count against (c)'s.
@@ -120,11 +126,22 @@ async function burstRow(redis: LocalRedis): Promise<BenchRow> {
   const windowMs = 1000;
   const limit = 20;
   const keys = ["fleet-bench-0", "fleet-bench-1", "fleet-bench-2"]; // a fresh key (own windows) per run
-  const emu = await startEmulator({ apiKeys: keys, rateLimits: { windowMs, tiers: { S: { requests: limit } }, abuseWindowMs: 500, abuseBlockMs: 500 } });
+  const emu = await startEmulator({
+    apiKeys: keys,
+    rateLimits: { windowMs, tiers: { S: { requests: limit } }, abuseWindowMs: 500, abuseBlockMs: 500 },
+  });
   try {
     const runs = [];
     for (const apiKey of keys) {
-      const r = await fleet({ baseUrl: emu.url, redisUrl: redis.url, prefix: prefix(), apiKey, model: "emu-s", requests: (3 * limit) / PROCESSES, abuseWindowMs: 500 });
+      const r = await fleet({
+        baseUrl: emu.url,
+        redisUrl: redis.url,
+        prefix: prefix(),
+        apiKey,
+        model: "emu-s",
+        requests: (3 * limit) / PROCESSES,
+        abuseWindowMs: 500,
+      });
       // as bench/pacing.ts: the window opens at the first request's whole second; an ideal fleet sends each
       // window's quota the instant it opens, so its 3rd batch goes out when the 2nd window ends
       const ideal = Math.floor(r.startedAt / 1000) * 1000 + 2 * windowMs - r.startedAt;
@@ -175,7 +192,11 @@ async function storeRows(redis: LocalRedis): Promise<BenchRow[]> {
     const key = emu.chain!.accounts[3]!.privateKey;
     const payment = { allowedPayees: [emu.chain!.treasury] };
     const model = (store: PaymentStore) =>
-      new ChatService({ model: "emu-xs", maxTokens: 16, serviceFetch: createServiceFetch({ baseUrl: emu.url, wallet: new EvmWallet(key), payment, store }) });
+      new ChatService({
+        model: "emu-xs",
+        maxTokens: 16,
+        serviceFetch: createServiceFetch({ baseUrl: emu.url, wallet: new EvmWallet(key), payment, store }),
+      });
     const [viaRedis, viaMemory] = [model(redisStore), model(memory)];
     await viaRedis.invoke("top up once");
     await viaMemory.invoke("warm up");

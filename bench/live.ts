@@ -71,7 +71,13 @@ export async function benchLive(): Promise<BenchRow[]> {
     const wallet = new EvmWallet(Wallet.createRandom().privateKey);
     const model = new ChatService({ model: "emu-xs", baseUrl: emu.url, wallet, fetch: queued.fetch });
     const unqueued = counting();
-    const bare = new ChatService({ model: "emu-xs", baseUrl: emu.url, wallet: new EvmWallet(Wallet.createRandom().privateKey), fetch: unqueued.fetch, concurrency: false });
+    const bare = new ChatService({
+      model: "emu-xs",
+      baseUrl: emu.url,
+      wallet: new EvmWallet(Wallet.createRandom().privateKey),
+      fetch: unqueued.fetch,
+      concurrency: false,
+    });
     await model.invoke("warm-up");
     await bare.invoke("warm-up");
 
@@ -90,7 +96,12 @@ export async function benchLive(): Promise<BenchRow[]> {
     const rpcClient = new ServiceClient({ apiKey: "bench-live", baseUrl: emu.url, fetch: rpcWire.fetch });
     await rpcClient.cryptoRpc("base-mainnet", calls[0]!);
     const queuedWire = counting();
-    const queuedClient = new ServiceClient({ apiKey: "bench-live", baseUrl: emu.url, fetch: queuedWire.fetch, concurrency: { cryptoRpcBatchMaxCount: 1 } });
+    const queuedClient = new ServiceClient({
+      apiKey: "bench-live",
+      baseUrl: emu.url,
+      fetch: queuedWire.fetch,
+      concurrency: { cryptoRpcBatchMaxCount: 1 },
+    });
     const rpcOne: number[] = [];
     const rpcParallel: number[] = [];
     const rpcQueued: number[] = [];
@@ -105,7 +116,13 @@ export async function benchLive(): Promise<BenchRow[]> {
     const oneMs = median(one);
     const rpcOneMs = median(rpcOne);
     return [
-      { name: "wallet invoke (one request)", median_ms: oneMs, ratio: 1, anchor: "itself", note: `${MODEL_MS} ms of model time per request` },
+      {
+        name: "wallet invoke (one request)",
+        median_ms: oneMs,
+        ratio: 1,
+        anchor: "itself",
+        note: `${MODEL_MS} ms of model time per request`,
+      },
       {
         name: "wallet batch() of 20, 5 in flight",
         median_ms: median(batch),

@@ -11,7 +11,14 @@ import { startEmulator } from "langchain-service-emulator";
 import { createServiceFetch, type FetchLike } from "../src/index.js";
 import { median, type BenchRow } from "./types.js";
 
-async function burst(opts: { tier: "S" | "M"; requests?: number; tokens?: number; count: number; windowMs: number; estimatedTokens?: number }) {
+async function burst(opts: {
+  tier: "S" | "M";
+  requests?: number;
+  tokens?: number;
+  count: number;
+  windowMs: number;
+  estimatedTokens?: number;
+}) {
   const emu = await startEmulator({
     apiKeys: ["bench"],
     rateLimits: { windowMs: opts.windowMs, tiers: { [opts.tier]: { requests: opts.requests, tokens: opts.tokens } } },
@@ -67,7 +74,13 @@ async function tokenBurst(way: "estimate" | "no estimate" | "openai SDK", count:
   } else if (way === "no estimate") {
     const f = createServiceFetch({ baseUrl: emu.url, apiKey: "bench", fetch: counting });
     const body = JSON.stringify({ model: "emu-xs", messages, max_tokens: 60 });
-    send = () => f(f.url("/chat/completions"), { method: "POST", headers: { "content-type": "application/json" }, body, service: { model: "emu-xs" } }).then((r) => r.arrayBuffer());
+    send = () =>
+      f(f.url("/chat/completions"), {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body,
+        service: { model: "emu-xs" },
+      }).then((r) => r.arrayBuffer());
   } else {
     const sdk = new OpenAI({ apiKey: "bench", baseURL: emu.url, fetch: counting as typeof fetch });
     send = () => sdk.chat.completions.create({ model: "emu-xs", messages, max_tokens: 60 });
@@ -94,7 +107,8 @@ export async function benchPacing(): Promise<BenchRow[]> {
     note: `429s: ${runs.map((r) => r.n429).join("/")} (goal 0)`,
   });
   const tokenRuns = [];
-  for (let i = 0; i < 3; i++) tokenRuns.push(await burst({ tier: "M", requests: 10_000, tokens: 1200, count: 60, windowMs, estimatedTokens: 60 }));
+  for (let i = 0; i < 3; i++)
+    tokenRuns.push(await burst({ tier: "M", requests: 10_000, tokens: 1200, count: 60, windowMs, estimatedTokens: 60 }));
   rows.push({
     name: "burst of 60 requests (~56 tokens each) over a 1200 tokens/window limit",
     median_ms: median(tokenRuns.map((r) => r.elapsed)),

@@ -149,7 +149,19 @@ export async function benchBundleSize(): Promise<BenchRow[]> {
   const { build } = await import("esbuild");
   const { gzipSync } = await import("node:zlib");
   const { builtinModules } = await import("node:module");
-  const peers = ["siwe", "@x402/", "@solana/", "@solana-program/", "viem", "ioredis", "langchain", "@langchain/langgraph", "ganache", "solc", "litesvm"];
+  const peers = [
+    "siwe",
+    "@x402/",
+    "@solana/",
+    "@solana-program/",
+    "viem",
+    "ioredis",
+    "langchain",
+    "@langchain/langgraph",
+    "ganache",
+    "solc",
+    "litesvm",
+  ];
   const size = async (contents: string) => {
     const left: string[] = [];
     const r = await build({
@@ -168,7 +180,11 @@ export async function benchBundleSize(): Promise<BenchRow[]> {
             b.onResolve({ filter: /^[^./]/ }, (args) => {
               const p = args.path;
               const name = p.startsWith("@") ? p.split("/").slice(0, 2).join("/") : p.split("/")[0]!;
-              if (peers.some((x) => p === x || p.startsWith(x.endsWith("/") ? x : `${x}/`)) || p.startsWith("node:") || builtinModules.includes(name)) {
+              if (
+                peers.some((x) => p === x || p.startsWith(x.endsWith("/") ? x : `${x}/`)) ||
+                p.startsWith("node:") ||
+                builtinModules.includes(name)
+              ) {
                 left.push(p);
                 return { path: p, external: true };
               }
@@ -189,7 +205,19 @@ export async function benchBundleSize(): Promise<BenchRow[]> {
   const anchorText = `@langchain/openai ${version("@langchain/openai")} ChatOpenAI: ${kb(anchor.min)} min, ${kb(anchor.gzip)} gzip`;
   const left = ours.left.length ? `; left external: ${ours.left.join(", ")}` : "";
   return [
-    { name: "worker bundle of langchain-service/chat (ChatService), minified", median_ms: ms, ratio: ours.min / anchor.min, anchor: anchorText, note: `${kb(ours.min)}, @langchain/core bundled in both; ms = esbuild time (ratio = bytes, goal <= 1.2)${left}` },
-    { name: "worker bundle of langchain-service/chat (ChatService), gzip", median_ms: NaN, ratio: ours.gzip / anchor.gzip, anchor: anchorText, note: `${kb(ours.gzip)} gzip -9` },
+    {
+      name: "worker bundle of langchain-service/chat (ChatService), minified",
+      median_ms: ms,
+      ratio: ours.min / anchor.min,
+      anchor: anchorText,
+      note: `${kb(ours.min)}, @langchain/core bundled in both; ms = esbuild time (ratio = bytes, goal <= 1.2)${left}`,
+    },
+    {
+      name: "worker bundle of langchain-service/chat (ChatService), gzip",
+      median_ms: NaN,
+      ratio: ours.gzip / anchor.gzip,
+      anchor: anchorText,
+      note: `${kb(ours.gzip)} gzip -9`,
+    },
   ];
 }

@@ -51,7 +51,10 @@ async function main() {
   const date = new Date().toISOString().slice(0, 10);
   const header = "| section | measure | median (ms) | ratio | against | note |\n|---|---|---:|---:|---|---|";
   const body = rows
-    .map((r) => `| ${r.section} | ${r.name} | ${fmt(r.median_ms)} | ${fmt(r.ratio)} | ${r.anchor ?? ""} | ${(r.note ?? "").replace(/\|/g, "/")} |`)
+    .map(
+      (r) =>
+        `| ${r.section} | ${r.name} | ${fmt(r.median_ms)} | ${fmt(r.ratio)} | ${r.anchor ?? ""} | ${(r.note ?? "").replace(/\|/g, "/")} |`,
+    )
     .join("\n");
   const md =
     `# Benchmarks\n\nMeasured ${date} on ${machine}, against the local service emulator on loopback (\`npm run bench\`). ` +

@@ -42,6 +42,7 @@ for (let r = 0; r < rounds; r++) {
   }
 }
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
-for (const w of ways) console.log(`${w}: ${median(samples[w]!).toFixed(2)} ms per stream (median of ${rounds}), ${chunks} chunks in the last`);
+for (const w of ways)
+  console.log(`${w}: ${median(samples[w]!).toFixed(2)} ms per stream (median of ${rounds}), ${chunks} chunks in the last`);
 server.closeAllConnections();
 server.close();

@@ -99,7 +99,10 @@ const SDK_VERSION = "0.2.0";
 const ANCHORS = fileURLToPath(new URL("./.anchors/", import.meta.url));
 
 type VeniceSdk = {
-  VeniceClient: new (key: string, options?: Record<string, unknown>) => {
+  VeniceClient: new (
+    key: string,
+    options?: Record<string, unknown>,
+  ) => {
     chat(body: unknown): Promise<unknown>;
   };
 };
@@ -110,7 +113,8 @@ async function loadServiceSdk(): Promise<VeniceSdk | string> {
     if (process.env.BENCH_NO_INSTALL) return "not installed (BENCH_NO_INSTALL set)";
     process.stderr.write(`installing ${SDK}@${SDK_VERSION} into bench/.anchors (once; ~3 min)…\n`);
     mkdirSync(ANCHORS, { recursive: true });
-    if (!existsSync(join(ANCHORS, "package.json"))) writeFileSync(join(ANCHORS, "package.json"), '{"name":"bench-anchors","private":true}\n');
+    if (!existsSync(join(ANCHORS, "package.json")))
+      writeFileSync(join(ANCHORS, "package.json"), '{"name":"bench-anchors","private":true}\n');
     const run = spawnSync("npm", ["install", "--no-save", "--no-package-lock", "--no-audit", "--no-fund", `${SDK}@${SDK_VERSION}`], {
       cwd: ANCHORS,
       stdio: "ignore",
@@ -191,7 +195,13 @@ async function serviceSdkRows(): Promise<BenchRow[]> {
         note: `${topUps.length} top-ups, $${topUps.reduce((a, e) => a + e.amount, 0)} paid, ${ok}/50 answered${why}`,
       });
     } catch (err) {
-      rows.push({ name: `service SDK ${SDK} (${mode} rules)`, median_ms: NaN, ratio: NaN, anchor: SDK, note: `installed, run failed: ${String((err as Error)?.message ?? err).slice(0, 160)}` });
+      rows.push({
+        name: `service SDK ${SDK} (${mode} rules)`,
+        median_ms: NaN,
+        ratio: NaN,
+        anchor: SDK,
+        note: `installed, run failed: ${String((err as Error)?.message ?? err).slice(0, 160)}`,
+      });
     } finally {
       await emu.close();
     }
@@ -255,14 +265,23 @@ export async function benchX402(): Promise<BenchRow[]> {
   const sdkT: number[] = [];
   const solT: number[] = [];
   for (let i = 0; i < 200; i++) {
-    for (const [fn, out] of [[() => createSiwxHeader(evm, url), evmT], [sdkHeader, sdkT], [() => createSiwxHeader(sol, url), solT]] as const) {
+    for (const [fn, out] of [
+      [() => createSiwxHeader(evm, url), evmT],
+      [sdkHeader, sdkT],
+      [() => createSiwxHeader(sol, url), solT],
+    ] as const) {
       const t = performance.now();
       await fn();
       out.push(performance.now() - t);
     }
   }
   const [evmMs, sdkMs, solMs] = [median(evmT), median(sdkT), median(solT)];
-  rows.push({ name: "SIWX header per request (EVM)", median_ms: evmMs, ratio: evmMs / sdkMs, anchor: `siwe + ethers as the service SDK signs: ${sdkMs.toFixed(3)} ms` });
+  rows.push({
+    name: "SIWX header per request (EVM)",
+    median_ms: evmMs,
+    ratio: evmMs / sdkMs,
+    anchor: `siwe + ethers as the service SDK signs: ${sdkMs.toFixed(3)} ms`,
+  });
   rows.push({ name: "SIWX header per request (Solana, Ed25519)", median_ms: solMs, ratio: solMs / sdkMs, anchor: "same EVM anchor" });
   rows.push(...(await serviceSdkRows()));
   return rows;

@@ -42,7 +42,10 @@ async function terminalApprover(offer: PaymentApprovalRequest): Promise<boolean>
   if (!process.stdin.isTTY) return (process.env.APPROVE ?? "yes").toLowerCase().startsWith("y");
   const rl = createInterface({ input: process.stdin, output: process.stdout });
   try {
-    return (await rl.question(`  pay $${offer.amountUsd.toFixed(2)} to ${offer.payTo} on ${offer.network}? [y/n] `)).trim().toLowerCase().startsWith("y");
+    return (await rl.question(`  pay $${offer.amountUsd.toFixed(2)} to ${offer.payTo} on ${offer.network}? [y/n] `))
+      .trim()
+      .toLowerCase()
+      .startsWith("y");
   } finally {
     rl.close();
   }
@@ -63,7 +66,8 @@ export async function main(options: Options = {}): Promise<Result> {
     } else {
       const key = process.env.WALLET_PRIVATE_KEY;
       const listed = process.env.SERVICE_PAYEE;
-      if (!key || !listed) throw new Error("set WALLET_PRIVATE_KEY and SERVICE_PAYEE (the service's USDC payee) to run against SERVICE_BASE_URL");
+      if (!key || !listed)
+        throw new Error("set WALLET_PRIVATE_KEY and SERVICE_PAYEE (the service's USDC payee) to run against SERVICE_BASE_URL");
       wallet = new EvmWallet(key);
       payee = listed;
     }
@@ -95,7 +99,8 @@ export async function main(options: Options = {}): Promise<Result> {
           return { messages: [await model.invoke(state.messages)] };
         } catch (err) {
           // the person said no: the run ends here, with nothing paid
-          if (err instanceof PaymentPolicyError && err.rule === "approval") return { messages: [new AIMessage("The payment was not approved, so I stopped: nothing was paid.")] };
+          if (err instanceof PaymentPolicyError && err.rule === "approval")
+            return { messages: [new AIMessage("The payment was not approved, so I stopped: nothing was paid.")] };
           throw err;
         }
       })

@@ -60,7 +60,13 @@ export async function main(options: Options = {}): Promise<Result> {
     if (emulator) [baseUrl, apiKey] = [emulator.url, "budget-demo"];
     const client = new ServiceClient({ baseUrl, apiKey });
     const tools = new CryptoRpcToolkit({ client }).getTools().filter((t) => t.name === "native_balance");
-    const model = new ChatService({ baseUrl, apiKey, model: process.env.SERVICE_MODEL ?? "emu-m", maxTokens: 64, parallelToolCalls: false });
+    const model = new ChatService({
+      baseUrl,
+      apiKey,
+      model: process.env.SERVICE_MODEL ?? "emu-m",
+      maxTokens: 64,
+      parallelToolCalls: false,
+    });
     const maxUsd = options.maxUsd ?? 0.0012;
     const agent = createAgent({
       model,
@@ -71,7 +77,11 @@ export async function main(options: Options = {}): Promise<Result> {
 
     const addresses = [1, 2, 3, 4, 5, 6].map((i) => `0x${String(i).repeat(40)}`);
     const question = `What is the ETH balance of ${addresses.join(", ")} on base-mainnet?`;
-    const config = { configurable: { thread_id: `budget-${Date.now()}` }, recursionLimit: 100, streamMode: ["values", "updates", "custom"] as ("values" | "updates" | "custom")[] };
+    const config = {
+      configurable: { thread_id: `budget-${Date.now()}` },
+      recursionLimit: 100,
+      streamMode: ["values", "updates", "custom"] as ("values" | "updates" | "custom")[],
+    };
     log(`budget: $${maxUsd} for the run; warn at half; ask a person when it is spent`);
     log(`question: the balances of ${addresses.length} addresses, one a turn`);
 
@@ -85,14 +95,17 @@ export async function main(options: Options = {}): Promise<Result> {
       for await (const [mode, chunk] of await agent.stream(input as never, config)) {
         if (mode === "custom" && (chunk as { type?: string }).type === SPEND_WARNING_EVENT) {
           warnings.push(chunk as SpendWarning);
-          log(`[warning] $${(chunk as SpendWarning).spentUsd} of $${(chunk as SpendWarning).limitUsd} spent: the model is asked to wrap up`);
+          log(
+            `[warning] $${(chunk as SpendWarning).spentUsd} of $${(chunk as SpendWarning).limitUsd} spent: the model is asked to wrap up`,
+          );
         } else if (mode === "updates") {
           // a pause is an update of its own: the question the middleware asks
           for (const i of (chunk as { __interrupt__?: { value: SpendLimitInterrupt }[] }).__interrupt__ ?? []) pending.push(i.value);
         } else if (mode === "values") {
           state = chunk as typeof state;
           const spend = state?.spend;
-          if (spend && spend.spentUsd !== lastSpent) log(`[step] spent $${(lastSpent = spend.spentUsd)} of $${spend.limitUsd} (${spend.calls} calls)`);
+          if (spend && spend.spentUsd !== lastSpent)
+            log(`[step] spent $${(lastSpent = spend.spentUsd)} of $${spend.limitUsd} (${spend.calls} calls)`);
         }
       }
       if (pending.length === 0) break;

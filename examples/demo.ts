@@ -141,7 +141,9 @@ class StepPrinter extends BaseCallbackHandler {
 async function usdcOf(rpcUrl: string, chainId: number, token: string, owner: string): Promise<bigint> {
   const provider = new JsonRpcProvider(rpcUrl, Network.from(chainId), { staticNetwork: true });
   try {
-    return (await new Contract(token, ["function balanceOf(address) view returns (uint256)"], provider).getFunction("balanceOf")(owner)) as bigint;
+    return (await new Contract(token, ["function balanceOf(address) view returns (uint256)"], provider).getFunction("balanceOf")(
+      owner,
+    )) as bigint;
   } finally {
     provider.destroy();
   }
@@ -220,7 +222,8 @@ export async function main(options: DemoOptions = {}): Promise<DemoResult> {
 
   const payments: PaymentEvent[] = [];
   const onPayment = (e: PaymentEvent) => {
-    if (e.type === "payment.requested") log(`${green("[payment]")} 402 Payment Required → topping up ${usd(e.amountUsd)} on ${e.network} to ${short(e.payTo ?? "?")}`);
+    if (e.type === "payment.requested")
+      log(`${green("[payment]")} 402 Payment Required → topping up ${usd(e.amountUsd)} on ${e.network} to ${short(e.payTo ?? "?")}`);
     else if (e.type === "payment.settled") {
       payments.push(e);
       log(`${green("[payment]")} settled ${usd(e.amountUsd)}, tx ${short(e.transaction ?? "?")}, credit now ${credit(e.balanceUsd)}`);
@@ -228,11 +231,20 @@ export async function main(options: DemoOptions = {}): Promise<DemoResult> {
     else if (e.type === "payment.failed") log(`${green("[payment]")} failed: ${e.reason}`);
   };
 
-  const walletBefore = world && wallet ? await usdcOf(world.chain.rpcUrl, world.chain.chainId, world.chain.usdc.address, wallet.address) : undefined;
-  const treasuryBefore = world ? await usdcOf(world.chain.rpcUrl, world.chain.chainId, world.chain.usdc.address, world.chain.treasury) : undefined;
+  const walletBefore =
+    world && wallet ? await usdcOf(world.chain.rpcUrl, world.chain.chainId, world.chain.usdc.address, wallet.address) : undefined;
+  const treasuryBefore = world
+    ? await usdcOf(world.chain.rpcUrl, world.chain.chainId, world.chain.usdc.address, world.chain.treasury)
+    : undefined;
   if (wallet) {
-    log(`${bold("▸")} agent wallet ${wallet.address} ${dim("— no account, no API key")}${walletBefore !== undefined ? `, holds ${formatUnits(walletBefore, 6)} test USDC` : ""}`);
-    log(dim(`  policy: ${usd(5)} per top-up, at most ${usd(10)} per top-up and ${usd(20)} per 24 h, only the service's payee, real USDC only`));
+    log(
+      `${bold("▸")} agent wallet ${wallet.address} ${dim("— no account, no API key")}${walletBefore !== undefined ? `, holds ${formatUnits(walletBefore, 6)} test USDC` : ""}`,
+    );
+    log(
+      dim(
+        `  policy: ${usd(5)} per top-up, at most ${usd(10)} per top-up and ${usd(20)} per 24 h, only the service's payee, real USDC only`,
+      ),
+    );
   }
 
   // What reached the service: the stack keeps within its limits (5 requests in flight per wallet, crypto RPC one
@@ -280,10 +292,18 @@ export async function main(options: DemoOptions = {}): Promise<DemoResult> {
   }
   // the summary, after a failed run too; then the run's error, so that a failed run exits non-zero
   log("");
-  const creditLeft = wallet ? await client.getX402Balance().then((b) => b.balanceUsd, () => undefined) : undefined;
+  const creditLeft = wallet
+    ? await client.getX402Balance().then(
+        (b) => b.balanceUsd,
+        () => undefined,
+      )
+    : undefined;
   const ledger = world && wallet ? world.emulator.ledger.totals(world.emulator.ledger.wallet(wallet.address)) : undefined;
-  const walletAfter = world && wallet ? await usdcOf(world.chain.rpcUrl, world.chain.chainId, world.chain.usdc.address, wallet.address) : undefined;
-  const treasuryAfter = world ? await usdcOf(world.chain.rpcUrl, world.chain.chainId, world.chain.usdc.address, world.chain.treasury) : undefined;
+  const walletAfter =
+    world && wallet ? await usdcOf(world.chain.rpcUrl, world.chain.chainId, world.chain.usdc.address, wallet.address) : undefined;
+  const treasuryAfter = world
+    ? await usdcOf(world.chain.rpcUrl, world.chain.chainId, world.chain.usdc.address, world.chain.treasury)
+    : undefined;
   const paid = payments.reduce((a, p) => a + (p.amountUsd ?? 0), 0);
   log(bold("Summary"));
   log(`  model calls ${steps.modelCalls}, tool calls ${steps.toolCalls.length} (${steps.toolCalls.join(", ") || "none"})`);
@@ -296,14 +316,20 @@ export async function main(options: DemoOptions = {}): Promise<DemoResult> {
   const totals = receipts.totals();
   if (reconciliation) {
     const differences =
-      reconciliation.unseenCharges.length + reconciliation.missingFromLedger.length + reconciliation.amountMismatches.length + reconciliation.unseenTopUps.length + reconciliation.missingTopUps.length;
+      reconciliation.unseenCharges.length +
+      reconciliation.missingFromLedger.length +
+      reconciliation.amountMismatches.length +
+      reconciliation.unseenTopUps.length +
+      reconciliation.missingTopUps.length;
     log(
       `  receipts: ${totals.payments} payment(s), ${totals.charges} charge(s) (${usd(totals.chargedUsd)}); ` +
         `reconciled with the service's ledger: ${differences} difference(s)`,
     );
   }
   if (walletBefore !== undefined && walletAfter !== undefined && treasuryBefore !== undefined && treasuryAfter !== undefined) {
-    log(`  on chain: agent wallet ${formatUnits(walletBefore, 6)} → ${formatUnits(walletAfter, 6)} USDC, service treasury +${formatUnits(treasuryAfter - treasuryBefore, 6)} USDC`);
+    log(
+      `  on chain: agent wallet ${formatUnits(walletBefore, 6)} → ${formatUnits(walletAfter, 6)} USDC, service treasury +${formatUnits(treasuryAfter - treasuryBefore, 6)} USDC`,
+    );
   }
   const result: DemoResult = {
     answer,
@@ -319,7 +345,11 @@ export async function main(options: DemoOptions = {}): Promise<DemoResult> {
     ledger: ledger && { toppedUp: ledger.toppedUp, charged: ledger.charged },
     onChain:
       walletBefore !== undefined && walletAfter !== undefined && treasuryBefore !== undefined && treasuryAfter !== undefined
-        ? { walletBefore: formatUnits(walletBefore, 6), walletAfter: formatUnits(walletAfter, 6), treasuryGain: formatUnits(treasuryAfter - treasuryBefore, 6) }
+        ? {
+            walletBefore: formatUnits(walletBefore, 6),
+            walletAfter: formatUnits(walletAfter, 6),
+            treasuryGain: formatUnits(treasuryAfter - treasuryBefore, 6),
+          }
         : undefined,
   };
   await world?.emulator.close();

@@ -64,7 +64,13 @@ export async function main(options: Options = {}): Promise<Result> {
       },
     });
     const tools = [
-      new ImageGenerationTool({ serviceFetch, outputDir, width: 512, height: 320, ...(process.env.IMAGE_MODEL ? { model: process.env.IMAGE_MODEL } : {}) }),
+      new ImageGenerationTool({
+        serviceFetch,
+        outputDir,
+        width: 512,
+        height: 320,
+        ...(process.env.IMAGE_MODEL ? { model: process.env.IMAGE_MODEL } : {}),
+      }),
       new TextToSpeechTool({ serviceFetch, outputDir }),
     ];
     const model = new ChatService({ model: process.env.SERVICE_MODEL ?? "emu-s", serviceFetch });
@@ -80,7 +86,8 @@ export async function main(options: Options = {}): Promise<Result> {
       if (!ToolMessage.isInstance(m)) continue;
       const json = JSON.parse(m.text) as Record<string, unknown>;
       log(`  ${m.name} -> ${m.text}`);
-      if (m.name === "generate_image" && typeof json.path === "string") result.image = { path: json.path, description: String(json.description) };
+      if (m.name === "generate_image" && typeof json.path === "string")
+        result.image = { path: json.path, description: String(json.description) };
       if (m.name === "text_to_speech" && typeof json.path === "string") {
         result.speech = { path: json.path, format: String(json.format), durationSeconds: (json.durationSeconds as number | null) ?? null };
       }

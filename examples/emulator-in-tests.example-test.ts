@@ -19,7 +19,12 @@ describe("support agent, against the emulator", () => {
 
   const agent = () =>
     createSupportAgent(
-      new ChatService({ model: "emu-m", baseUrl: emulator.url, apiKey: "test-key", retry: { maxRetries: 6, baseDelayMs: 5, maxDelayMs: 20 } }),
+      new ChatService({
+        model: "emu-m",
+        baseUrl: emulator.url,
+        apiKey: "test-key",
+        retry: { maxRetries: 6, baseDelayMs: 5, maxDelayMs: 20 },
+      }),
     );
   const charges = () => emulator.account("test-key")!.entries.filter((e) => e.type === "CHARGE");
 

@@ -82,7 +82,10 @@ export async function main(options: Options = {}): Promise<Result> {
     const ais = messages.filter((m): m is AIMessage => AIMessage.isInstance(m));
     const answer = ais.at(-1)!.text;
     log(`agent: ${answer}`);
-    assert.deepEqual(ais[0]!.tool_calls?.map((c) => c.args), [{ orderId: "A-17" }]);
+    assert.deepEqual(
+      ais[0]!.tool_calls?.map((c) => c.args),
+      [{ orderId: "A-17" }],
+    );
     assert.match(answer, /shipped/);
 
     // 3. assert on the ledger: one charge per model call, and the money adds up

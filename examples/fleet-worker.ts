@@ -73,7 +73,14 @@ async function work(job: WorkerJob, go: () => Promise<void>): Promise<void> {
   // Connected, and the wallet peers loaded (the library loads them at the first payment), before we say ready:
   // from a cold start the fastest worker would pay before the others sent anything, and nothing would be shared.
   await store.spentUsd("warm-up", 1, 1);
-  if (job.walletKey) await Promise.all([import("siwe"), import("@x402/core/client"), import("@x402/core/http"), import("@x402/evm/exact/client"), import("@x402/evm")]);
+  if (job.walletKey)
+    await Promise.all([
+      import("siwe"),
+      import("@x402/core/client"),
+      import("@x402/core/http"),
+      import("@x402/evm/exact/client"),
+      import("@x402/evm"),
+    ]);
   send({ type: "ready" });
   await go();
 
@@ -82,7 +89,10 @@ async function work(job: WorkerJob, go: () => Promise<void>): Promise<void> {
   const startedAt = Date.now();
   if (job.topUps) {
     for (let i = 0; i < job.topUps.count; i++) {
-      await client.topUp(job.topUps.amountUsd).then(() => served++, (err: unknown) => errors.push(describe(err)));
+      await client.topUp(job.topUps.amountUsd).then(
+        () => served++,
+        (err: unknown) => errors.push(describe(err)),
+      );
     }
   } else {
     const calls = Array.from({ length: job.requests }, (_, i) => model.invoke(`request ${i} of worker ${process.pid}`));
@@ -127,7 +137,9 @@ export function spawnFleet(n: number, onMessage: (worker: number, m: WorkerMessa
       onMessage(index, message);
     });
     const exited = new Promise<WorkerDone>((resolve, reject) =>
-      child.once("close", (code) => (code === 0 && done ? resolve(done) : reject(new Error(`worker ${index} exited (${code}): ${stderr.slice(-800)}`)))),
+      child.once("close", (code) =>
+        code === 0 && done ? resolve(done) : reject(new Error(`worker ${index} exited (${code}): ${stderr.slice(-800)}`)),
+      ),
     );
     exited.catch(() => undefined); // awaited by run (or the start failed first)
     return { child, ready: Promise.race([ready, exited.then(() => undefined)]), exited };
@@ -139,7 +151,9 @@ export function spawnFleet(n: number, onMessage: (worker: number, m: WorkerMessa
     kill,
     async run(job, timeoutMs = 60_000) {
       let timer: NodeJS.Timeout | undefined;
-      const deadline = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`fleet not done within ${timeoutMs} ms`)), timeoutMs)));
+      const deadline = new Promise<never>(
+        (_, reject) => (timer = setTimeout(() => reject(new Error(`fleet not done within ${timeoutMs} ms`)), timeoutMs)),
+      );
       try {
         for (const w of workers) w.child.stdin.write(`${JSON.stringify(job)}\n`);
         await Promise.race([Promise.all(workers.map((w) => w.ready)), deadline]);

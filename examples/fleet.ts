@@ -58,7 +58,10 @@ export async function fleetRedis(): Promise<LocalRedis> {
   });
   if (ready !== true) {
     await stop();
-    if (ready === "missing") throw new Error("the fleet needs Redis: set REDIS_URL=redis://host:port, or install redis-server (apt-get install redis-server, brew install redis)");
+    if (ready === "missing")
+      throw new Error(
+        "the fleet needs Redis: set REDIS_URL=redis://host:port, or install redis-server (apt-get install redis-server, brew install redis)",
+      );
     throw new Error(`redis-server did not start: ${output.slice(-300)}`);
   }
   return { url: `redis://127.0.0.1:${port}`, label: `redis-server on port ${port}`, stop };
@@ -105,7 +108,13 @@ export async function main(options: { workers?: number; requests?: number; log?:
     const e = m.event;
     if (e.type === "payment.signed") payments++;
     if (e.type === "payment.settled") spentUsd += e.amountUsd ?? 0;
-    const detail = e.transaction ? ` tx ${e.transaction.slice(0, 12)}…` : e.rule ? ` (${e.rule}: ${e.reason})` : e.reason ? ` (${e.reason})` : "";
+    const detail = e.transaction
+      ? ` tx ${e.transaction.slice(0, 12)}…`
+      : e.rule
+        ? ` (${e.rule}: ${e.reason})`
+        : e.reason
+          ? ` (${e.reason})`
+          : "";
     log(`  worker ${w}: ${e.type}${e.amountUsd !== undefined ? ` $${e.amountUsd}` : ""}${detail}`);
   });
   let emulator: Emulator | undefined;
@@ -128,7 +137,9 @@ export async function main(options: { workers?: number; requests?: number; log?:
     const done = await fleet.run(job, 60_000);
 
     // what the service credited, and what left the wallet on chain: both must equal what the workers paid
-    const ledgerUsd = (emulator.account(account.address)?.entries ?? []).filter((e) => e.type === "TOP_UP").reduce((s, e) => s + e.amount, 0);
+    const ledgerUsd = (emulator.account(account.address)?.entries ?? [])
+      .filter((e) => e.type === "TOP_UP")
+      .reduce((s, e) => s + e.amount, 0);
     const onChainUsd = Math.round((usdcBefore - (await usdcOnChain(emulator, account.address))) * 1e6) / 1e6;
     const summary: FleetSummary = {
       requests: workers * requests,
@@ -147,7 +158,11 @@ export async function main(options: { workers?: number; requests?: number; log?:
         `(ledger $${ledgerUsd.toFixed(2)}, on chain $${onChainUsd.toFixed(2)}; cap $${capUsd}), ${summary.status429} 429s, ${summary.errors.length} errors`,
     );
     const consistent = Math.abs(spentUsd - ledgerUsd) < 1e-6 && Math.abs(ledgerUsd - onChainUsd) < 1e-6 && ledgerUsd <= capUsd;
-    log(consistent ? "check: paid = credited = on chain, within the cap" : "CHECK FAILED: payments, ledger and chain disagree, or the cap was exceeded");
+    log(
+      consistent
+        ? "check: paid = credited = on chain, within the cap"
+        : "CHECK FAILED: payments, ledger and chain disagree, or the cap was exceeded",
+    );
     if (!consistent) process.exitCode = 1;
     return summary;
   } finally {

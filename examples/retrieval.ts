@@ -59,10 +59,23 @@ export class CosineStore extends VectorStore {
 }
 
 export const DOCUMENTS = [
-  new Document({ pageContent: "Top-ups: a wallet adds credit with a USDC payment of at least $5 over x402; the client pays on a 402 by itself, within the owner's policy.", metadata: { source: "billing.md" } }),
-  new Document({ pageContent: "Rate limits: embedding models allow 500 requests per minute; image models 20; audio models 60.", metadata: { source: "limits.md" } }),
-  new Document({ pageContent: "Embeddings: send strings only, up to 2048 inputs per request; token arrays are refused with HTTP 400.", metadata: { source: "embeddings.md" } }),
-  new Document({ pageContent: "Reasoning models return reasoning details that must be sent back unchanged on tool-call turns.", metadata: { source: "reasoning.md" } }),
+  new Document({
+    pageContent:
+      "Top-ups: a wallet adds credit with a USDC payment of at least $5 over x402; the client pays on a 402 by itself, within the owner's policy.",
+    metadata: { source: "billing.md" },
+  }),
+  new Document({
+    pageContent: "Rate limits: embedding models allow 500 requests per minute; image models 20; audio models 60.",
+    metadata: { source: "limits.md" },
+  }),
+  new Document({
+    pageContent: "Embeddings: send strings only, up to 2048 inputs per request; token arrays are refused with HTTP 400.",
+    metadata: { source: "embeddings.md" },
+  }),
+  new Document({
+    pageContent: "Reasoning models return reasoning details that must be sent back unchanged on tool-call turns.",
+    metadata: { source: "reasoning.md" },
+  }),
 ];
 
 export interface Options {

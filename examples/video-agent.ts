@@ -15,7 +15,14 @@ import { join, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import { createAgent } from "langchain";
 import { HumanMessage, ToolMessage } from "@langchain/core/messages";
-import { ChatService, ServiceClient, createServiceFetch, type JobProgress, type PaymentEvent, type PaymentPolicyOptions } from "../src/index.js";
+import {
+  ChatService,
+  ServiceClient,
+  createServiceFetch,
+  type JobProgress,
+  type PaymentEvent,
+  type PaymentPolicyOptions,
+} from "../src/index.js";
 import { EvmWallet } from "../src/evm/index.js";
 import { TranscriptionTool, VideoGenerationTool } from "../src/tools/index.js";
 import { startEmulator, type LedgerEntry } from "langchain-service-emulator";
@@ -87,17 +94,22 @@ export async function main(options: Options = {}): Promise<Result> {
         ...(process.env.VIDEO_MODEL ? { model: process.env.VIDEO_MODEL } : {}),
         onProgress: (p) => {
           progress.push(p);
-          log(`  video ${p.phase}${p.quoteUsd ? ` (quote $${p.quoteUsd})` : ""}${p.fraction !== undefined ? ` ${Math.round(p.fraction * 100)}%` : ""}`);
+          log(
+            `  video ${p.phase}${p.quoteUsd ? ` (quote $${p.quoteUsd})` : ""}${p.fraction !== undefined ? ` ${Math.round(p.fraction * 100)}%` : ""}`,
+          );
         },
       }),
       new TranscriptionTool({ serviceFetch, inputDir: outputDir }),
     ];
     const model = new ChatService({ model: process.env.SERVICE_MODEL ?? "emu-s", serviceFetch });
-    const agent = createAgent({ model, tools, systemPrompt: "You make videos and transcribe recordings; say where the files are and what was said." });
+    const agent = createAgent({
+      model,
+      tools,
+      systemPrompt: "You make videos and transcribe recordings; say where the files are and what was said.",
+    });
 
     const question =
-      'Use generate_video with prompt: "a lighthouse at dusk as the tide comes in", ' +
-      'then transcribe_audio with path: "clip.wav"';
+      'Use generate_video with prompt: "a lighthouse at dusk as the tide comes in", ' + 'then transcribe_audio with path: "clip.wav"';
     log(`> ${question}`);
     const { messages } = await agent.invoke({ messages: [new HumanMessage(question)] });
     const result: Result = { wallet: wallet.address, answer: messages.at(-1)!.text, clipText: CLIP_TEXT, progress, payments };
@@ -105,8 +117,10 @@ export async function main(options: Options = {}): Promise<Result> {
       if (!ToolMessage.isInstance(m)) continue;
       const json = JSON.parse(m.text) as Record<string, unknown>;
       log(`  ${m.name} -> ${m.text}`);
-      if (m.name === "generate_video" && typeof json.path === "string") result.video = { path: json.path, costUsd: Number(json.costUsd), duration: String(json.duration) };
-      if (m.name === "transcribe_audio" && typeof json.text === "string") result.transcript = { text: json.text, durationSeconds: (json.durationSeconds as number | null) ?? null };
+      if (m.name === "generate_video" && typeof json.path === "string")
+        result.video = { path: json.path, costUsd: Number(json.costUsd), duration: String(json.duration) };
+      if (m.name === "transcribe_audio" && typeof json.text === "string")
+        result.transcript = { text: json.text, durationSeconds: (json.durationSeconds as number | null) ?? null };
     }
     log(`< ${result.answer}`);
     if (emulator) result.ledger = emulator.account(wallet.address)?.entries ?? [];

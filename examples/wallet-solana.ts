@@ -89,7 +89,9 @@ export async function main(options: Options = {}): Promise<Result> {
       solanaRpcUrl,
       onPayment: (event) => {
         payments.push(event);
-        log(`  payment ${event.type}${event.amountUsd !== undefined ? ` $${event.amountUsd}` : ""}${event.transaction ? ` tx ${event.transaction}` : ""}`);
+        log(
+          `  payment ${event.type}${event.amountUsd !== undefined ? ` $${event.amountUsd}` : ""}${event.transaction ? ` tx ${event.transaction}` : ""}`,
+        );
       },
     });
     const model = new ChatService({ model: process.env.SERVICE_MODEL ?? "emu-m", serviceFetch });

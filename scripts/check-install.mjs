@@ -43,7 +43,13 @@ if (!existsSync(join(ROOT, "dist", "index.js")) || !existsSync(join(EMULATOR, "d
 const work = mkdtempSync(join(tmpdir(), "lcs-check-install-"));
 let failed = false;
 try {
-  const [{ filename, files: packed }] = JSON.parse(execFileSync(npm, ["pack", "--json", "--pack-destination", work], { cwd: ROOT, encoding: "utf8", stdio: ["ignore", "pipe", "inherit"] }));
+  const [{ filename, files: packed }] = JSON.parse(
+    execFileSync(npm, ["pack", "--json", "--pack-destination", work], {
+      cwd: ROOT,
+      encoding: "utf8",
+      stdio: ["ignore", "pipe", "inherit"],
+    }),
+  );
   // the client's tarball: no emulator code, no emulator library named
   const emulatorFiles = packed.map((f) => f.path).filter((path) => /emulator/i.test(path));
   if (emulatorFiles.length) {
@@ -53,7 +59,9 @@ try {
   const named = Object.keys({ ...pkg.dependencies, ...pkg.peerDependencies, ...pkg.optionalDependencies });
   const emulatorNamed = EMULATOR_ONLY.filter((n) => named.includes(n));
   if (emulatorNamed.length || pkg.bin) {
-    console.error(`check-install: the client's package.json names the emulator's libraries or a bin: ${[...emulatorNamed, ...(pkg.bin ? ["bin"] : [])].join(", ")}`);
+    console.error(
+      `check-install: the client's package.json names the emulator's libraries or a bin: ${[...emulatorNamed, ...(pkg.bin ? ["bin"] : [])].join(", ")}`,
+    );
     failed = true;
   }
   console.log(`check-install: the client's tarball holds ${packed.length} files, none of the emulator's, and names none of its libraries`);
@@ -61,12 +69,17 @@ try {
   mkdirSync(project);
   writeFileSync(join(project, "package.json"), '{"name":"check-install","version":"1.0.0","private":true,"type":"module"}\n');
   const core = JSON.parse(readFileSync(join(ROOT, "node_modules/@langchain/core/package.json"), "utf8")).version;
-  execFileSync(npm, ["install", "--no-audit", "--no-fund", "--loglevel=error", join(work, filename), `@langchain/core@${core}`], { cwd: project, stdio: "inherit" });
+  execFileSync(npm, ["install", "--no-audit", "--no-fund", "--loglevel=error", join(work, filename), `@langchain/core@${core}`], {
+    cwd: project,
+    stdio: "inherit",
+  });
 
   const lock = JSON.parse(readFileSync(join(project, "node_modules/.package-lock.json"), "utf8"));
   const installed = Object.keys(lock.packages).filter((k) => k !== "");
   const mb = diskBytes(join(project, "node_modules")) / 2 ** 20;
-  console.log(`check-install: an API-key user installs ${installed.length} packages, ${mb.toFixed(0)} MB (langchain-service + @langchain/core@${core})`);
+  console.log(
+    `check-install: an API-key user installs ${installed.length} packages, ${mb.toFixed(0)} MB (langchain-service + @langchain/core@${core})`,
+  );
 
   // @langchain/openai alone is 14 packages (with @langchain/core); ethers adds 9. The 150 of the old manifest,
   // where every wallet and emulator library was a dependency, must not come back.
@@ -111,16 +124,31 @@ try {
 
   // the emulator's tarball beside the client's, as a dev dependency; none of its optional peers installed
   const emu = JSON.parse(readFileSync(join(EMULATOR, "package.json"), "utf8"));
-  const [{ filename: emuTarball }] = JSON.parse(execFileSync(npm, ["pack", "--json", "--pack-destination", work], { cwd: EMULATOR, encoding: "utf8", stdio: ["ignore", "pipe", "inherit"] }));
-  execFileSync(npm, ["install", "--save-dev", "--no-audit", "--no-fund", "--loglevel=error", join(work, emuTarball)], { cwd: project, stdio: "inherit" });
+  const [{ filename: emuTarball }] = JSON.parse(
+    execFileSync(npm, ["pack", "--json", "--pack-destination", work], {
+      cwd: EMULATOR,
+      encoding: "utf8",
+      stdio: ["ignore", "pipe", "inherit"],
+    }),
+  );
+  execFileSync(npm, ["install", "--save-dev", "--no-audit", "--no-fund", "--loglevel=error", join(work, emuTarball)], {
+    cwd: project,
+    stdio: "inherit",
+  });
   const emuLock = JSON.parse(readFileSync(join(project, "node_modules/.package-lock.json"), "utf8"));
   const emuOptional = Object.keys(emu.peerDependenciesMeta ?? {}).filter((n) => emu.peerDependenciesMeta[n]?.optional);
-  const emuPresent = emuOptional.filter((n) => Object.keys(emuLock.packages).some((k) => k === `node_modules/${n}` || k.endsWith(`/node_modules/${n}`)));
+  const emuPresent = emuOptional.filter((n) =>
+    Object.keys(emuLock.packages).some((k) => k === `node_modules/${n}` || k.endsWith(`/node_modules/${n}`)),
+  );
   if (emuPresent.length) {
     console.error(`check-install: the emulator's optional peers were installed: ${emuPresent.join(", ")}`);
     failed = true;
   }
-  const help = execFileSync(npm, ["exec", "--no", "--", "langchain-service-emulator", "--help"], { cwd: project, encoding: "utf8", stdio: ["ignore", "pipe", "inherit"] });
+  const help = execFileSync(npm, ["exec", "--no", "--", "langchain-service-emulator", "--help"], {
+    cwd: project,
+    encoding: "utf8",
+    stdio: ["ignore", "pipe", "inherit"],
+  });
   if (!help.includes("Usage: langchain-service-emulator")) {
     console.error(`check-install: npx langchain-service-emulator --help printed no usage:\n${help}`);
     failed = true;

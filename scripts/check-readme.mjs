@@ -53,7 +53,11 @@ const config = {
 };
 writeFileSync(join(WORK, "tsconfig.json"), `${JSON.stringify(config, null, 2)}\n`);
 
-const parsed = ts.getParsedCommandLineOfConfigFile(join(WORK, "tsconfig.json"), {}, { ...ts.sys, onUnRecoverableConfigFileDiagnostic: () => undefined });
+const parsed = ts.getParsedCommandLineOfConfigFile(
+  join(WORK, "tsconfig.json"),
+  {},
+  { ...ts.sys, onUnRecoverableConfigFileDiagnostic: () => undefined },
+);
 if (!parsed || parsed.errors.length) {
   for (const d of parsed?.errors ?? []) console.error(ts.flattenDiagnosticMessageText(d.messageText, "\n"));
   process.exit(1);

@@ -29,8 +29,7 @@ declare const apiKey: string; // an API key of the service
 `;
 
 /** For a run: the same names, from the environment the README's own commands use. Kept on one line. */
-export const RUN_PRELUDE =
-  "const baseUrl = process.env.SERVICE_BASE_URL!; const apiKey = process.env.SERVICE_API_KEY!;";
+export const RUN_PRELUDE = "const baseUrl = process.env.SERVICE_BASE_URL!; const apiKey = process.env.SERVICE_API_KEY!;";
 
 /** The workspace's own specifiers (the client's entries and the emulator package), as they map to their source. */
 export const PACKAGE_ENTRIES = {

@@ -8,8 +8,22 @@ import { ConfigurationError, ValidationError } from "./http/errors.js";
 import { parseWith, serviceRequest, type RequestOptions, type ServiceApi, type ServiceResult } from "./api/request.js";
 import { createServiceFetch, type FetchStackOptions, type ServiceFetch } from "./stack.js";
 import { networkCacheFor, type NetworkCache } from "./crypto-rpc/networks.js";
-import { ModelAliasListSchema, ModelListSchema, checkMappingType, modelRecordsFor, type ModelAliasList, type ModelRecords, type ServiceModel } from "./models/records.js";
-import { cryptoRpc, type JsonRpcRequest, type CryptoRpcOptions, type CryptoRpcSingleResult, type CryptoRpcBatchResult } from "./crypto-rpc/rpc.js";
+import {
+  ModelAliasListSchema,
+  ModelListSchema,
+  checkMappingType,
+  modelRecordsFor,
+  type ModelAliasList,
+  type ModelRecords,
+  type ServiceModel,
+} from "./models/records.js";
+import {
+  cryptoRpc,
+  type JsonRpcRequest,
+  type CryptoRpcOptions,
+  type CryptoRpcSingleResult,
+  type CryptoRpcBatchResult,
+} from "./crypto-rpc/rpc.js";
 import type { X402Wallet } from "./x402/wallets.js";
 import { X402BalanceSchema, type X402Balance } from "./x402/balance.js";
 import type { TopUpResult } from "./x402/layer.js";
@@ -50,7 +64,6 @@ export interface ServiceClientOptions extends FetchStackOptions {
   /** an existing stack to share (limiters, guards, payment state) instead of building one */
   serviceFetch?: ServiceFetch;
 }
-
 
 const RateLimitsSchema = z
   .object({

@@ -63,7 +63,13 @@ export {
   PaymentNotCurableError,
   type ServiceErrorInit,
 } from "./http/errors.js";
-export { ModelAccessDeniedError, ModelOfflineError, UnsupportedParameterError, ContentViolationError, type ModelAccessReason } from "./http/model-errors.js";
+export {
+  ModelAccessDeniedError,
+  ModelOfflineError,
+  UnsupportedParameterError,
+  ContentViolationError,
+  type ModelAccessReason,
+} from "./http/model-errors.js";
 
 // the `/models` records and what they say of a model
 export {
@@ -299,4 +305,3 @@ export {
 
 // the names the agent middleware (langchain-service/agents) writes: its event and its message marker
 export { SPEND_WARNING_EVENT, SPEND_LIMIT_KEY } from "./agents/keys.js";
-

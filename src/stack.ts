@@ -68,9 +68,32 @@ export type { ServiceFetch } from "./api/service-fetch.js";
 
 /** The stack options a face (ChatService, ServiceEmbeddings) takes among its own fields, under the same names. */
 const FACE_STACK_OPTIONS = [
-  "apiKey", "baseUrl", "brand", "timeout", "idleTimeout", "totalTimeout", "maxResponseBytes", "maxEventBytes", "maxRequestBytes", "fetch", "retry",
-  "abuseGuard", "auth", "wallet", "signInDomain", "payment", "onPayment", "solanaRpcUrl", "topUp", "store", "pacing", "concurrency", "defaultHeaders",
-  "budget", "spendLog", "context",
+  "apiKey",
+  "baseUrl",
+  "brand",
+  "timeout",
+  "idleTimeout",
+  "totalTimeout",
+  "maxResponseBytes",
+  "maxEventBytes",
+  "maxRequestBytes",
+  "fetch",
+  "retry",
+  "abuseGuard",
+  "auth",
+  "wallet",
+  "signInDomain",
+  "payment",
+  "onPayment",
+  "solanaRpcUrl",
+  "topUp",
+  "store",
+  "pacing",
+  "concurrency",
+  "defaultHeaders",
+  "budget",
+  "spendLog",
+  "context",
 ] as const satisfies readonly (keyof FetchStackOptions)[];
 
 /** @internal Picks a face's stack options out of its fields (nothing else of them reaches the stack). */
@@ -94,7 +117,9 @@ export function sharedStackOf(fields: {
   const shared = client === undefined ? serviceFetch : stackOfClient(client, serviceFetch);
   // a context beside a built stack would be ignored: the face shares the stack's, so another one is a mistake
   if (shared !== undefined && fields.context !== undefined && fields.context !== shared.context) {
-    throw new ConfigurationError("context differs from the context of the given client or serviceFetch (its stack's is used): give one or the other");
+    throw new ConfigurationError(
+      "context differs from the context of the given client or serviceFetch (its stack's is used): give one or the other",
+    );
   }
   return shared;
 }
@@ -102,12 +127,18 @@ export function sharedStackOf(fields: {
 function stackOfClient(client: unknown, serviceFetch: ServiceFetch | undefined): ServiceFetch {
   const fetch = (client as { fetch?: unknown } | null)?.fetch as ServiceFetch | undefined;
   if (typeof fetch !== "function" || typeof fetch.url !== "function") throw new ConfigurationError("client must be a ServiceClient");
-  if (serviceFetch !== undefined && serviceFetch !== fetch) throw new ConfigurationError("give client or serviceFetch, not two different stacks");
+  if (serviceFetch !== undefined && serviceFetch !== fetch)
+    throw new ConfigurationError("give client or serviceFetch, not two different stacks");
   return fetch;
 }
 
 /** Wallet sign-in whose signing code loads on the first request. */
-function lazyWalletAuth(wallet: X402Wallet, x402: Promise<typeof import("./x402/index.js")>, signInDomain: string | undefined, context: ServiceContext): AuthProvider {
+function lazyWalletAuth(
+  wallet: X402Wallet,
+  x402: Promise<typeof import("./x402/index.js")>,
+  signInDomain: string | undefined,
+  context: ServiceContext,
+): AuthProvider {
   const provider = x402.then((m) => m.createWalletAuth(wallet, { signInDomain, clock: context.clock }));
   provider.catch(() => {});
   return {
@@ -126,7 +157,19 @@ export function createServiceFetch(options: FetchStackOptions = {}): ServiceFetc
   if (wallet !== undefined && typeof (wallet as { address?: unknown })?.address !== "string") {
     throw new ConfigurationError("wallet must be an EvmWallet or a SolanaWallet");
   }
-  const { wallet: _w, signInDomain: domain, payment, onPayment: ownerOnPayment, solanaRpcUrl, topUp, store, paymentLayer: customPayment, budget, spendLog, ...transport } = options;
+  const {
+    wallet: _w,
+    signInDomain: domain,
+    payment,
+    onPayment: ownerOnPayment,
+    solanaRpcUrl,
+    topUp,
+    store,
+    paymentLayer: customPayment,
+    budget,
+    spendLog,
+    ...transport
+  } = options;
   // checked now, before any request (the signing code loads later)
   const signInDomain = domain !== undefined ? normalizeSignInDomain(domain) : undefined;
   const context = contextOf(options.context);

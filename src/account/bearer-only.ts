@@ -8,6 +8,8 @@ import type { ServiceApi } from "../api/request.js";
 
 export function requireApiKey(client: ServiceApi, what: string, routes: string): void {
   if (client.wallet) {
-    throw new ConfigurationError(`${what} needs an API key: the service's ${routes} routes take Bearer keys only (a wallet's sign-in is refused with 401)`);
+    throw new ConfigurationError(
+      `${what} needs an API key: the service's ${routes} routes take Bearer keys only (a wallet's sign-in is refused with 401)`,
+    );
   }
 }

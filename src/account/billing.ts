@@ -150,7 +150,11 @@ export function usageByModel(entries: readonly UsageEntry[]): ModelUsage[] {
   const lines = new Map<string, ModelUsage & { ids: Set<string> }>();
   for (const e of entries) {
     let line = lines.get(e.model);
-    if (!line) lines.set(e.model, (line = { model: e.model, usd: 0, diem: 0, entries: 0, requests: 0, promptTokens: 0, completionTokens: 0, ids: new Set() }));
+    if (!line)
+      lines.set(
+        e.model,
+        (line = { model: e.model, usd: 0, diem: 0, entries: 0, requests: 0, promptTokens: 0, completionTokens: 0, ids: new Set() }),
+      );
     if (e.currency === "DIEM") line.diem -= e.amount;
     else line.usd -= e.amount;
     line.entries++;
@@ -206,7 +210,11 @@ export async function getUsage(client: ServiceApi, range: UsageRange = {}): Prom
   let source: UsageReport["source"] = "usage-history";
   let headers: ServiceResponseHeaders | undefined;
   try {
-    let page = await usageHistoryPage(client, { startTimestamp: from, endTimestamp: to, currency: r.currency, pageSize: r.pageSize }, r.signal);
+    let page = await usageHistoryPage(
+      client,
+      { startTimestamp: from, endTimestamp: to, currency: r.currency, pageSize: r.pageSize },
+      r.signal,
+    );
     for (;;) {
       pages++;
       rows.push(...page.rows);

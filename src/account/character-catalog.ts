@@ -45,7 +45,9 @@ export class CharacterCatalog {
   check(slug: string): void {
     if (this.status(slug) !== "missing") return;
     const why = this.#missing.has(slug) ? "the service answered 404 for it" : "it is not in the loaded character list";
-    throw new CharacterNotFoundError(`unknown character_slug ${JSON.stringify(slug)}: ${why} (see listCharacters / getCharacter)`, { slug });
+    throw new CharacterNotFoundError(`unknown character_slug ${JSON.stringify(slug)}: ${why} (see listCharacters / getCharacter)`, {
+      slug,
+    });
   }
 }
 

@@ -11,7 +11,15 @@ import { checkArgs, parseWith, type ServiceApi } from "../api/request.js";
 import { requireApiKey } from "./bearer-only.js";
 import { characterCatalog } from "./character-catalog.js";
 
-export const CHARACTER_SORTS = ["featured", "highestRating", "highlyRated", "highlyRatedAndRecent", "imports", "mostRecent", "ratingCount"] as const;
+export const CHARACTER_SORTS = [
+  "featured",
+  "highestRating",
+  "highlyRated",
+  "highlyRatedAndRecent",
+  "imports",
+  "mostRecent",
+  "ratingCount",
+] as const;
 
 const characterSchema = z
   .object({
@@ -28,7 +36,13 @@ const characterSchema = z
     webEnabled: z.boolean().optional(),
     modelId: z.string().nullable().optional(),
     stats: z
-      .object({ averageRating: z.number(), imports: z.number(), ratingCount: z.number(), ratingSum: z.number().optional(), userRating: z.number().nullable().optional() })
+      .object({
+        averageRating: z.number(),
+        imports: z.number(),
+        ratingCount: z.number(),
+        ratingSum: z.number().optional(),
+        userRating: z.number().nullable().optional(),
+      })
       .partial()
       .passthrough()
       .optional(),
@@ -122,7 +136,16 @@ export async function listCharacters(client: ServiceApi, options: ListCharacters
       break;
     }
   }
-  const unfiltered = !o.search && !o.categories && !o.tags && !o.modelId && !o.isAdult && !o.isPro && !o.isWebEnabled && !o.offset && (!o.sortBy || !["featured", "highlyRated", "highlyRatedAndRecent"].includes(o.sortBy));
+  const unfiltered =
+    !o.search &&
+    !o.categories &&
+    !o.tags &&
+    !o.modelId &&
+    !o.isAdult &&
+    !o.isPro &&
+    !o.isWebEnabled &&
+    !o.offset &&
+    (!o.sortBy || !["featured", "highlyRated", "highlyRatedAndRecent"].includes(o.sortBy));
   catalog.learn(
     all.map((c) => c.slug),
     whole && unfiltered,
@@ -133,7 +156,8 @@ export async function listCharacters(client: ServiceApi, options: ListCharacters
 /** GET /characters/{slug} (a slug or the character's id): one character; `CharacterNotFoundError` on 404. */
 export async function getCharacter(client: ServiceApi, slug: string, options: { signal?: AbortSignal } = {}): Promise<Character> {
   requireApiKey(client, "getCharacter", "/characters");
-  if (typeof slug !== "string" || !/^[A-Za-z0-9][A-Za-z0-9_.-]{0,199}$/.test(slug)) throw new ValidationError(`not a character slug: ${JSON.stringify(slug)}`);
+  if (typeof slug !== "string" || !/^[A-Za-z0-9][A-Za-z0-9_.-]{0,199}$/.test(slug))
+    throw new ValidationError(`not a character slug: ${JSON.stringify(slug)}`);
   const catalog = characterCatalog(client.fetch);
   try {
     const res = await client.request(`/characters/${encodeURIComponent(slug)}`, { signal: options.signal });
@@ -144,6 +168,14 @@ export async function getCharacter(client: ServiceApi, slug: string, options: { 
     if ((err as { status?: number }).status !== 404) throw err;
     catalog.forget(slug);
     const e = err as CharacterNotFoundError;
-    throw new CharacterNotFoundError(e.message, { status: 404, body: e.body, headers: e.headers, code: e.code, requestId: e.requestId, slug, cause: err });
+    throw new CharacterNotFoundError(e.message, {
+      status: 404,
+      body: e.body,
+      headers: e.headers,
+      code: e.code,
+      requestId: e.requestId,
+      slug,
+      cause: err,
+    });
   }
 }

@@ -24,7 +24,12 @@ const HIDDEN = ["langsmith:hidden"];
 export async function withRunConfigurable<T>(name: string, patch: Record<string, unknown>, fn: () => Promise<T>): Promise<T> {
   const config = ensureConfig();
   const run = RunnableLambda.from(async () => ({ value: await fn() }));
-  const { value } = await run.invoke(undefined, { ...config, runName: name, tags: [...(config.tags ?? []), ...HIDDEN], configurable: { ...config.configurable, ...patch } });
+  const { value } = await run.invoke(undefined, {
+    ...config,
+    runName: name,
+    tags: [...(config.tags ?? []), ...HIDDEN],
+    configurable: { ...config.configurable, ...patch },
+  });
   return value;
 }
 
@@ -110,7 +115,10 @@ export async function modelCallWorstCaseUsd(request: ModelCallShape, budget: Spe
   const record = await modelRecordsFor(model.serviceFetch)
     .resolve(model.model, { signal })
     .catch(() => undefined);
-  const messages = request.systemMessage && String(request.systemMessage.content ?? "") !== "" ? [request.systemMessage, ...request.messages] : [...request.messages];
+  const messages =
+    request.systemMessage && String(request.systemMessage.content ?? "") !== ""
+      ? [request.systemMessage, ...request.messages]
+      : [...request.messages];
   let body: Record<string, unknown>;
   try {
     const tools = request.tools?.length ? request.tools : undefined;

@@ -80,13 +80,20 @@ const marked = (m: BaseMessage) => marker(m) !== undefined;
 
 function validate(o: SpendLimitOptions): void {
   if (!o || typeof o !== "object") throw new ConfigurationError("spendLimitMiddleware needs { budget } or { maxUsd }");
-  if ((o.budget === undefined) === (o.maxUsd === undefined)) throw new ConfigurationError("spendLimitMiddleware needs exactly one of budget (a SpendBudget) and maxUsd");
-  if (o.budget !== undefined && !(o.budget instanceof SpendBudget)) throw new ConfigurationError("spendLimitMiddleware.budget must be a SpendBudget");
-  if (o.maxUsd !== undefined && !isUsd(o.maxUsd)) throw new ConfigurationError("spendLimitMiddleware.maxUsd must be a non-negative number of USD");
-  if (o.onExhausted !== undefined && !["end", "error", "interrupt"].includes(o.onExhausted)) throw new ConfigurationError('spendLimitMiddleware.onExhausted must be "end", "error" or "interrupt"');
-  if (o.warnAtUsd !== undefined && o.warnAtFraction !== undefined) throw new ConfigurationError("spendLimitMiddleware takes warnAtUsd or warnAtFraction, not both");
-  if (o.warnAtUsd !== undefined && !isUsd(o.warnAtUsd)) throw new ConfigurationError("spendLimitMiddleware.warnAtUsd must be a non-negative number of USD");
-  if (o.warnAtFraction !== undefined && !(isUsd(o.warnAtFraction) && o.warnAtFraction <= 1)) throw new ConfigurationError("spendLimitMiddleware.warnAtFraction must be between 0 and 1");
+  if ((o.budget === undefined) === (o.maxUsd === undefined))
+    throw new ConfigurationError("spendLimitMiddleware needs exactly one of budget (a SpendBudget) and maxUsd");
+  if (o.budget !== undefined && !(o.budget instanceof SpendBudget))
+    throw new ConfigurationError("spendLimitMiddleware.budget must be a SpendBudget");
+  if (o.maxUsd !== undefined && !isUsd(o.maxUsd))
+    throw new ConfigurationError("spendLimitMiddleware.maxUsd must be a non-negative number of USD");
+  if (o.onExhausted !== undefined && !["end", "error", "interrupt"].includes(o.onExhausted))
+    throw new ConfigurationError('spendLimitMiddleware.onExhausted must be "end", "error" or "interrupt"');
+  if (o.warnAtUsd !== undefined && o.warnAtFraction !== undefined)
+    throw new ConfigurationError("spendLimitMiddleware takes warnAtUsd or warnAtFraction, not both");
+  if (o.warnAtUsd !== undefined && !isUsd(o.warnAtUsd))
+    throw new ConfigurationError("spendLimitMiddleware.warnAtUsd must be a non-negative number of USD");
+  if (o.warnAtFraction !== undefined && !(isUsd(o.warnAtFraction) && o.warnAtFraction <= 1))
+    throw new ConfigurationError("spendLimitMiddleware.warnAtFraction must be between 0 and 1");
   for (const [name, limit] of Object.entries(o.toolLimitsUsd ?? {})) {
     if (!isUsd(limit)) throw new ConfigurationError(`spendLimitMiddleware.toolLimitsUsd.${name} must be a non-negative number of USD`);
   }
@@ -103,13 +110,16 @@ export function spendLimitMiddleware(options: SpendLimitOptions): SpendLimitMidd
     if (shared) return run.limitUsd === shared.maxUsd ? shared : shared.withLimit(run.limitUsd);
     return new SpendBudget({ maxUsd: run.limitUsd, name: `agent.${run.id}`, store: options.store });
   };
-  const warnAt = (limit: number) => options.warnAtUsd ?? (options.warnAtFraction !== undefined ? options.warnAtFraction * limit : undefined);
+  const warnAt = (limit: number) =>
+    options.warnAtUsd ?? (options.warnAtFraction !== undefined ? options.warnAtFraction * limit : undefined);
 
   /** `spend` as the state shows it: the budget's figures and the calls made under it in this run. */
   const figures = async (state: { messages: BaseMessage[] }, run: RunState) => {
     const budget = budgetOf(run);
     await budget.refresh();
-    const calls = state.messages.slice(run.start).filter((m) => (AIMessage.isInstance(m) || ToolMessage.isInstance(m)) && !marked(m)).length;
+    const calls = state.messages
+      .slice(run.start)
+      .filter((m) => (AIMessage.isInstance(m) || ToolMessage.isInstance(m)) && !marked(m)).length;
     return { spentUsd: budget.spentUsd, limitUsd: run.limitUsd, calls };
   };
 
@@ -129,12 +139,24 @@ export function spendLimitMiddleware(options: SpendLimitOptions): SpendLimitMidd
     new AIMessage({
       content: refusal.message,
       additional_kwargs: {
-        [SPEND_LIMIT_KEY]: { exhausted: true, error: { budget: refusal.budget, spentUsd: refusal.spentUsd, reservedUsd: refusal.reservedUsd, limitUsd: refusal.limitUsd, estimateUsd: refusal.estimateUsd } },
+        [SPEND_LIMIT_KEY]: {
+          exhausted: true,
+          error: {
+            budget: refusal.budget,
+            spentUsd: refusal.spentUsd,
+            reservedUsd: refusal.reservedUsd,
+            limitUsd: refusal.limitUsd,
+            estimateUsd: refusal.estimateUsd,
+          },
+        },
       },
     });
   const rethrow = (state: { messages: BaseMessage[] }) => {
     const last = state.messages.at(-1);
-    const error = last && AIMessage.isInstance(last) ? (marker(last) as { error?: Omit<ConstructorParameters<typeof BudgetExceededError>[1], "cause"> } | undefined)?.error : undefined;
+    const error =
+      last && AIMessage.isInstance(last)
+        ? (marker(last) as { error?: Omit<ConstructorParameters<typeof BudgetExceededError>[1], "cause"> } | undefined)?.error
+        : undefined;
     if (error) throw new BudgetExceededError(String(last!.content), { ...error, estimateUsd: error.estimateUsd ?? Infinity });
   };
 
@@ -147,19 +169,31 @@ export function spendLimitMiddleware(options: SpendLimitOptions): SpendLimitMidd
     if (onExhausted === "end") return finalMessage(budget, neededUsd, "Nothing more was sent.");
     for (;;) {
       await budget.refresh();
-      const question: SpendLimitInterrupt = { type: "spend_limit", budget: budget.name, spentUsd: budget.spentUsd, limitUsd: budget.maxUsd, neededUsd };
+      const question: SpendLimitInterrupt = {
+        type: "spend_limit",
+        budget: budget.name,
+        spentUsd: budget.spentUsd,
+        limitUsd: budget.maxUsd,
+        neededUsd,
+      };
       const answer = interrupt<SpendLimitInterrupt, unknown>(question);
       if (answer === false) return finalMessage(budget, neededUsd, "More was not allowed; nothing more was sent.");
       const raise = (answer as { raiseToUsd?: unknown } | null)?.raiseToUsd;
       if (!isUsd(raise) || raise <= budget.maxUsd) {
-        throw new ValidationError(`resume the spend limit with { raiseToUsd } above the limit of ${usd(budget.maxUsd)}, or false (got ${JSON.stringify(answer)})`);
+        throw new ValidationError(
+          `resume the spend limit with { raiseToUsd } above the limit of ${usd(budget.maxUsd)}, or false (got ${JSON.stringify(answer)})`,
+        );
       }
       budget = shared ? shared.withLimit(raise) : budget.withLimit(raise);
       if (await fits(budget, neededUsd)) return budget;
     }
   };
 
-  const fits = (budget: SpendBudget, neededUsd: number) => budget.check(neededUsd, "the next model call").then(() => true, (err) => (err instanceof BudgetExceededError ? false : Promise.reject(err)));
+  const fits = (budget: SpendBudget, neededUsd: number) =>
+    budget.check(neededUsd, "the next model call").then(
+      () => true,
+      (err) => (err instanceof BudgetExceededError ? false : Promise.reject(err)),
+    );
 
   return {
     // the shape `createMiddleware` makes (langchain's MIDDLEWARE_BRAND), built here so that the package's main
@@ -169,7 +203,12 @@ export function spendLimitMiddleware(options: SpendLimitOptions): SpendLimitMidd
     stateSchema,
 
     beforeAgent: async (state: { messages: BaseMessage[] }) => {
-      const run: RunState = { id: globalThis.crypto.randomUUID().slice(0, 18), limitUsd: shared?.maxUsd ?? options.maxUsd!, warned: false, start: state.messages.length };
+      const run: RunState = {
+        id: globalThis.crypto.randomUUID().slice(0, 18),
+        limitUsd: shared?.maxUsd ?? options.maxUsd!,
+        warned: false,
+        start: state.messages.length,
+      };
       return { spendRun: run, spend: await figures(state, run) };
     },
 
@@ -196,10 +235,16 @@ export function spendLimitMiddleware(options: SpendLimitOptions): SpendLimitMidd
         request = { ...request, systemPrompt: request.systemPrompt ? `${request.systemPrompt}\n\n${note}` : note };
       }
       // a tool call the run's budget refused in the last step: the run cannot go on as it is
-      const refused = [...request.messages].reverse().find((m: BaseMessage) => ToolMessage.isInstance(m) && (m.additional_kwargs?.[SPEND_LIMIT_KEY] as { exhausted?: boolean })?.exhausted);
+      const refused = [...request.messages]
+        .reverse()
+        .find(
+          (m: BaseMessage) => ToolMessage.isInstance(m) && (m.additional_kwargs?.[SPEND_LIMIT_KEY] as { exhausted?: boolean })?.exhausted,
+        );
       const lastAi = [...request.messages].reverse().find((m: BaseMessage) => AIMessage.isInstance(m));
       const refusedNow = refused && request.messages.indexOf(refused) > request.messages.indexOf(lastAi);
-      const neededUsd = refusedNow ? (refused.additional_kwargs[SPEND_LIMIT_KEY].neededUsd as number) : await modelCallWorstCaseUsd(request, budget, request.runtime?.signal);
+      const neededUsd = refusedNow
+        ? (refused.additional_kwargs[SPEND_LIMIT_KEY].neededUsd as number)
+        : await modelCallWorstCaseUsd(request, budget, request.runtime?.signal);
       let raised = false;
       const stop = async (refusal: BudgetExceededError): Promise<AIMessage | undefined> => {
         const next = await exhausted(budget, neededUsd, refusal);
@@ -210,9 +255,16 @@ export function spendLimitMiddleware(options: SpendLimitOptions): SpendLimitMidd
       };
       if (refusedNow || !(await fits(budget, neededUsd))) {
         await budget.refresh();
-        const refusal = new BudgetExceededError(`budget ${budget.name} refused the next step: its worst case ${usd(neededUsd)} does not fit (${usd(budget.spentUsd)} spent of ${usd(budget.maxUsd)}); nothing was sent`, {
-          budget: budget.name, spentUsd: budget.spentUsd, reservedUsd: budget.reservedUsd, limitUsd: budget.maxUsd, estimateUsd: neededUsd,
-        });
+        const refusal = new BudgetExceededError(
+          `budget ${budget.name} refused the next step: its worst case ${usd(neededUsd)} does not fit (${usd(budget.spentUsd)} spent of ${usd(budget.maxUsd)}); nothing was sent`,
+          {
+            budget: budget.name,
+            spentUsd: budget.spentUsd,
+            reservedUsd: budget.reservedUsd,
+            limitUsd: budget.maxUsd,
+            estimateUsd: neededUsd,
+          },
+        );
         const final = await stop(refusal);
         if (final) return final;
       }
@@ -234,7 +286,8 @@ export function spendLimitMiddleware(options: SpendLimitOptions): SpendLimitMidd
       rethrow(state);
       return state.spendRun ? { spend: await figures(state, state.spendRun) } : undefined;
     },
-    afterAgent: async (state: { messages: BaseMessage[]; spendRun?: RunState }) => (state.spendRun ? { spend: await figures(state, state.spendRun) } : undefined),
+    afterAgent: async (state: { messages: BaseMessage[]; spendRun?: RunState }) =>
+      state.spendRun ? { spend: await figures(state, state.spendRun) } : undefined,
 
     wrapToolCall: async (request: any, handler: (request: any) => Promise<any>) => {
       const run: RunState | undefined = request.state?.spendRun;
@@ -242,14 +295,27 @@ export function spendLimitMiddleware(options: SpendLimitOptions): SpendLimitMidd
       const runBudget = budgetOf(run);
       const name: string = request.toolCall.name;
       const limit = toolLimits.get(name);
-      const cap = limit === undefined ? undefined : new SpendBudget({ maxUsd: limit, name: `agent.${run.id}.tool.${name.replace(/[^\w.:-]/g, "_").slice(0, 64)}`, fees: runBudget.fees });
+      const cap =
+        limit === undefined
+          ? undefined
+          : new SpendBudget({
+              maxUsd: limit,
+              name: `agent.${run.id}.tool.${name.replace(/[^\w.:-]/g, "_").slice(0, 64)}`,
+              fees: runBudget.fees,
+            });
       const budget = cap ? new CappedBudget(runBudget, cap) : runBudget;
       try {
         return await withRunConfigurable("SpendLimitMiddleware.budget", { budget }, () => handler(request));
       } catch (err) {
         if (!(err instanceof BudgetExceededError)) throw err;
         const refusal = (content: string, detail: Record<string, unknown>) =>
-          new ToolMessage({ content, tool_call_id: request.toolCall.id, name, status: "error", additional_kwargs: { [SPEND_LIMIT_KEY]: detail } });
+          new ToolMessage({
+            content,
+            tool_call_id: request.toolCall.id,
+            name,
+            status: "error",
+            additional_kwargs: { [SPEND_LIMIT_KEY]: detail },
+          });
         if (cap && err.budget === cap.name) {
           return refusal(
             `Not run: ${name} would pass its own spend limit of ${usd(limit!)} for this run (${usd(err.spentUsd)} spent by it; this call needs up to ${usd(err.estimateUsd)}). Do not call ${name} again; go on without it.`,
@@ -257,9 +323,15 @@ export function spendLimitMiddleware(options: SpendLimitOptions): SpendLimitMidd
           );
         }
         if (err.budget !== runBudget.name) throw err; // "error" too: thrown by the next model step, as one error
-        return refusal(`Not run: the run's spend budget is spent (${usd(err.spentUsd)} of ${usd(err.limitUsd)}; this call needs up to ${usd(err.estimateUsd)}).`, {
-          exhausted: true, spentUsd: err.spentUsd, limitUsd: err.limitUsd, neededUsd: err.estimateUsd,
-        });
+        return refusal(
+          `Not run: the run's spend budget is spent (${usd(err.spentUsd)} of ${usd(err.limitUsd)}; this call needs up to ${usd(err.estimateUsd)}).`,
+          {
+            exhausted: true,
+            spentUsd: err.spentUsd,
+            limitUsd: err.limitUsd,
+            neededUsd: err.estimateUsd,
+          },
+        );
       }
     },
   } as unknown as SpendLimitMiddleware;

@@ -44,10 +44,13 @@ export interface ServiceApi {
 export function parseWith<T>(schema: z.ZodType<T>, data: unknown, what: string, headers?: ServiceResponseHeaders): T {
   const parsed = schema.safeParse(data);
   if (!parsed.success) {
-    throw new ResponseFormatError(`unexpected ${what} response: ${parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")}`, {
-      body: data,
-      headers,
-    });
+    throw new ResponseFormatError(
+      `unexpected ${what} response: ${parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")}`,
+      {
+        body: data,
+        headers,
+      },
+    );
   }
   return parsed.data;
 }
@@ -110,7 +113,11 @@ function prepare(serviceFetch: ServiceFetch, path: string, options: RequestOptio
 }
 
 /** JSON in, JSON (or text) out, through the stack: typed errors on non-success. `ServiceClient.request` is this. */
-export async function serviceRequest<T = unknown>(serviceFetch: ServiceFetch, path: string, options: RequestOptions = {}): Promise<ServiceResult<T>> {
+export async function serviceRequest<T = unknown>(
+  serviceFetch: ServiceFetch,
+  path: string,
+  options: RequestOptions = {},
+): Promise<ServiceResult<T>> {
   const [url, init] = prepare(serviceFetch, path, options, "application/json");
   const response = await serviceFetch(url, init);
   const parsedHeaders = responseHeaders(response, serviceFetch.brand);
@@ -142,7 +149,11 @@ export interface MediaResult {
 }
 
 /** A request whose answer may be media bytes: read as bytes, parsed when it says it is JSON. */
-export async function requestMedia(api: Pick<ServiceApi, "fetch" | "brand">, path: string, options: RequestOptions & { accept: string }): Promise<MediaResult> {
+export async function requestMedia(
+  api: Pick<ServiceApi, "fetch" | "brand">,
+  path: string,
+  options: RequestOptions & { accept: string },
+): Promise<MediaResult> {
   const [url, init] = prepare(api.fetch, path, options, options.accept);
   const response = await api.fetch(url, init);
   const headers = responseHeaders(response, api.brand);

@@ -35,13 +35,25 @@ import { estimateChatTokens } from "../http/token-estimate.js";
 import type { RetryOptions } from "../http/retry.js";
 import type { ServiceResponseHeaders } from "../http/headers.js";
 import { modelRecordsFor, type ModelRecords } from "../models/records.js";
-import { toWireServiceParameters, validateServiceParameters, type ServiceParameters, type WebSearchCitation } from "./service-parameters.js";
+import {
+  toWireServiceParameters,
+  validateServiceParameters,
+  type ServiceParameters,
+  type WebSearchCitation,
+} from "./service-parameters.js";
 import { parseModelId } from "./model-id.js";
 import { toWireMessages } from "./convert.js";
 import { DEFAULT_STREAM_RETRIES, withTransientRetries, type StreamProgress } from "./stream-errors.js";
 import { withCharacterCheck } from "./character-check.js";
 import { structuredOutput } from "./structured-output.js";
-import { pickRequestFields, REQUEST_FIELD_NAMES, toWireRequestFields, validateRequestFields, wireToolChoice, type ChatRequestFields } from "./request-fields.js";
+import {
+  pickRequestFields,
+  REQUEST_FIELD_NAMES,
+  toWireRequestFields,
+  validateRequestFields,
+  wireToolChoice,
+  type ChatRequestFields,
+} from "./request-fields.js";
 import { checkCapabilities, profileFromRecord, schemaInPrompt, type ServiceModelProfile } from "./profile.js";
 import { checkModelRecord, learnRefusal, modelToSend, warnDeprecatedOnce, withModel } from "./model-checks.js";
 import { registerContentBlockTranslator, withCitationAnnotations } from "./content-blocks.js";
@@ -93,7 +105,8 @@ function retryFromMaxRetries(fields: ChatServiceInput): { retry: ChatServiceInpu
 /** The profile fields a `profile` option may set: booleans and positive token counts. */
 function validateProfileOverrides(profile: unknown): Partial<ServiceModelProfile> {
   if (profile === undefined) return {};
-  if (typeof profile !== "object" || profile === null || Array.isArray(profile)) throw new ValidationError("profile must be an object of ModelProfile fields");
+  if (typeof profile !== "object" || profile === null || Array.isArray(profile))
+    throw new ValidationError("profile must be an object of ModelProfile fields");
   for (const [key, value] of Object.entries(profile)) {
     const ok =
       key === "maxInputTokens" || key === "maxOutputTokens"
@@ -101,7 +114,10 @@ function validateProfileOverrides(profile: unknown): Partial<ServiceModelProfile
         : key === "fileMimeTypes"
           ? Array.isArray(value) && value.every((v) => typeof v === "string")
           : typeof value === "boolean" || value === undefined;
-    if (!ok) throw new ValidationError(`profile.${key} must be ${key.startsWith("max") ? "a positive number" : "a boolean"} (got ${JSON.stringify(value)})`);
+    if (!ok)
+      throw new ValidationError(
+        `profile.${key} must be ${key.startsWith("max") ? "a positive number" : "a boolean"} (got ${JSON.stringify(value)})`,
+      );
   }
   return { ...(profile as Partial<ServiceModelProfile>) };
 }
@@ -125,10 +141,32 @@ export class ChatService extends BaseChatModel<ChatServiceCallOptions, AIMessage
   /** Only data options are serialized: never the wallet, payment hooks, fetch functions or callbacks. */
   override get lc_serializable_keys(): string[] {
     return [
-      "idleTimeout", "totalTimeout", "maxResponseBytes", "maxEventBytes",
-      "model", "apiKey", "baseUrl", "brand", "timeout", "defaultHeaders", "modelKwargs", ...REQUEST_FIELD_NAMES, "stop",
-      "responseFormat", "toolChoice", "streaming", "streamUsage", "serviceParameters", "splitThinkTags", "followDeprecation", "profile",
-      "disableStreaming", "outputVersion", "tags", "metadata", "verbose",
+      "idleTimeout",
+      "totalTimeout",
+      "maxResponseBytes",
+      "maxEventBytes",
+      "model",
+      "apiKey",
+      "baseUrl",
+      "brand",
+      "timeout",
+      "defaultHeaders",
+      "modelKwargs",
+      ...REQUEST_FIELD_NAMES,
+      "stop",
+      "responseFormat",
+      "toolChoice",
+      "streaming",
+      "streamUsage",
+      "serviceParameters",
+      "splitThinkTags",
+      "followDeprecation",
+      "profile",
+      "disableStreaming",
+      "outputVersion",
+      "tags",
+      "metadata",
+      "verbose",
     ];
   }
 
@@ -166,7 +204,9 @@ export class ChatService extends BaseChatModel<ChatServiceCallOptions, AIMessage
     const requestFields = validateRequestFields(fields, "ChatService options");
     if (fields.stop !== undefined) {
       const stop = fields.stop;
-      const ok = typeof stop === "string" || (Array.isArray(stop) && stop.length >= 1 && stop.length <= 4 && stop.every((s) => typeof s === "string"));
+      const ok =
+        typeof stop === "string" ||
+        (Array.isArray(stop) && stop.length >= 1 && stop.length <= 4 && stop.every((s) => typeof s === "string"));
       if (!ok) throw new ValidationError("invalid ChatService options: stop: a string or 1 to 4 strings");
     }
     for (const key of ["streaming", "streamUsage", "splitThinkTags", "followDeprecation"] as const) {
@@ -195,9 +235,7 @@ export class ChatService extends BaseChatModel<ChatServiceCallOptions, AIMessage
     this.streamUsage = fields.streamUsage ?? true;
     this.splitThinkTags = fields.splitThinkTags ?? true;
     this.followDeprecation = fields.followDeprecation ?? false;
-    this.#fetch =
-      shared ??
-      createServiceFetch({ ...faceStackOptions(fields), brand: this.brand, retry });
+    this.#fetch = shared ?? createServiceFetch({ ...faceStackOptions(fields), brand: this.brand, retry });
     this.#url = this.#fetch.url("/chat/completions");
     this.#records = modelRecordsFor(this.#fetch);
     registerContentBlockTranslator(this.brand);
@@ -360,7 +398,10 @@ export class ChatService extends BaseChatModel<ChatServiceCallOptions, AIMessage
   }
 
   #body(messages: BaseMessage[], options: this["ParsedCallOptions"], streaming: boolean): Record<string, unknown> {
-    const body: Record<string, unknown> = { ...this.invocationParams(options, { streaming }), messages: toWireMessages(messages, this.model) };
+    const body: Record<string, unknown> = {
+      ...this.invocationParams(options, { streaming }),
+      messages: toWireMessages(messages, this.model),
+    };
     if (streaming) {
       body.stream = true;
       askStreamSearchResults(body, this.#names.parameters, this.brand);
@@ -372,7 +413,11 @@ export class ChatService extends BaseChatModel<ChatServiceCallOptions, AIMessage
    * Sends one request. A request the profile says the model cannot serve is refused here, before anything is sent
    * (`UnsupportedCapabilityError`); the first call of a model reads the profile in the background.
    */
-  async #post(wireBody: Record<string, unknown>, options: this["ParsedCallOptions"], runManager?: CallbackManagerForLLMRun): Promise<Response> {
+  async #post(
+    wireBody: Record<string, unknown>,
+    options: this["ParsedCallOptions"],
+    runManager?: CallbackManagerForLLMRun,
+  ): Promise<Response> {
     options.signal?.throwIfAborted();
     // a deprecated model: reported once, replaced only when the caller asked (./model-checks.ts)
     const context = stackContext(this.#fetch);
@@ -381,26 +426,29 @@ export class ChatService extends BaseChatModel<ChatServiceCallOptions, AIMessage
     // a model with neither response schemas nor tools gets a JSON-schema request as the schema in its prompt
     const body = schemaInPrompt(withModel(wireBody, this.#baseModelId, model), record);
     checkModelRecord(context, body, record, this.#records, model);
-    const profile = model === this.#baseModelId ? this.#currentProfile() : { ...(record ? profileFromRecord(record) : {}), ...this.#profileOverrides };
+    const profile =
+      model === this.#baseModelId ? this.#currentProfile() : { ...(record ? profileFromRecord(record) : {}), ...this.#profileOverrides };
     checkCapabilities(body, profile, model);
     this.#records.refreshInBackground();
-    return withCharacterCheck(this.#fetch, body, this.#names.parameters, this.brand, () => this.#fetch(this.#url, {
-      method: "POST",
-      headers: { "content-type": "application/json", accept: body.stream ? "text/event-stream" : "application/json" },
-      body: JSON.stringify(body),
-      signal: options.signal,
-      service: {
-        model,
-        // its input and completion cap, for the token window: near the limit the send waits instead of drawing a 429
-        estimatedTokens: estimateChatTokens(body),
-        timeout: options.timeout,
-        ...(this.#noRetry ? { retry: false } : {}),
-        // the payments this request causes reach this run's own callbacks (`invoke(x, { callbacks })`)
-        onPaymentEvent: runManager ? (event) => runManager.handleCustomEvent(PAYMENT_EVENT_NAME, event) : undefined,
-        // this call's budgets (`invoke(x, { budget })`, the run's `configurable.budget`) and the SpendLogs among its callbacks
-        spend: spendOf(options, runManager),
-      },
-    })).catch((err: unknown) => {
+    return withCharacterCheck(this.#fetch, body, this.#names.parameters, this.brand, () =>
+      this.#fetch(this.#url, {
+        method: "POST",
+        headers: { "content-type": "application/json", accept: body.stream ? "text/event-stream" : "application/json" },
+        body: JSON.stringify(body),
+        signal: options.signal,
+        service: {
+          model,
+          // its input and completion cap, for the token window: near the limit the send waits instead of drawing a 429
+          estimatedTokens: estimateChatTokens(body),
+          timeout: options.timeout,
+          ...(this.#noRetry ? { retry: false } : {}),
+          // the payments this request causes reach this run's own callbacks (`invoke(x, { callbacks })`)
+          onPaymentEvent: runManager ? (event) => runManager.handleCustomEvent(PAYMENT_EVENT_NAME, event) : undefined,
+          // this call's budgets (`invoke(x, { budget })`, the run's `configurable.budget`) and the SpendLogs among its callbacks
+          spend: spendOf(options, runManager),
+        },
+      }),
+    ).catch((err: unknown) => {
       learnRefusal(context, err, this.#records, model); // a parameter this model refuses is refused unsent next time
       throw err;
     });
@@ -467,16 +515,27 @@ export class ChatService extends BaseChatModel<ChatServiceCallOptions, AIMessage
     }
   }
 
-  async *#streamChunks(messages: BaseMessage[], options: this["ParsedCallOptions"], runManager?: CallbackManagerForLLMRun): AsyncGenerator<ChatGenerationChunk> {
+  async *#streamChunks(
+    messages: BaseMessage[],
+    options: this["ParsedCallOptions"],
+    runManager?: CallbackManagerForLLMRun,
+  ): AsyncGenerator<ChatGenerationChunk> {
     for await (const pieces of this.#streamPieces(messages, options, runManager)) {
       for (const piece of pieces) yield piece.chunk;
     }
   }
 
   /** One streamed answer; requested again when it failed in-band transiently (overloaded, an outage) before any content. */
-  #streamPieces(messages: BaseMessage[], options: this["ParsedCallOptions"], runManager?: CallbackManagerForLLMRun): AsyncGenerator<StreamPiece[]> {
+  #streamPieces(
+    messages: BaseMessage[],
+    options: this["ParsedCallOptions"],
+    runManager?: CallbackManagerForLLMRun,
+  ): AsyncGenerator<StreamPiece[]> {
     const retries = this.#noRetry ? 0 : this.#streamRetries;
-    return withTransientRetries((progress) => this.#streamAttempt(messages, options, runManager, progress), { retries, signal: options.signal });
+    return withTransientRetries((progress) => this.#streamAttempt(messages, options, runManager, progress), {
+      retries,
+      signal: options.signal,
+    });
   }
 
   async *#streamAttempt(

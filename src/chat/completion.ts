@@ -58,8 +58,12 @@ export function requestMetadata(
 }
 
 /** `llmOutput.tokenUsage` as ChatOpenAI reports it. */
-export function llmOutputOf(usage: { input_tokens: number; output_tokens: number; total_tokens: number } | undefined): ChatResult["llmOutput"] {
-  return usage ? { tokenUsage: { promptTokens: usage.input_tokens, completionTokens: usage.output_tokens, totalTokens: usage.total_tokens } } : undefined;
+export function llmOutputOf(
+  usage: { input_tokens: number; output_tokens: number; total_tokens: number } | undefined,
+): ChatResult["llmOutput"] {
+  return usage
+    ? { tokenUsage: { promptTokens: usage.input_tokens, completionTokens: usage.output_tokens, totalTokens: usage.total_tokens } }
+    : undefined;
 }
 
 /** Removes the search-documents tool call (live or seed) from a wire message; returns its documents. */

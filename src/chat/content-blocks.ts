@@ -33,7 +33,12 @@ export interface ContentBlockTranslator {
 }
 
 /** `index` of the blocks of a streamed chunk (stable across the chunks of one answer, so `concat` merges them). */
-export const BLOCK_INDEX = { reasoning: "reasoning", text: "text", searchCall: "web_search_call", searchResult: "web_search_result" } as const;
+export const BLOCK_INDEX = {
+  reasoning: "reasoning",
+  text: "text",
+  searchCall: "web_search_call",
+  searchResult: "web_search_result",
+} as const;
 /** id of the `server_tool_call` block of the service's web search (the live service's own id for it) */
 export const SEARCH_CALL_BLOCK_ID = "web_search_call";
 
@@ -129,7 +134,13 @@ export function toStandardBlocks(message: AIMessage): ContentBlock.Standard[] {
     const output: Record<string, unknown> = {};
     if (citations.length) output.citations = citations;
     if (documents.length) output.documents = documents;
-    blocks.push({ type: "server_tool_call_result", toolCallId: SEARCH_CALL_BLOCK_ID, status: "success", output, ...at(BLOCK_INDEX.searchResult) });
+    blocks.push({
+      type: "server_tool_call_result",
+      toolCallId: SEARCH_CALL_BLOCK_ID,
+      status: "success",
+      output,
+      ...at(BLOCK_INDEX.searchResult),
+    });
   }
 
   for (const text of textOf(message)) {
@@ -189,7 +200,10 @@ export async function* withCitationAnnotations(chunks: AsyncIterable<ChatGenerat
   const annotations = citations.length ? citationAnnotations(text, citations) : [];
   if (annotations.length && AIMessageChunk.isInstance(last.message)) {
     const message = last.message;
-    message.content = [...toStandardBlocks(message), { type: "text", text: "", index: BLOCK_INDEX.text, annotations }] as typeof message.content;
+    message.content = [
+      ...toStandardBlocks(message),
+      { type: "text", text: "", index: BLOCK_INDEX.text, annotations },
+    ] as typeof message.content;
     message.response_metadata = { ...message.response_metadata, output_version: "v1" };
   }
   yield last;

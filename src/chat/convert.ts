@@ -84,7 +84,17 @@ function reasoningOf(message: BaseMessage): { content?: string; details?: unknow
  * lives in `additional_kwargs` but is no wire member. Every other member the service returns
  * (`thought_signature`: "pass it back exactly as received") is kept in `additional_kwargs` and sent back.
  */
-const HANDLED_MESSAGE_MEMBERS = new Set(["role", "content", "name", "tool_calls", "reasoning_content", "reasoning_details", "function_call", "audio", "parsed"]);
+const HANDLED_MESSAGE_MEMBERS = new Set([
+  "role",
+  "content",
+  "name",
+  "tool_calls",
+  "reasoning_content",
+  "reasoning_details",
+  "function_call",
+  "audio",
+  "parsed",
+]);
 /** Tool-call members the converters rebuild from LangChain's `tool_calls`; others (`extra_content`...) are kept. */
 const HANDLED_TOOL_CALL_MEMBERS = new Set(["id", "type", "function", "index"]);
 
@@ -117,13 +127,17 @@ export const MESSAGE_EXTRAS_METADATA_KEY = "message_extras";
  * the `extras` of `tool_call` content blocks.
  */
 function restoreExtras(message: BaseMessage, param: WireMessageParam): void {
-  const v1 = (message.response_metadata as Record<string, unknown> | undefined)?.[MESSAGE_EXTRAS_METADATA_KEY] as Record<string, unknown> | undefined;
+  const v1 = (message.response_metadata as Record<string, unknown> | undefined)?.[MESSAGE_EXTRAS_METADATA_KEY] as
+    | Record<string, unknown>
+    | undefined;
   for (const source of [messageExtras(message.additional_kwargs), v1 && typeof v1 === "object" ? v1 : undefined]) {
     for (const [key, value] of Object.entries(source ?? {})) if (!(key in param)) param[key] = value;
   }
   const calls = param.tool_calls;
   if (!Array.isArray(calls)) return;
-  const raw = Array.isArray(message.additional_kwargs.tool_calls) ? (message.additional_kwargs.tool_calls as Array<Record<string, unknown>>) : [];
+  const raw = Array.isArray(message.additional_kwargs.tool_calls)
+    ? (message.additional_kwargs.tool_calls as Array<Record<string, unknown>>)
+    : [];
   const blocks = Array.isArray(message.content) ? (message.content as Array<Record<string, unknown>>) : [];
   for (const call of calls as Array<Record<string, unknown>>) {
     const fromKwargs = raw.find((r) => r && r.id === call.id);
@@ -294,17 +308,15 @@ export function searchDocumentsFromArguments(args: string | undefined): Document
   if (Array.isArray(parsed)) items = parsed;
   else if (parsed && typeof parsed === "object") {
     const obj = parsed as Record<string, unknown>;
-    items = (["documents", "results", "search_results", "citations"] as const)
-      .map((k) => obj[k])
-      .find(Array.isArray) as unknown[] | undefined;
+    items = (["documents", "results", "search_results", "citations"] as const).map((k) => obj[k]).find(Array.isArray) as
+      | unknown[]
+      | undefined;
     items ??= Object.values(obj).find(Array.isArray) as unknown[] | undefined;
   }
   return (items ?? []).flatMap((item) => {
     if (!item || typeof item !== "object") return [];
     const { content, text, snippet, pageContent, page_content, ...metadata } = item as Record<string, unknown>;
-    const body = [pageContent, page_content, content, text, snippet].find((v) => typeof v === "string") as
-      | string
-      | undefined;
+    const body = [pageContent, page_content, content, text, snippet].find((v) => typeof v === "string") as string | undefined;
     return [new Document({ pageContent: body ?? "", metadata })];
   });
 }

@@ -55,7 +55,9 @@ export function isBase64(data: unknown): boolean {
 function hasText(content: unknown): boolean {
   if (typeof content === "string") return content !== "";
   if (!Array.isArray(content)) return false;
-  return content.some((p) => p && typeof p === "object" && ((p as { type?: unknown }).type !== "text" || (p as { text?: unknown }).text !== ""));
+  return content.some(
+    (p) => p && typeof p === "object" && ((p as { type?: unknown }).type !== "text" || (p as { text?: unknown }).text !== ""),
+  );
 }
 
 /** Counts the request's videos across messages. */

@@ -34,7 +34,12 @@ export function warnDeprecatedOnce(context: ServiceContext, brand: string, id: s
 function deprecationDetail(dep: ModelDeprecation, followed: boolean): string {
   const when = dep.removesAt ?? dep.date;
   const parts = [when ? ` (removed from the listing at ${when})` : ""];
-  if (dep.replacementModelId) parts.push(followed ? `; sending ${dep.replacementModelId}, its replacement, instead (followDeprecation)` : `; its replacement is ${dep.replacementModelId} (set followDeprecation to use it)`);
+  if (dep.replacementModelId)
+    parts.push(
+      followed
+        ? `; sending ${dep.replacementModelId}, its replacement, instead (followDeprecation)`
+        : `; its replacement is ${dep.replacementModelId} (set followDeprecation to use it)`,
+    );
   return parts.join("");
 }
 
@@ -95,7 +100,9 @@ export function checkModelRecord(
 ): void {
   const facts = modelFacts(record);
   if (facts.offline === true) {
-    throw new ModelOfflineError(`model ${model} is offline (its /models record says so); nothing was sent: choose another model`, { model });
+    throw new ModelOfflineError(`model ${model} is offline (its /models record says so); nothing was sent: choose another model`, {
+      model,
+    });
   }
   const top = body.reasoning_effort;
   const nested = (body.reasoning as { effort?: unknown } | undefined | null)?.effort;
@@ -110,6 +117,10 @@ export function checkModelRecord(
   }
   for (const field of context.part(REFUSED_PARAMETERS).get(`${records.baseUrl}\n${model}`) ?? []) {
     if (!sends(body, field)) continue;
-    throw new UnsupportedCapabilityError(`model ${model} does not take ${field} (the service refused it before); nothing was sent`, { capability: "parameters", model, field });
+    throw new UnsupportedCapabilityError(`model ${model} does not take ${field} (the service refused it before); nothing was sent`, {
+      capability: "parameters",
+      model,
+      field,
+    });
   }
 }

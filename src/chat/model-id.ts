@@ -44,7 +44,9 @@ function decodeMember(raw: string, pair: string): string {
   try {
     return decodeURIComponent(raw);
   } catch {
-    throw new ValidationError(`model suffix member ${JSON.stringify(pair)} has a malformed percent-escape (% must be followed by two hex digits of UTF-8)`);
+    throw new ValidationError(
+      `model suffix member ${JSON.stringify(pair)} has a malformed percent-escape (% must be followed by two hex digits of UTF-8)`,
+    );
   }
 }
 
@@ -67,9 +69,7 @@ export function parseModelId(model: string, brand?: string): ParsedModelId {
     const value = decodeMember(pair.slice(eq + 1), pair);
     const key = keys.get(wire);
     if (!key) {
-      throw new ValidationError(
-        `model suffix key ${JSON.stringify(wire)} is not accepted; allowed: ${[...keys.keys()].join(", ")}`,
-      );
+      throw new ValidationError(`model suffix key ${JSON.stringify(wire)} is not accepted; allowed: ${[...keys.keys()].join(", ")}`);
     }
     suffix[wire] = value;
     camel[key] = coerce(key, value);

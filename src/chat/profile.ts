@@ -67,10 +67,13 @@ export function schemaInPrompt(body: Record<string, unknown>, record: ServiceMod
   if ((format?.type !== "json_schema" && format?.type !== "json_object") || !record) return body;
   if (!promptsForSchema((record.model_spec?.capabilities ?? {}) as Record<string, unknown>)) return body;
   const instruction =
-    format.type === "json_schema" ? schemaInstruction(format.json_schema?.schema ?? {}) : "Answer with one JSON object and nothing else (no prose, no code fences).";
+    format.type === "json_schema"
+      ? schemaInstruction(format.json_schema?.schema ?? {})
+      : "Answer with one JSON object and nothing else (no prose, no code fences).";
   const messages = Array.isArray(body.messages) ? [...(body.messages as Record<string, unknown>[])] : [];
   const first = messages[0];
-  if (first?.role === "system" && typeof first.content === "string") messages[0] = { ...first, content: `${first.content}\n\n${instruction}` };
+  if (first?.role === "system" && typeof first.content === "string")
+    messages[0] = { ...first, content: `${first.content}\n\n${instruction}` };
   else messages.unshift({ role: "system", content: instruction });
   const { response_format: _dropped, ...rest } = body;
   return { ...rest, messages };
@@ -140,12 +143,15 @@ function needsOf(body: Record<string, unknown>): Need[] {
     });
   });
   if (Array.isArray(body.tools) && body.tools.length > 0) needs.push({ capability: "toolCalling", field: "tools", what: "tool calling" });
-  if (body.tool_choice !== undefined && body.tool_choice !== null) needs.push({ capability: "toolChoice", field: "tool_choice", what: "tool choice" });
+  if (body.tool_choice !== undefined && body.tool_choice !== null)
+    needs.push({ capability: "toolChoice", field: "tool_choice", what: "tool choice" });
   if (body.parallel_tool_calls === true) needs.push({ capability: "toolCalling", field: "parallel_tool_calls", what: "tool calling" });
   const format = body.response_format as { type?: unknown } | undefined | null;
-  if (format && format.type !== "text") needs.push({ capability: "structuredOutput", field: "response_format", what: `response_format ${String(format.type)}` });
+  if (format && format.type !== "text")
+    needs.push({ capability: "structuredOutput", field: "response_format", what: `response_format ${String(format.type)}` });
   if (body.logprobs === true) needs.push({ capability: "logprobs", field: "logprobs", what: "logprobs" });
-  if (body.top_logprobs !== undefined && body.top_logprobs !== null) needs.push({ capability: "logprobs", field: "top_logprobs", what: "logprobs" });
+  if (body.top_logprobs !== undefined && body.top_logprobs !== null)
+    needs.push({ capability: "logprobs", field: "top_logprobs", what: "logprobs" });
   return needs;
 }
 

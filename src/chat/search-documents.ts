@@ -49,7 +49,9 @@ export function classifyCallStart(call: ToolCallShape, seedName: string): "docum
 export function classifyArguments(args: string): "documents" | "tool" | "undecided" {
   try {
     const parsed: unknown = JSON.parse(args);
-    return typeof parsed === "object" && parsed !== null && Array.isArray((parsed as { documents?: unknown }).documents) ? "documents" : "tool";
+    return typeof parsed === "object" && parsed !== null && Array.isArray((parsed as { documents?: unknown }).documents)
+      ? "documents"
+      : "tool";
   } catch {
     return "undecided";
   }
@@ -76,12 +78,19 @@ export function takeSearchDocumentsCalls(message: { tool_calls?: ToolCallDelta[]
 }
 
 /** `tool_calls` only because of the search-documents call is a plain `stop` (there is nothing for the caller to run). */
-export function finishReasonWithoutDocuments(reason: string | null | undefined, documentsFound: boolean, otherCalls: boolean): string | undefined {
+export function finishReasonWithoutDocuments(
+  reason: string | null | undefined,
+  documentsFound: boolean,
+  otherCalls: boolean,
+): string | undefined {
   if (reason === null || reason === undefined) return undefined;
   return reason === "tool_calls" && documentsFound && !otherCalls ? "stop" : reason;
 }
 
-type CallState = { kind: "documents"; args: string } | { kind: "tool" } | { kind: "undecided"; call: ToolCallDelta & { function: { name?: string; arguments: string } } };
+type CallState =
+  | { kind: "documents"; args: string }
+  | { kind: "tool" }
+  | { kind: "undecided"; call: ToolCallDelta & { function: { name?: string; arguments: string } } };
 
 /**
  * Splits one choice's streamed tool-call deltas into the search-documents call (kept here) and the calls to

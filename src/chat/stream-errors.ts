@@ -46,7 +46,8 @@ const str = (v: unknown): string | undefined => (typeof v === "string" && v !== 
 export function inBandErrorOf(err: unknown): InBandErrorFields | undefined {
   const source = err instanceof StreamError ? err : err instanceof ServiceError && err.cause instanceof StreamError ? err.cause : undefined;
   const body = source?.body as { error?: unknown } | undefined;
-  const e = body && typeof body === "object" && body.error && typeof body.error === "object" ? (body.error as Record<string, unknown>) : undefined;
+  const e =
+    body && typeof body === "object" && body.error && typeof body.error === "object" ? (body.error as Record<string, unknown>) : undefined;
   if (!e) return undefined;
   return { type: str(e.type), code: str(e.code), param: str(e.param), message: str(e.message) };
 }

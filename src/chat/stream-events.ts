@@ -104,7 +104,13 @@ export async function* chatModelEvents(pieces: AsyncIterable<StreamPiece[]>): As
     if (block.type === "tool_call_chunk") {
       const more = callExtras.get(block.index as number);
       try {
-        content = { type: "tool_call", id: block.id, name: block.name, args: JSON.parse((block.args as string) || "{}"), ...(more ? { extras: more } : {}) };
+        content = {
+          type: "tool_call",
+          id: block.id,
+          name: block.name,
+          args: JSON.parse((block.args as string) || "{}"),
+          ...(more ? { extras: more } : {}),
+        };
       } catch {
         content = { type: "invalid_tool_call", id: block.id, name: block.name, args: block.args, error: "arguments are not JSON" };
       }

@@ -189,7 +189,13 @@ export async function* readChatStream(
         if (toolCalls) additional_kwargs.tool_calls = toolCalls;
         const meta = baseMeta();
         if (hasLogprobs) meta.logprobs = choice.logprobs;
-        const chunk = new AIMessageChunk({ content, id, additional_kwargs, tool_call_chunks: toolCallChunks(toolCalls), response_metadata: meta });
+        const chunk = new AIMessageChunk({
+          content,
+          id,
+          additional_kwargs,
+          tool_call_chunks: toolCallChunks(toolCalls),
+          response_metadata: meta,
+        });
         emit(index, chunk, content);
       }
     }

@@ -60,7 +60,11 @@ function withInstruction(input: BaseLanguageModelInput, instruction: string): Ba
   const messages = toMessages(input);
   const first = messages[0];
   if (first && first.getType() === "system" && typeof first.content === "string") {
-    const merged = new SystemMessage({ content: `${first.content}\n\n${instruction}`, additional_kwargs: first.additional_kwargs, name: first.name });
+    const merged = new SystemMessage({
+      content: `${first.content}\n\n${instruction}`,
+      additional_kwargs: first.additional_kwargs,
+      name: first.name,
+    });
     return [merged, ...messages.slice(1)];
   }
   return [new SystemMessage(instruction), ...messages];
@@ -125,7 +129,12 @@ function buildStructuredOutput<RunOutput extends Record<string, any>>(
       outputVersion: "v0",
       response_format: {
         type: "json_schema",
-        json_schema: { name, ...(description ? { description } : {}), schema: asJsonSchema, ...(config?.strict !== undefined ? { strict: config.strict } : {}) },
+        json_schema: {
+          name,
+          ...(description ? { description } : {}),
+          schema: asJsonSchema,
+          ...(config?.strict !== undefined ? { strict: config.strict } : {}),
+        },
       },
       ...traced(asJsonSchema),
     });

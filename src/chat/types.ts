@@ -3,7 +3,12 @@
  * apart from the model file (as provider packages keep their `types.ts`), so that the files the model is made of
  * (request fields, profile, streams, structured output) share them without importing the model.
  */
-import type { BaseChatModelCallOptions, BaseChatModelParams, BindToolsInput, ToolChoice } from "@langchain/core/language_models/chat_models";
+import type {
+  BaseChatModelCallOptions,
+  BaseChatModelParams,
+  BindToolsInput,
+  ToolChoice,
+} from "@langchain/core/language_models/chat_models";
 import type { FetchStackOptions, ServiceFetch } from "../stack.js";
 import type { ServiceClient } from "../client.js";
 import type { ChatRequestFields } from "./request-fields.js";
@@ -17,12 +22,12 @@ export type ServiceToolChoice = ToolChoice | "required";
 export type ServiceResponseFormat =
   | { type: "text" }
   | { type: "json_object" }
-  | { type: "json_schema"; json_schema: { name?: string; description?: string; schema?: Record<string, unknown>; strict?: boolean; [k: string]: unknown } };
+  | {
+      type: "json_schema";
+      json_schema: { name?: string; description?: string; schema?: Record<string, unknown>; strict?: boolean; [k: string]: unknown };
+    };
 
-export interface ChatServiceInput
-  extends BaseChatModelParams,
-    ChatRequestFields,
-    Omit<FetchStackOptions, "paymentLayer" | "pacingLayer"> {
+export interface ChatServiceInput extends BaseChatModelParams, ChatRequestFields, Omit<FetchStackOptions, "paymentLayer" | "pacingLayer"> {
   /** model id, optionally with feature suffixes `id:key=value&key2=value2` (see `buildModelId`) */
   model: string;
   /** share one fetch stack between several models and clients (else one is built from the options) */

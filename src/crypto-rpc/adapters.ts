@@ -44,7 +44,11 @@ function ethersGetUrl(client: ServiceClient) {
  * An ethers `JsonRpcProvider` for an EVM slug of the proxy: static network (no chain-id polling), requests
  * sent through `client.fetch` (typed errors: auth, payment, rate limits surface as this package's errors).
  */
-export async function createEthersProvider(client: ServiceClient, network: string, options: EthersProviderOptions = {}): Promise<JsonRpcProvider> {
+export async function createEthersProvider(
+  client: ServiceClient,
+  network: string,
+  options: EthersProviderOptions = {},
+): Promise<JsonRpcProvider> {
   validateSlug(network);
   const batchMaxCount = options.batchMaxCount ?? 1;
   if (!Number.isInteger(batchMaxCount) || batchMaxCount < 1 || batchMaxCount > MAX_BATCH_SIZE) {
@@ -52,7 +56,8 @@ export async function createEthersProvider(client: ServiceClient, network: strin
   }
   const cache = options.networks ?? networkCacheFor(client);
   const info = await cache.assertSupported(network);
-  if (info.family !== "evm") throw new ValidationError(`${network} is a ${label(info.family)} network; an ethers provider needs an EVM network`);
+  if (info.family !== "evm")
+    throw new ValidationError(`${network} is a ${label(info.family)} network; an ethers provider needs an EVM network`);
   let chainId = options.chainId;
   if (chainId === undefined) {
     const res = await cryptoRpc<string>(client, network, { method: "eth_chainId" }, { networks: cache });

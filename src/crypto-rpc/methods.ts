@@ -12,76 +12,210 @@ import type { NetworkFamily } from "./networks.js";
 
 /** zkSync Era reads (`zks_*`); `zks_sendRawTransactionWithDetailedOutput` is the family's write. */
 const ZKSYNC_READS = [
-  "zks_estimateFee", "zks_estimateGasL1ToL2", "zks_L1ChainId", "zks_L1BatchNumber", "zks_getBlockDetails",
-  "zks_getTransactionDetails", "zks_getRawBlockTransactions", "zks_getL1BatchDetails", "zks_getL1BatchBlockRange",
-  "zks_getBytecodeByHash", "zks_getBridgeContracts", "zks_getBridgehubContract", "zks_getMainContract",
-  "zks_getTestnetPaymaster", "zks_getAllAccountBalances", "zks_getL2ToL1MsgProof", "zks_getL2ToL1LogProof",
-  "zks_getL1GasPrice", "zks_getFeeParams", "zks_getProtocolVersion", "zks_getProof", "zks_getBaseTokenL1Address",
+  "zks_estimateFee",
+  "zks_estimateGasL1ToL2",
+  "zks_L1ChainId",
+  "zks_L1BatchNumber",
+  "zks_getBlockDetails",
+  "zks_getTransactionDetails",
+  "zks_getRawBlockTransactions",
+  "zks_getL1BatchDetails",
+  "zks_getL1BatchBlockRange",
+  "zks_getBytecodeByHash",
+  "zks_getBridgeContracts",
+  "zks_getBridgehubContract",
+  "zks_getMainContract",
+  "zks_getTestnetPaymaster",
+  "zks_getAllAccountBalances",
+  "zks_getL2ToL1MsgProof",
+  "zks_getL2ToL1LogProof",
+  "zks_getL1GasPrice",
+  "zks_getFeeParams",
+  "zks_getProtocolVersion",
+  "zks_getProof",
+  "zks_getBaseTokenL1Address",
   "zks_gasPerPubdata",
 ];
 const LINEA_READS = ["linea_estimateGas", "linea_getProof", "linea_getTransactionExclusionStatusV1"];
 const POLYGON_READS = [
-  "bor_getAuthor", "bor_getCurrentValidators", "bor_getCurrentProposer", "bor_getRootHash", "bor_getSignersAtHash",
-  "bor_getSnapshot", "bor_getSnapshotProposer", "bor_getSnapshotProposerSequence",
+  "bor_getAuthor",
+  "bor_getCurrentValidators",
+  "bor_getCurrentProposer",
+  "bor_getRootHash",
+  "bor_getSignersAtHash",
+  "bor_getSnapshot",
+  "bor_getSnapshotProposer",
+  "bor_getSnapshotProposerSequence",
 ];
 
 const EVM_READS = new Set([
-  "eth_chainId", "eth_blockNumber", "eth_getBalance", "eth_getCode", "eth_getStorageAt", "eth_getTransactionCount",
-  "eth_call", "eth_simulateV1", "eth_estimateGas", "eth_createAccessList", "eth_getProof",
-  "eth_getBlockByNumber", "eth_getBlockByHash", "eth_getBlockReceipts",
-  "eth_getBlockTransactionCountByNumber", "eth_getBlockTransactionCountByHash",
-  "eth_getUncleCountByBlockNumber", "eth_getUncleCountByBlockHash",
-  "eth_getTransactionByHash", "eth_getTransactionByBlockHashAndIndex", "eth_getTransactionByBlockNumberAndIndex",
-  "eth_getTransactionReceipt", "eth_getLogs",
-  "eth_gasPrice", "eth_maxPriorityFeePerGas", "eth_feeHistory", "eth_blobBaseFee", "eth_syncing", "eth_protocolVersion",
+  "eth_chainId",
+  "eth_blockNumber",
+  "eth_getBalance",
+  "eth_getCode",
+  "eth_getStorageAt",
+  "eth_getTransactionCount",
+  "eth_call",
+  "eth_simulateV1",
+  "eth_estimateGas",
+  "eth_createAccessList",
+  "eth_getProof",
+  "eth_getBlockByNumber",
+  "eth_getBlockByHash",
+  "eth_getBlockReceipts",
+  "eth_getBlockTransactionCountByNumber",
+  "eth_getBlockTransactionCountByHash",
+  "eth_getUncleCountByBlockNumber",
+  "eth_getUncleCountByBlockHash",
+  "eth_getTransactionByHash",
+  "eth_getTransactionByBlockHashAndIndex",
+  "eth_getTransactionByBlockNumberAndIndex",
+  "eth_getTransactionReceipt",
+  "eth_getLogs",
+  "eth_gasPrice",
+  "eth_maxPriorityFeePerGas",
+  "eth_feeHistory",
+  "eth_blobBaseFee",
+  "eth_syncing",
+  "eth_protocolVersion",
   // ERC-4337 bundler reads
-  "eth_supportedEntryPoints", "eth_getUserOperationByHash", "eth_getUserOperationReceipt", "eth_estimateUserOperationGas",
-  "pimlico_getUserOperationGasPrice", "pimlico_getUserOperationStatus",
-  "net_version", "net_listening", "net_peerCount", "web3_clientVersion", "web3_sha3",
-  ...ZKSYNC_READS, ...LINEA_READS, ...POLYGON_READS,
+  "eth_supportedEntryPoints",
+  "eth_getUserOperationByHash",
+  "eth_getUserOperationReceipt",
+  "eth_estimateUserOperationGas",
+  "pimlico_getUserOperationGasPrice",
+  "pimlico_getUserOperationStatus",
+  "net_version",
+  "net_listening",
+  "net_peerCount",
+  "web3_clientVersion",
+  "web3_sha3",
+  ...ZKSYNC_READS,
+  ...LINEA_READS,
+  ...POLYGON_READS,
 ]);
 const EVM_WRITES = ["eth_sendRawTransaction", "eth_sendUserOperation", "zks_sendRawTransactionWithDetailedOutput"];
 
 /** Billed 2× (the "advanced" tier): traces and transaction-pool views. EVM only. */
 const ADVANCED_METHODS = new Set([
-  "trace_block", "trace_call", "trace_callMany", "trace_filter", "trace_transaction", "trace_rawTransaction",
-  "debug_traceBlock", "debug_traceBlockByHash", "debug_traceBlockByNumber", "debug_traceCall", "debug_traceTransaction",
-  "debug_storageRangeAt", "txpool_inspect", "txpool_status",
-  "arbtrace_block", "arbtrace_call", "arbtrace_callMany", "arbtrace_filter", "arbtrace_transaction",
+  "trace_block",
+  "trace_call",
+  "trace_callMany",
+  "trace_filter",
+  "trace_transaction",
+  "trace_rawTransaction",
+  "debug_traceBlock",
+  "debug_traceBlockByHash",
+  "debug_traceBlockByNumber",
+  "debug_traceCall",
+  "debug_traceTransaction",
+  "debug_storageRangeAt",
+  "txpool_inspect",
+  "txpool_status",
+  "arbtrace_block",
+  "arbtrace_call",
+  "arbtrace_callMany",
+  "arbtrace_filter",
+  "arbtrace_transaction",
 ]);
 /** Billed 4× (the "large" tier): replays and the whole transaction pool; on Solana, the whole-chain scans. */
 const EVM_LARGE_METHODS = [
-  "trace_replayBlockTransactions", "trace_replayTransaction", "txpool_content",
-  "arbtrace_replayBlockTransactions", "arbtrace_replayTransaction",
+  "trace_replayBlockTransactions",
+  "trace_replayTransaction",
+  "txpool_content",
+  "arbtrace_replayBlockTransactions",
+  "arbtrace_replayTransaction",
 ];
 const LARGE_METHODS = new Set([...EVM_LARGE_METHODS, "getLargestAccounts", "getSupply"]);
 
 const SOLANA_READS = new Set([
-  "getAccountInfo", "getBalance", "getBlock", "getBlockCommitment", "getBlockHeight", "getBlockProduction", "getBlockTime",
-  "getBlocks", "getBlocksWithLimit", "getClusterNodes", "getEpochInfo", "getEpochSchedule", "getFeeForMessage",
-  "getFirstAvailableBlock", "getGenesisHash", "getHealth", "getHighestSnapshotSlot", "getIdentity", "getInflationGovernor",
-  "getInflationRate", "getInflationReward", "getLargestAccounts", "getLatestBlockhash", "getLeaderSchedule",
-  "getMaxRetransmitSlot", "getMaxShredInsertSlot", "getMinimumBalanceForRentExemption", "getMultipleAccounts",
-  "getProgramAccounts", "getRecentPerformanceSamples", "getRecentPrioritizationFees", "getSignatureStatuses",
-  "getSignaturesForAddress", "getSlot", "getSlotLeader", "getSlotLeaders", "getStakeMinimumDelegation", "getSupply",
-  "getTokenAccountBalance", "getTokenAccountsByDelegate", "getTokenAccountsByOwner", "getTokenLargestAccounts",
-  "getTokenSupply", "getTransaction", "getTransactionCount", "getVersion", "getVoteAccounts", "isBlockhashValid",
+  "getAccountInfo",
+  "getBalance",
+  "getBlock",
+  "getBlockCommitment",
+  "getBlockHeight",
+  "getBlockProduction",
+  "getBlockTime",
+  "getBlocks",
+  "getBlocksWithLimit",
+  "getClusterNodes",
+  "getEpochInfo",
+  "getEpochSchedule",
+  "getFeeForMessage",
+  "getFirstAvailableBlock",
+  "getGenesisHash",
+  "getHealth",
+  "getHighestSnapshotSlot",
+  "getIdentity",
+  "getInflationGovernor",
+  "getInflationRate",
+  "getInflationReward",
+  "getLargestAccounts",
+  "getLatestBlockhash",
+  "getLeaderSchedule",
+  "getMaxRetransmitSlot",
+  "getMaxShredInsertSlot",
+  "getMinimumBalanceForRentExemption",
+  "getMultipleAccounts",
+  "getProgramAccounts",
+  "getRecentPerformanceSamples",
+  "getRecentPrioritizationFees",
+  "getSignatureStatuses",
+  "getSignaturesForAddress",
+  "getSlot",
+  "getSlotLeader",
+  "getSlotLeaders",
+  "getStakeMinimumDelegation",
+  "getSupply",
+  "getTokenAccountBalance",
+  "getTokenAccountsByDelegate",
+  "getTokenAccountsByOwner",
+  "getTokenLargestAccounts",
+  "getTokenSupply",
+  "getTransaction",
+  "getTransactionCount",
+  "getVersion",
+  "getVoteAccounts",
+  "isBlockhashValid",
   "minimumLedgerSlot",
 ]);
 const SOLANA_WRITES = ["sendTransaction", "simulateTransaction"];
 
 const STARKNET_READS = new Set([
-  "starknet_specVersion", "starknet_getBlockWithTxHashes", "starknet_getBlockWithTxs", "starknet_getBlockWithReceipts",
-  "starknet_getStateUpdate", "starknet_getStorageAt", "starknet_getTransactionStatus", "starknet_getTransactionByHash",
-  "starknet_getTransactionByBlockIdAndIndex", "starknet_getTransactionReceipt", "starknet_getClass",
-  "starknet_getClassHashAt", "starknet_getClassAt", "starknet_getBlockTransactionCount", "starknet_call",
-  "starknet_estimateFee", "starknet_estimateMessageFee", "starknet_blockNumber", "starknet_blockHashAndNumber",
-  "starknet_chainId", "starknet_syncing", "starknet_getEvents", "starknet_getNonce", "starknet_getStorageProof",
-  "starknet_getMessagesStatus", "starknet_getCompiledCasm",
+  "starknet_specVersion",
+  "starknet_getBlockWithTxHashes",
+  "starknet_getBlockWithTxs",
+  "starknet_getBlockWithReceipts",
+  "starknet_getStateUpdate",
+  "starknet_getStorageAt",
+  "starknet_getTransactionStatus",
+  "starknet_getTransactionByHash",
+  "starknet_getTransactionByBlockIdAndIndex",
+  "starknet_getTransactionReceipt",
+  "starknet_getClass",
+  "starknet_getClassHashAt",
+  "starknet_getClassAt",
+  "starknet_getBlockTransactionCount",
+  "starknet_call",
+  "starknet_estimateFee",
+  "starknet_estimateMessageFee",
+  "starknet_blockNumber",
+  "starknet_blockHashAndNumber",
+  "starknet_chainId",
+  "starknet_syncing",
+  "starknet_getEvents",
+  "starknet_getNonce",
+  "starknet_getStorageProof",
+  "starknet_getMessagesStatus",
+  "starknet_getCompiledCasm",
 ]);
 const STARKNET_WRITES = [
-  "starknet_addInvokeTransaction", "starknet_addDeclareTransaction", "starknet_addDeployAccountTransaction",
-  "starknet_simulateTransactions", "starknet_traceTransaction", "starknet_traceBlockTransactions",
+  "starknet_addInvokeTransaction",
+  "starknet_addDeclareTransaction",
+  "starknet_addDeployAccountTransaction",
+  "starknet_simulateTransactions",
+  "starknet_traceTransaction",
+  "starknet_traceBlockTransactions",
 ];
 
 /** what the tool sends without `allowWrites` */
@@ -106,7 +240,11 @@ export function methodTier(method: string): 1 | 2 | 4 {
 
 /** Methods the proxy rejects whatever the flags: stateful filters and WebSocket subscriptions. */
 const FILTER_METHODS = new Set([
-  "eth_newFilter", "eth_newBlockFilter", "eth_newPendingTransactionFilter", "eth_getFilterChanges", "eth_getFilterLogs",
+  "eth_newFilter",
+  "eth_newBlockFilter",
+  "eth_newPendingTransactionFilter",
+  "eth_getFilterChanges",
+  "eth_getFilterLogs",
   "eth_uninstallFilter",
 ]);
 
@@ -115,7 +253,12 @@ function isFilter(method: string): boolean {
 }
 
 function isSubscription(method: string): boolean {
-  return method === "eth_subscribe" || method === "eth_unsubscribe" || /Subscribe$|Unsubscribe$/.test(method) || method.startsWith("starknet_subscribe");
+  return (
+    method === "eth_subscribe" ||
+    method === "eth_unsubscribe" ||
+    /Subscribe$|Unsubscribe$/.test(method) ||
+    method.startsWith("starknet_subscribe")
+  );
 }
 
 export function isFilterOrSubscription(method: string): boolean {
@@ -124,12 +267,15 @@ export function isFilterOrSubscription(method: string): boolean {
 
 /** Methods that need keys (or mining) held by the node: the proxy has none; transactions are signed locally and sent raw. */
 export function needsNodeKeys(method: string): boolean {
-  return /^eth_(sign|signTransaction|signTypedData\w*|sendTransaction|accounts|coinbase|mining|hashrate|submitWork|submitHashrate|getWork)$/.test(method);
+  return /^eth_(sign|signTransaction|signTypedData\w*|sendTransaction|accounts|coinbase|mining|hashrate|submitWork|submitHashrate|getWork)$/.test(
+    method,
+  );
 }
 export const NODE_KEYS_REASON = "method needs keys held by the node; sign locally and use eth_sendRawTransaction";
 
 export function familyOfMethod(method: string): NetworkFamily | undefined {
-  if (/^(eth|net|web3|zks|linea|bor|debug|trace|txpool|arbtrace|pimlico|personal|admin|engine|miner|erigon|ots|parity)_/.test(method)) return "evm";
+  if (/^(eth|net|web3|zks|linea|bor|debug|trace|txpool|arbtrace|pimlico|personal|admin|engine|miner|erigon|ots|parity)_/.test(method))
+    return "evm";
   if (method.startsWith("starknet_")) return "starknet";
   if (/^[a-z]+[A-Z]/.test(method) || SOLANA_READS.has(method)) return "solana";
   return undefined;
@@ -147,7 +293,8 @@ export function unsupportedReason(family: NetworkFamily, method: string): string
   if (PROXY_METHODS[family].has(method)) return undefined;
   if (family === "evm" && needsNodeKeys(method)) return NODE_KEYS_REASON;
   if (family === "solana" && method.startsWith("getAsset")) return "DAS (digital asset) add-on methods are not served";
-  if (family === "solana" && method.startsWith("getConfirmed")) return "deprecated alias; use getBlock, getBlocks, getTransaction or getSignaturesForAddress";
+  if (family === "solana" && method.startsWith("getConfirmed"))
+    return "deprecated alias; use getBlock, getBlocks, getTransaction or getSignaturesForAddress";
   return `not on the ${label(family)} method allowlist`;
 }
 
@@ -169,7 +316,11 @@ export interface MethodPolicy {
 export function checkMethod(family: NetworkFamily, method: string, policy: MethodPolicy = {}): MethodDecision {
   const methodFamily = familyOfMethod(method);
   if (methodFamily && methodFamily !== family) {
-    return { allowed: false, code: "WRONG_FAMILY", reason: `${method} is a ${label(methodFamily)} method, and this is ${aLabel(family)} network` };
+    return {
+      allowed: false,
+      code: "WRONG_FAMILY",
+      reason: `${method} is a ${label(methodFamily)} method, and this is ${aLabel(family)} network`,
+    };
   }
   // filters and subscriptions cannot work on the proxy, even when named in extraMethods
   if (!isFilterOrSubscription(method) && (READS[family].has(method) || policy.extraMethods?.includes(method))) {

@@ -174,10 +174,11 @@ function join(flight: Flight, signal: AbortSignal | undefined): Promise<string[]
 export function unsupportedNetwork(slug: string, validNetworks: readonly string[]): UnsupportedNetworkError {
   const close = validNetworks.filter((n) => n.split("-")[0] === slug.split("-")[0]);
   const hint = close.length > 0 ? ` Did you mean ${close.map((c) => JSON.stringify(c)).join(" or ")}?` : "";
-  return new UnsupportedNetworkError(
-    `Unsupported network ${JSON.stringify(slug)}.${hint} Valid networks: ${validNetworks.join(", ")}`,
-    { network: slug, validNetworks: [...validNetworks], code: "UNSUPPORTED_NETWORK" },
-  );
+  return new UnsupportedNetworkError(`Unsupported network ${JSON.stringify(slug)}.${hint} Valid networks: ${validNetworks.join(", ")}`, {
+    network: slug,
+    validNetworks: [...validNetworks],
+    code: "UNSUPPORTED_NETWORK",
+  });
 }
 
 /** One cache per client, shared by its tools, adapters and `cryptoRpc` calls. */

@@ -8,7 +8,21 @@ import { z } from "zod";
 import { hexToDecimal, isHexQuantity, plain } from "./format.js";
 import { ToolInputError, type ToolResult } from "../tools/results.js";
 import { cryptoRpc, type CryptoRpcBatchResult, type JsonRpcRequest, type JsonRpcResponse } from "./rpc.js";
-import { networkField, evmAddressField, blockTagField, guard, evmAddress, solanaAddress, blockTag, nativeUnit, single, batchResult, CryptoTool, billing, network } from "./tool-base.js";
+import {
+  networkField,
+  evmAddressField,
+  blockTagField,
+  guard,
+  evmAddress,
+  solanaAddress,
+  blockTag,
+  nativeUnit,
+  single,
+  batchResult,
+  CryptoTool,
+  billing,
+  network,
+} from "./tool-base.js";
 
 // --- native_balance -----------------------------------------------------------------------------------
 
@@ -34,11 +48,19 @@ export class NativeBalanceTool extends CryptoTool<typeof nativeBalanceSchema> {
       if (info.family === "solana") {
         const address = solanaAddress(input.address, "address");
         const request: JsonRpcRequest = { method: "getBalance", params: [address, { commitment: "confirmed" }] };
-        const res = await cryptoRpc<{ value: number; context?: { slot?: number } }>(this.s.client, input.network, request, { networks: this.s.networks, signal });
+        const res = await cryptoRpc<{ value: number; context?: { slot?: number } }>(this.s.client, input.network, request, {
+          networks: this.s.networks,
+          signal,
+        });
         const value = single(res);
         const lamports = BigInt(value.value);
         return this.content(
-          { balance: { lamports: lamports.toString(), sol: formatUnits(lamports, 9), symbol: "SOL" }, address, network: input.network, slot: value.context?.slot },
+          {
+            balance: { lamports: lamports.toString(), sol: formatUnits(lamports, 9), symbol: "SOL" },
+            address,
+            network: input.network,
+            slot: value.context?.slot,
+          },
           { network: input.network, request, response: res.response, ...billing(res) },
         );
       }
@@ -50,7 +72,12 @@ export class NativeBalanceTool extends CryptoTool<typeof nativeBalanceSchema> {
       const wei = BigInt(single(res));
       const unit = nativeUnit(input.network);
       return this.content(
-        { balance: { wei: wei.toString(), formatted: formatUnits(wei, unit.decimals), symbol: unit.symbol }, address, network: input.network, blockTag: tag },
+        {
+          balance: { wei: wei.toString(), formatted: formatUnits(wei, unit.decimals), symbol: unit.symbol },
+          address,
+          network: input.network,
+          blockTag: tag,
+        },
         { network: input.network, request, response: res.response, ...billing(res) },
       );
     });
@@ -102,7 +129,12 @@ export class Erc20BalanceTool extends CryptoTool<typeof erc20BalanceSchema> {
       const raw = batchResult(res, 0) as string;
       if (raw === "0x" || raw === undefined) {
         return [
-          JSON.stringify({ error: { code: "NOT_A_TOKEN", message: `no ERC-20 contract answered balanceOf at ${token} on ${input.network} (no code there, or not a token)` } }),
+          JSON.stringify({
+            error: {
+              code: "NOT_A_TOKEN",
+              message: `no ERC-20 contract answered balanceOf at ${token} on ${input.network} (no code there, or not a token)`,
+            },
+          }),
           artifact,
         ];
       }
@@ -139,9 +171,13 @@ function contractArgs(args: unknown[] | string | null | undefined): unknown[] {
   try {
     parsed = JSON.parse(text);
   } catch {
-    throw new ToolInputError("INVALID_ARGS", `args must be an array of arguments in order, e.g. ["0xabc...", "1000"]; got text that is not a JSON array: ${text.slice(0, 80)}`);
+    throw new ToolInputError(
+      "INVALID_ARGS",
+      `args must be an array of arguments in order, e.g. ["0xabc...", "1000"]; got text that is not a JSON array: ${text.slice(0, 80)}`,
+    );
   }
-  if (!Array.isArray(parsed)) throw new ToolInputError("INVALID_ARGS", 'args must be an array of arguments in order, e.g. ["0xabc...", "1000"]');
+  if (!Array.isArray(parsed))
+    throw new ToolInputError("INVALID_ARGS", 'args must be an array of arguments in order, e.g. ["0xabc...", "1000"]');
   return parsed;
 }
 
@@ -216,7 +252,15 @@ export class TransactionStatusTool extends CryptoTool<typeof txStatusSchema> {
       const head = BigInt(batchResult(res, 2) as string);
       const unit = nativeUnit(input.network);
       if (!tx && !receipt) {
-        return this.content({ network: input.network, hash: input.hash, status: "not_found", note: "no such transaction on this network (check the network and the hash)" }, artifact);
+        return this.content(
+          {
+            network: input.network,
+            hash: input.hash,
+            status: "not_found",
+            note: "no such transaction on this network (check the network and the hash)",
+          },
+          artifact,
+        );
       }
       const out: Record<string, unknown> = { network: input.network, hash: input.hash };
       if (!receipt) out.status = "pending";
@@ -255,7 +299,8 @@ export class LatestBlockTool extends CryptoTool<typeof latestBlockSchema> {
     return "LatestBlockTool";
   }
   name = "latest_block";
-  description = "The newest block of a network: number, hash, time, transaction count (EVM); slot and block height (Solana); number and hash (Starknet).";
+  description =
+    "The newest block of a network: number, hash, time, transaction count (EVM); slot and block height (Solana); number and hash (Starknet).";
   schema = latestBlockSchema;
 
   protected async _call(input: z.infer<typeof latestBlockSchema>, _run?: unknown, config?: ToolRunnableConfig): Promise<ToolResult> {
@@ -272,7 +317,10 @@ export class LatestBlockTool extends CryptoTool<typeof latestBlockSchema> {
       }
       if (info.family === "starknet") {
         const request: JsonRpcRequest = { method: "starknet_blockHashAndNumber" };
-        const res = await cryptoRpc<{ block_hash: string; block_number: number }>(this.s.client, input.network, request, { networks: this.s.networks, signal });
+        const res = await cryptoRpc<{ block_hash: string; block_number: number }>(this.s.client, input.network, request, {
+          networks: this.s.networks,
+          signal,
+        });
         const r = single(res);
         return this.content(
           { network: input.network, number: String(r.block_number), hash: r.block_hash },
@@ -280,7 +328,10 @@ export class LatestBlockTool extends CryptoTool<typeof latestBlockSchema> {
         );
       }
       const request: JsonRpcRequest = { method: "eth_getBlockByNumber", params: ["latest", false] };
-      const res = await cryptoRpc<Record<string, unknown> | null>(this.s.client, input.network, request, { networks: this.s.networks, signal });
+      const res = await cryptoRpc<Record<string, unknown> | null>(this.s.client, input.network, request, {
+        networks: this.s.networks,
+        signal,
+      });
       const b = single(res);
       if (!b) throw new ToolInputError("RPC_ERROR", "the node returned no latest block");
       const dec = (k: string) => (isHexQuantity(b[k]) ? hexToDecimal(b[k] as string) : undefined);
@@ -337,12 +388,18 @@ export class ContractReadTool extends CryptoTool<typeof contractReadSchema> {
       try {
         iface = new Interface([fragmentText]);
       } catch (err) {
-        throw new ToolInputError("INVALID_ABI", `cannot parse ABI fragment ${JSON.stringify(input.function)}: ${(err as Error).message.split(" (")[0]}`);
+        throw new ToolInputError(
+          "INVALID_ABI",
+          `cannot parse ABI fragment ${JSON.stringify(input.function)}: ${(err as Error).message.split(" (")[0]}`,
+        );
       }
       const fn = iface.fragments.find((f) => f.type === "function") as import("ethers").FunctionFragment | undefined;
       if (!fn) throw new ToolInputError("INVALID_ABI", "the fragment must describe a function");
       if (fn.outputs.length === 0) {
-        throw new ToolInputError("INVALID_ABI", `add the return types to the fragment, e.g. "${fn.format("sighash")} view returns (uint256)"`);
+        throw new ToolInputError(
+          "INVALID_ABI",
+          `add the return types to the fragment, e.g. "${fn.format("sighash")} view returns (uint256)"`,
+        );
       }
       let data: string;
       try {
@@ -356,18 +413,30 @@ export class ContractReadTool extends CryptoTool<typeof contractReadSchema> {
       const artifact = { network: input.network, request, response: res.response, ...billing(res) };
       const raw = single(res);
       if (raw === "0x") {
-        throw new ToolInputError("EMPTY_RESULT", `the call returned no data: no contract at ${address} on ${input.network}, or it has no ${fn.name} function`);
+        throw new ToolInputError(
+          "EMPTY_RESULT",
+          `the call returned no data: no contract at ${address} on ${input.network}, or it has no ${fn.name} function`,
+        );
       }
       let decoded;
       try {
         decoded = iface.decodeFunctionResult(fn, raw);
       } catch (err) {
-        throw new ToolInputError("DECODE_FAILED", `the result does not decode as (${fn.outputs.map((o) => o.type).join(", ")}): ${(err as Error).message.split(" (")[0]}`);
+        throw new ToolInputError(
+          "DECODE_FAILED",
+          `the result does not decode as (${fn.outputs.map((o) => o.type).join(", ")}): ${(err as Error).message.split(" (")[0]}`,
+        );
       }
       const values = fn.outputs.map((_, i) => plain(decoded[i]));
       const named = fn.outputs.every((o) => o.name) ? Object.fromEntries(fn.outputs.map((o, i) => [o.name, values[i]])) : undefined;
       return this.content(
-        { network: input.network, address, function: fn.format("sighash"), blockTag: tag, result: values.length === 1 ? values[0] : (named ?? values) },
+        {
+          network: input.network,
+          address,
+          function: fn.format("sighash"),
+          blockTag: tag,
+          result: values.length === 1 ? values[0] : (named ?? values),
+        },
         artifact,
       );
     });

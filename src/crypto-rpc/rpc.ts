@@ -109,7 +109,11 @@ function issuesText(error: z.ZodError, prefix = ""): string {
 }
 
 /** Validates and normalizes one request (adds `jsonrpc`, and `id` when missing). Throws `ValidationError`. */
-export function normalizeRequest(request: unknown, fallbackId: JsonRpcId, where = "request"): Required<Pick<JsonRpcRequest, "jsonrpc" | "method" | "id">> & JsonRpcRequest {
+export function normalizeRequest(
+  request: unknown,
+  fallbackId: JsonRpcId,
+  where = "request",
+): Required<Pick<JsonRpcRequest, "jsonrpc" | "method" | "id">> & JsonRpcRequest {
   const parsed = requestSchema.safeParse(request);
   if (!parsed.success) {
     throw new ValidationError(`invalid JSON-RPC ${where}: ${issuesText(parsed.error)}`, { issues: parsed.error.issues });
@@ -120,7 +124,9 @@ export function normalizeRequest(request: unknown, fallbackId: JsonRpcId, where 
 
 export function validateSlug(network: string): void {
   if (typeof network !== "string" || !SLUG_RE.test(network)) {
-    throw new ValidationError(`network must be a slug like "base-mainnet" (lowercase letters, digits, dashes), got ${JSON.stringify(network)}`);
+    throw new ValidationError(
+      `network must be a slug like "base-mainnet" (lowercase letters, digits, dashes), got ${JSON.stringify(network)}`,
+    );
   }
 }
 
@@ -159,9 +165,19 @@ function stripStack(error: JsonRpcErrorObject): JsonRpcErrorObject {
 }
 
 /** Sends one JSON-RPC request. */
-export function cryptoRpc<T = unknown>(client: RpcClient, network: string, request: JsonRpcRequest, options?: CryptoRpcOptions): Promise<CryptoRpcSingleResult<T>>;
+export function cryptoRpc<T = unknown>(
+  client: RpcClient,
+  network: string,
+  request: JsonRpcRequest,
+  options?: CryptoRpcOptions,
+): Promise<CryptoRpcSingleResult<T>>;
 /** Sends a batch (1–100 requests); responses come back in request order. */
-export function cryptoRpc(client: RpcClient, network: string, batch: JsonRpcRequest[], options?: CryptoRpcOptions): Promise<CryptoRpcBatchResult>;
+export function cryptoRpc(
+  client: RpcClient,
+  network: string,
+  batch: JsonRpcRequest[],
+  options?: CryptoRpcOptions,
+): Promise<CryptoRpcBatchResult>;
 export async function cryptoRpc(
   client: RpcClient,
   network: string,
@@ -174,7 +190,8 @@ export async function cryptoRpc(
   if (options.idempotencyKey === true) idempotencyKey = globalThis.crypto.randomUUID();
   else if (options.idempotencyKey !== undefined) {
     // the live proxy would ignore a malformed key silently (the stack refuses one set by hand, too)
-    if (typeof options.idempotencyKey !== "string" || !IDEMPOTENCY_KEY_PATTERN.test(options.idempotencyKey)) throw malformedIdempotencyKey();
+    if (typeof options.idempotencyKey !== "string" || !IDEMPOTENCY_KEY_PATTERN.test(options.idempotencyKey))
+      throw malformedIdempotencyKey();
     idempotencyKey = options.idempotencyKey;
   }
   const isBatch = Array.isArray(requestOrBatch);
@@ -191,7 +208,8 @@ export async function cryptoRpc(
       while (explicit.has(next)) next++;
       const normalized = normalizeRequest(r, next, `request at index ${i}`);
       if (normalized.id === next) next++;
-      if (ids.has(normalized.id)) throw new ValidationError(`duplicate id ${JSON.stringify(normalized.id)} in batch: ids correlate responses`);
+      if (ids.has(normalized.id))
+        throw new ValidationError(`duplicate id ${JSON.stringify(normalized.id)} in batch: ids correlate responses`);
       ids.add(normalized.id);
       return normalized;
     });
@@ -225,7 +243,10 @@ export async function cryptoRpc(
   const billing = billingOf(res.headers);
   const data = res.data;
   if (typeof data === "string") {
-    throw new ResponseFormatError(`the proxy answered ${network} with non-JSON: ${data.slice(0, 200)}`, { body: data, headers: res.headers });
+    throw new ResponseFormatError(`the proxy answered ${network} with non-JSON: ${data.slice(0, 200)}`, {
+      body: data,
+      headers: res.headers,
+    });
   }
 
   if (!isBatch) {
@@ -247,7 +268,11 @@ export async function cryptoRpc(
   }
   const responses = requests.map((r) => {
     const found = byId.get(JSON.stringify(r.id));
-    if (!found) throw new ResponseFormatError(`batch response has no answer for id ${JSON.stringify(r.id)} (${r.method})`, { body: data, headers: res.headers });
+    if (!found)
+      throw new ResponseFormatError(`batch response has no answer for id ${JSON.stringify(r.id)} (${r.method})`, {
+        body: data,
+        headers: res.headers,
+      });
     return found;
   });
   return { ...billing, responses, headers: res.headers };

@@ -23,11 +23,16 @@ export interface SolanaConnectionOptions {
  * A `Connection` for a Solana slug of the proxy (HTTP only: subscriptions are not served by the proxy). The slug
  * is checked against the network list before the Connection exists.
  */
-export async function createSolanaConnection(client: ServiceClient, network: string, options: SolanaConnectionOptions = {}): Promise<Connection> {
+export async function createSolanaConnection(
+  client: ServiceClient,
+  network: string,
+  options: SolanaConnectionOptions = {},
+): Promise<Connection> {
   validateSlug(network);
   const cache = options.networks ?? networkCacheFor(client);
   const info = await cache.assertSupported(network);
-  if (info.family !== "solana") throw new ValidationError(`${network} is a ${label(info.family)} network; a Solana Connection needs a Solana network`);
+  if (info.family !== "solana")
+    throw new ValidationError(`${network} is a ${label(info.family)} network; a Solana Connection needs a Solana network`);
   const url = client.fetch.url(`/crypto/rpc/${encodeURIComponent(network)}`);
   // web3.js types its fetch as the DOM fetch; the stack is fetch-compatible
   const stackFetch = ((input: string | URL | Request, init?: RequestInit) => client.fetch(input, init)) as typeof fetch;

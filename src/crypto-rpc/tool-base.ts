@@ -40,7 +40,6 @@ export interface CryptoToolOptions extends MethodPolicy {
 
 export { ToolInputError, type ToolResult } from "../tools/results.js";
 
-
 export interface Shared {
   client: ServiceClient;
   networks: NetworkCache;
@@ -54,9 +53,11 @@ export function shared(options: CryptoToolOptions): Shared {
   const max = options.maxOutputChars ?? DEFAULT_MAX_OUTPUT_CHARS;
   if (!(Number.isInteger(max) && max >= 200)) throw new ValidationError("maxOutputChars must be an integer >= 200");
   const range = options.maxLogBlockRange;
-  if (range !== undefined && !(Number.isInteger(range) && range >= 1)) throw new ValidationError("maxLogBlockRange must be a positive integer");
+  if (range !== undefined && !(Number.isInteger(range) && range >= 1))
+    throw new ValidationError("maxLogBlockRange must be a positive integer");
   const ttl = options.networksTtlMs;
-  if (ttl !== undefined && !(typeof ttl === "number" && ttl >= 0)) throw new ValidationError("networksTtlMs must be a non-negative number of ms");
+  if (ttl !== undefined && !(typeof ttl === "number" && ttl >= 0))
+    throw new ValidationError("networksTtlMs must be a non-negative number of ms");
   return {
     client: options.client,
     networks: options.networks ?? networkCacheFor(options.client, { ttlMs: options.networksTtlMs }),
@@ -68,9 +69,7 @@ export function shared(options: CryptoToolOptions): Shared {
 
 // --- shared helpers -----------------------------------------------------------------------------------
 
-export const networkField = z
-  .string()
-  .describe('network slug from crypto_networks, e.g. "base-mainnet" or "ethereum-sepolia"');
+export const networkField = z.string().describe('network slug from crypto_networks, e.g. "base-mainnet" or "ethereum-sepolia"');
 export const evmAddressField = (what: string) => z.string().describe(`${what}: a 0x-prefixed 20-byte hex address`);
 // Optional fields are `.nullish()`: OpenAI strict mode sends null for every optional field it leaves out,
 // and models send block numbers as numbers.
@@ -82,11 +81,19 @@ export const blockTagField = z
 /** Runs a tool body; turns the model's mistakes (an unknown network among them) into `{error}` text. */
 export function guard(body: () => Promise<ToolResult>): Promise<ToolResult> {
   return guardTool(body, (err) =>
-    err instanceof UnsupportedNetworkError ? errorContent("UNSUPPORTED_NETWORK", err.message, { validNetworks: err.validNetworks }) : undefined,
+    err instanceof UnsupportedNetworkError
+      ? errorContent("UNSUPPORTED_NETWORK", err.message, { validNetworks: err.validNetworks })
+      : undefined,
   );
 }
 
-export async function network(s: Shared, slug: string, signal: AbortSignal | undefined, family?: NetworkFamily, what?: string): Promise<NetworkInfo> {
+export async function network(
+  s: Shared,
+  slug: string,
+  signal: AbortSignal | undefined,
+  family?: NetworkFamily,
+  what?: string,
+): Promise<NetworkInfo> {
   const info = await s.networks.assertSupported(slug, { signal });
   if (family && info.family !== family) {
     throw new ToolInputError(
@@ -99,7 +106,10 @@ export async function network(s: Shared, slug: string, signal: AbortSignal | und
 
 export function evmAddress(value: string, what: string): string {
   if (typeof value !== "string" || !isAddress(value)) {
-    throw new ToolInputError("INVALID_ADDRESS", `${what} ${JSON.stringify(value)} is not a valid EVM address (0x + 40 hex characters, checksum must match if mixed-case)`);
+    throw new ToolInputError(
+      "INVALID_ADDRESS",
+      `${what} ${JSON.stringify(value)} is not a valid EVM address (0x + 40 hex characters, checksum must match if mixed-case)`,
+    );
   }
   return getAddress(value);
 }
@@ -133,7 +143,10 @@ export function blockTag(value: string | number | null | undefined): string {
     if (/^\d+$/.test(v)) return quantity(BigInt(v));
     if (/^0x[0-9a-f]{1,64}$/.test(v)) return quantity(BigInt(v));
   }
-  throw new ToolInputError("INVALID_PARAMS", `blockTag ${JSON.stringify(value)} must be "latest", "safe", "finalized", "earliest", a block number or 0x-hex`);
+  throw new ToolInputError(
+    "INVALID_PARAMS",
+    `blockTag ${JSON.stringify(value)} must be "latest", "safe", "finalized", "earliest", a block number or 0x-hex`,
+  );
 }
 
 export function nativeUnit(slug: string): { symbol: string; decimals: number } {
@@ -185,4 +198,3 @@ export abstract class CryptoTool<S extends z.ZodObject> extends StructuredTool<S
     return [capOutput(value, this.s.maxOutputChars, hint).text, artifact];
   }
 }
-

@@ -15,7 +15,10 @@ import { type CryptoToolOptions, networkField, guard, quantity, single, CryptoTo
 
 const networksSchema = z.object({
   family: z.enum(["evm", "solana", "starknet"]).nullish().describe("only this family (default: all)"),
-  includeTestnets: z.union([z.boolean(), z.enum(["true", "false"])]).nullish().describe("include testnets and devnets (default true)"),
+  includeTestnets: z
+    .union([z.boolean(), z.enum(["true", "false"])])
+    .nullish()
+    .describe("include testnets and devnets (default true)"),
 });
 
 export class CryptoNetworksTool extends CryptoTool<typeof networksSchema> {
@@ -48,7 +51,11 @@ export class CryptoNetworksTool extends CryptoTool<typeof networksSchema> {
 
 const rpcSchema = z.object({
   network: networkField,
-  method: z.string().describe("JSON-RPC method, e.g. eth_getBalance, eth_call, eth_getLogs (EVM); getBalance, getAccountInfo (Solana); starknet_call (Starknet)"),
+  method: z
+    .string()
+    .describe(
+      "JSON-RPC method, e.g. eth_getBalance, eth_call, eth_getLogs (EVM); getBalance, getAccountInfo (Solana); starknet_call (Starknet)",
+    ),
   params: z
     .union([z.array(z.any()), z.record(z.string(), z.any()), z.string()])
     .nullish()
@@ -84,7 +91,10 @@ export class CryptoRpcTool extends CryptoTool<typeof rpcSchema> {
       }
       let params = parseParams(input.params);
       if (input.method === "eth_getLogs") params = await this.boundedLogParams(input.network, params, signal);
-      const request: JsonRpcRequest = { method: input.method, ...(params !== undefined ? { params: params as JsonRpcRequest["params"] } : {}) };
+      const request: JsonRpcRequest = {
+        method: input.method,
+        ...(params !== undefined ? { params: params as JsonRpcRequest["params"] } : {}),
+      };
       const res = await cryptoRpc(this.s.client, input.network, request, {
         networks: this.s.networks,
         signal,
@@ -93,7 +103,17 @@ export class CryptoRpcTool extends CryptoTool<typeof rpcSchema> {
       });
       const artifact = { network: input.network, request, response: res.response, ...billing(res) };
       if (res.error) {
-        return [JSON.stringify({ error: { code: "RPC_ERROR", rpcCode: res.error.code, message: res.error.message, ...(res.error.data !== undefined ? { data: res.error.data } : {}) } }), artifact];
+        return [
+          JSON.stringify({
+            error: {
+              code: "RPC_ERROR",
+              rpcCode: res.error.code,
+              message: res.error.message,
+              ...(res.error.data !== undefined ? { data: res.error.data } : {}),
+            },
+          }),
+          artifact,
+        ];
       }
       const result = res.result;
       const body: Record<string, unknown> = { network: input.network, method: input.method, result: withDecimals(result) };
@@ -107,7 +127,10 @@ export class CryptoRpcTool extends CryptoTool<typeof rpcSchema> {
   private async boundedLogParams(slug: string, params: unknown, signal: AbortSignal | undefined): Promise<unknown> {
     const filter = Array.isArray(params) ? params[0] : undefined;
     if (!filter || typeof filter !== "object" || Array.isArray(filter) || (params as unknown[]).length !== 1) {
-      throw new ToolInputError("INVALID_PARAMS", 'eth_getLogs takes one filter object: [{"address": "0x...", "fromBlock": "0x...", "toBlock": "0x...", "topics": [...]}]');
+      throw new ToolInputError(
+        "INVALID_PARAMS",
+        'eth_getLogs takes one filter object: [{"address": "0x...", "fromBlock": "0x...", "toBlock": "0x...", "topics": [...]}]',
+      );
     }
     const f = { ...(filter as Record<string, unknown>) };
     if (f.blockHash !== undefined) return [f];
@@ -119,7 +142,10 @@ export class CryptoRpcTool extends CryptoTool<typeof rpcSchema> {
         if (v === "earliest" || tags.includes(v) || isHexQuantity(v)) return v;
         if (/^\d+$/.test(v)) return quantity(BigInt(v));
       }
-      throw new ToolInputError("INVALID_PARAMS", `eth_getLogs ${name} ${JSON.stringify(v)} must be a block number (0x-hex) or a tag like "latest"`);
+      throw new ToolInputError(
+        "INVALID_PARAMS",
+        `eth_getLogs ${name} ${JSON.stringify(v)} must be a block number (0x-hex) or a tag like "latest"`,
+      );
     };
     f.fromBlock = norm(f.fromBlock, "fromBlock");
     f.toBlock = norm(f.toBlock, "toBlock");
@@ -127,7 +153,9 @@ export class CryptoRpcTool extends CryptoTool<typeof rpcSchema> {
     const resolve = async (tag: string): Promise<bigint> => {
       if (tag === "earliest") return 0n;
       if (isHexQuantity(tag)) return BigInt(tag);
-      latest ??= BigInt(single(await cryptoRpc<string>(this.s.client, slug, { method: "eth_blockNumber" }, { networks: this.s.networks, signal })));
+      latest ??= BigInt(
+        single(await cryptoRpc<string>(this.s.client, slug, { method: "eth_blockNumber" }, { networks: this.s.networks, signal })),
+      );
       return latest;
     };
     const from = await resolve(f.fromBlock as string);

@@ -95,7 +95,9 @@ function retryOf(fields: ServiceEmbeddingsInput): { retry: ServiceEmbeddingsInpu
   }
   if (fields.serviceFetch || fields.client) {
     if (max === 0) return { retry: undefined, noRetry: true };
-    throw new ConfigurationError(`maxRetries: ${max} cannot change a shared serviceFetch's retry policy; set retry.maxRetries where the stack is built`);
+    throw new ConfigurationError(
+      `maxRetries: ${max} cannot change a shared serviceFetch's retry policy; set retry.maxRetries where the stack is built`,
+    );
   }
   if (fields.retry === false) {
     if (max === 0) return { retry: false, noRetry: false };
@@ -114,7 +116,9 @@ function checkTexts(texts: unknown, what: string): string[] {
   for (let i = 0; i < texts.length; i++) {
     const t: unknown = texts[i];
     if (typeof t !== "string") {
-      throw new ValidationError(`${what}: text ${i} is ${describe(t)}, not a string (the service embeds strings only; token arrays are refused)`);
+      throw new ValidationError(
+        `${what}: text ${i} is ${describe(t)}, not a string (the service embeds strings only; token arrays are refused)`,
+      );
     }
     if (t === "") throw new ValidationError(`${what}: text ${i} is empty (the service refuses empty strings)`);
   }
@@ -151,7 +155,8 @@ export class ServiceEmbeddings extends Embeddings {
     // the AsyncCaller bounds concurrency only: retries are the stack's (see retryOf)
     super({ maxConcurrency, maxRetries: 0, onFailedAttempt: () => undefined });
     const model = fields.model ?? DEFAULT_EMBEDDING_MODEL;
-    if (typeof model !== "string" || model.trim() === "") throw new ValidationError(`model must be a non-empty string (got ${describe(model)})`);
+    if (typeof model !== "string" || model.trim() === "")
+      throw new ValidationError(`model must be a non-empty string (got ${describe(model)})`);
     const { dimensions, encodingFormat = "base64", batchSize = MAX_BATCH_SIZE } = fields;
     if (dimensions !== undefined && !(Number.isInteger(dimensions) && dimensions >= 1)) {
       throw new ValidationError(`dimensions must be a positive integer (got ${describe(dimensions)})`);
@@ -160,7 +165,9 @@ export class ServiceEmbeddings extends Embeddings {
       throw new ValidationError(`encodingFormat must be "float" or "base64" (got ${describe(encodingFormat)})`);
     }
     if (!(Number.isInteger(batchSize) && batchSize >= 1 && batchSize <= MAX_BATCH_SIZE)) {
-      throw new ValidationError(`batchSize must be an integer from 1 to ${MAX_BATCH_SIZE}, the service's limit (got ${describe(batchSize)})`);
+      throw new ValidationError(
+        `batchSize must be an integer from 1 to ${MAX_BATCH_SIZE}, the service's limit (got ${describe(batchSize)})`,
+      );
     }
     if (fields.onUsage !== undefined && typeof fields.onUsage !== "function") throw new ValidationError("onUsage must be a function");
     const { retry, noRetry } = retryOf(fields);
@@ -174,9 +181,7 @@ export class ServiceEmbeddings extends Embeddings {
     const shared = sharedStackOf(fields);
     this.brand = shared?.brand ?? fields.brand ?? DEFAULT_BRAND;
     // the key goes into the stack and nowhere else on this object
-    this.#fetch =
-      shared ??
-      createServiceFetch({ ...faceStackOptions(fields), brand: this.brand, retry });
+    this.#fetch = shared ?? createServiceFetch({ ...faceStackOptions(fields), brand: this.brand, retry });
     this.#url = this.#fetch.url("/embeddings");
   }
 
@@ -200,7 +205,10 @@ export class ServiceEmbeddings extends Embeddings {
   }
 
   /** `embedDocuments` with what the call used (tokens, requests, headers), free of races with other calls. */
-  async embedWithUsage(texts: string[], options: { signal?: AbortSignal } = {}): Promise<{ embeddings: number[][]; usage: EmbeddingsUsage }> {
+  async embedWithUsage(
+    texts: string[],
+    options: { signal?: AbortSignal } = {},
+  ): Promise<{ embeddings: number[][]; usage: EmbeddingsUsage }> {
     const inputs = checkTexts(texts, "embedDocuments");
     options.signal?.throwIfAborted();
     const parts = batches(inputs, this.batchSize);
@@ -216,13 +224,17 @@ export class ServiceEmbeddings extends Embeddings {
       const width = response.vectors[0]?.length;
       const first = results[0]!.response.vectors[0]?.length;
       if (width !== first) {
-        throw new ResponseFormatError(`unexpected /embeddings response: embeddings of different lengths across batches (${first} and ${width})`, { headers });
+        throw new ResponseFormatError(
+          `unexpected /embeddings response: embeddings of different lengths across batches (${first} and ${width})`,
+          { headers },
+        );
       }
       for (let i = 0; i < response.vectors.length; i++) embeddings[start + i] = response.vectors[i]!;
       usage.promptTokens += response.promptTokens;
       usage.totalTokens += response.totalTokens;
       usage.model ??= response.model;
-      if (response.cost) usage.cost = { usd: (usage.cost?.usd ?? 0) + response.cost.usd, diem: (usage.cost?.diem ?? 0) + response.cost.diem };
+      if (response.cost)
+        usage.cost = { usd: (usage.cost?.usd ?? 0) + response.cost.usd, diem: (usage.cost?.diem ?? 0) + response.cost.diem };
       if (headers.balance?.remainingUsd !== undefined) usage.balanceRemainingUsd = headers.balance.remainingUsd;
       usage.headers.push(headers);
     }
@@ -245,7 +257,12 @@ export class ServiceEmbeddings extends Embeddings {
       body: JSON.stringify(body),
       signal,
       // the input's tokens, for a token window the service may tell (the pacing layer holds a send that does not fit)
-      service: { model: this.model, modelType: "embedding", estimatedTokens: estimateEmbeddingTokens(input), ...(this.#noRetry ? { retry: false } : {}) },
+      service: {
+        model: this.model,
+        modelType: "embedding",
+        estimatedTokens: estimateEmbeddingTokens(input),
+        ...(this.#noRetry ? { retry: false } : {}),
+      },
     });
     const headers = responseHeaders(response, this.brand);
     const text = await readResponseText(response, { what: "the embeddings", signal, headers });

@@ -87,7 +87,8 @@ export function readEmbeddingsResponse(body: unknown, count: number, headers: Se
     if (!item || typeof item !== "object") fail(`data[${i}] is not an object`);
     // `index` places the vector: the service may answer out of order
     const index = item!.index ?? i;
-    if (typeof index !== "number" || !Number.isInteger(index) || index < 0 || index >= count) fail(`data[${i}].index is not an input index`);
+    if (typeof index !== "number" || !Number.isInteger(index) || index < 0 || index >= count)
+      fail(`data[${i}].index is not an input index`);
     if (vectors[index as number]) fail(`two embeddings for input ${String(index)}`);
     let vector: number[] | undefined;
     const raw = item!.embedding;

@@ -5,5 +5,17 @@
  * main entry never names them, so a bundle of it resolves none.
  */
 export { EvmWallet } from "../x402/evm/wallet.js";
-export { smartAccountSigner, type SmartAccountSignerOptions, type SmartAccountOwner, type SmartAccountSigner } from "../x402/evm/smart-account.js";
-export { BASE_MAINNET, BASE_CHAIN_ID, type Eip1193Provider, type TypedDataRequest, type ViemAccountLike, type X402Wallet } from "../x402/wallets.js";
+export {
+  smartAccountSigner,
+  type SmartAccountSignerOptions,
+  type SmartAccountOwner,
+  type SmartAccountSigner,
+} from "../x402/evm/smart-account.js";
+export {
+  BASE_MAINNET,
+  BASE_CHAIN_ID,
+  type Eip1193Provider,
+  type TypedDataRequest,
+  type ViemAccountLike,
+  type X402Wallet,
+} from "../x402/wallets.js";

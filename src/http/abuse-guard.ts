@@ -49,9 +49,11 @@ export class AbuseGuard {
   constructor(options: Partial<AbuseGuardOptions> = {}) {
     this.options = { ...DEFAULT_ABUSE_GUARD, ...options };
     const { maxFailures, windowMs, maxWaitMs } = this.options;
-    if (!(Number.isInteger(maxFailures) && maxFailures > 0)) throw new ConfigurationError("abuseGuard.maxFailures must be a positive integer");
+    if (!(Number.isInteger(maxFailures) && maxFailures > 0))
+      throw new ConfigurationError("abuseGuard.maxFailures must be a positive integer");
     if (!(Number.isFinite(windowMs) && windowMs > 0)) throw new ConfigurationError("abuseGuard.windowMs must be a positive number of ms");
-    if (!(Number.isFinite(maxWaitMs) && maxWaitMs >= 0)) throw new ConfigurationError("abuseGuard.maxWaitMs must be a non-negative number of ms");
+    if (!(Number.isFinite(maxWaitMs) && maxWaitMs >= 0))
+      throw new ConfigurationError("abuseGuard.maxWaitMs must be a non-negative number of ms");
   }
 
   /**
@@ -183,14 +185,24 @@ export class AbuseGuard {
       failures >= this.options.maxFailures
         ? `${failures} failed requests in the last ${this.options.windowMs / 1000}s; one more could trip the service's abuse block (more than ${this.options.maxFailures})`
         : "the service's error budget (x-ratelimit-remaining) is spent; one more failure would block this caller";
-    return new AbuseBlockError(`refused to send: ${why}. Retry in ${Math.ceil(waitMs / 1000)}s.`, { source: "client", retryAfterMs: waitMs });
+    return new AbuseBlockError(`refused to send: ${why}. Retry in ${Math.ceil(waitMs / 1000)}s.`, {
+      source: "client",
+      retryAfterMs: waitMs,
+    });
   }
 
   /**
    * Takes an in-flight place in the fleet's window in `store` (under `key`), waiting as the local `acquire` does.
    * False when the store failed: the caller then uses `acquire` (this process's own count).
    */
-  async acquireShared(store: LimitStore, label: string, key: string, id: string, signal?: AbortSignal | null, maxWaitMs = this.options.maxWaitMs): Promise<boolean> {
+  async acquireShared(
+    store: LimitStore,
+    label: string,
+    key: string,
+    id: string,
+    signal?: AbortSignal | null,
+    maxWaitMs = this.options.maxWaitMs,
+  ): Promise<boolean> {
     const started = Date.now();
     for (;;) {
       const now = Date.now();
@@ -220,10 +232,16 @@ export interface SharedGuard {
  * `onSettled` runs after each send's outcome is counted (the stack uses it to keep a shared guard while it
  * matters). With `shared`, sends are counted in the fleet store (and by `guard` alone while the store fails).
  */
-export function abuseGuardLayer(guard: AbuseGuard, maxWaitMs?: number, onSettled?: (guard: AbuseGuard) => void, shared?: SharedGuard): FetchLayer {
+export function abuseGuardLayer(
+  guard: AbuseGuard,
+  maxWaitMs?: number,
+  onSettled?: (guard: AbuseGuard) => void,
+  shared?: SharedGuard,
+): FetchLayer {
   return (next) => async (input, init) => {
     const id = shared ? randomId() : "";
-    const fleet = shared && (await guard.acquireShared(shared.store, shared.label, shared.key, id, init?.signal, maxWaitMs)) ? shared : undefined;
+    const fleet =
+      shared && (await guard.acquireShared(shared.store, shared.label, shared.key, id, init?.signal, maxWaitMs)) ? shared : undefined;
     if (!fleet && !guard.tryAcquire()) await guard.acquire(init?.signal, maxWaitMs);
     let failed = true;
     try {
@@ -239,7 +257,9 @@ export function abuseGuardLayer(guard: AbuseGuard, maxWaitMs?: number, onSettled
       if (fleet) {
         if (failed) guard.recordFailure(); // known here too, for when the store fails
         const now = Date.now();
-        await viaStore(fleet.store, fleet.label, () => fleet.store.releaseGuard(fleet.key, { now, id, failed, windowMs: guard.options.windowMs }));
+        await viaStore(fleet.store, fleet.label, () =>
+          fleet.store.releaseGuard(fleet.key, { now, id, failed, windowMs: guard.options.windowMs }),
+        );
       } else {
         guard.release(failed);
       }

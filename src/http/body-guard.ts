@@ -38,7 +38,11 @@ export interface BodyLimits {
 type ErrorClass = typeof ConfigurationError | typeof ValidationError;
 
 function shown(value: unknown): string {
-  return typeof value === "string" ? JSON.stringify(value.slice(0, 40)) : typeof value === "object" && value ? `a ${typeof value}` : String(value);
+  return typeof value === "string"
+    ? JSON.stringify(value.slice(0, 40))
+    : typeof value === "object" && value
+      ? `a ${typeof value}`
+      : String(value);
 }
 
 function checkTimer(value: unknown, name: string, Err: ErrorClass): void {
@@ -171,7 +175,9 @@ function guardedResponse(response: Response, source: ReadableStream<Uint8Array>,
     finish();
     out.error(err);
     g.abort(err);
-    open().cancel(err).catch(() => undefined);
+    open()
+      .cancel(err)
+      .catch(() => undefined);
   };
   // One timer, re-armed only when it fires: no timer work per chunk.
   const checkIdle = () => {

@@ -39,7 +39,12 @@ export interface ConcurrencyOptions {
   cryptoRpcItemCredits?: RpcItemCredits;
 }
 
-export const DEFAULT_CONCURRENCY: ConcurrencyOptions = { perWallet: 5, cryptoRpc: 1, cryptoRpcBatchStallMs: 0, cryptoRpcBatchMaxCount: 100 };
+export const DEFAULT_CONCURRENCY: ConcurrencyOptions = {
+  perWallet: 5,
+  cryptoRpc: 1,
+  cryptoRpcBatchStallMs: 0,
+  cryptoRpcBatchMaxCount: 100,
+};
 
 /** `POST /crypto/rpc/{network}` (not the public network list) */
 const CRYPTO_RPC_CALL = /\/crypto\/rpc\/(?!networks(?:[/?#]|$))[^/?#]+(?:[?#]|$)/;
@@ -120,7 +125,12 @@ interface Place {
   fleet?: { store: LimitStore; label: string; key: string; id: string; renew?: ReturnType<typeof setInterval> };
 }
 
-async function takeFleetPlace(shared: SharedConcurrency, key: string, limit: number, signal: AbortSignal | null | undefined): Promise<Place["fleet"]> {
+async function takeFleetPlace(
+  shared: SharedConcurrency,
+  key: string,
+  limit: number,
+  signal: AbortSignal | null | undefined,
+): Promise<Place["fleet"]> {
   const { store, label } = shared;
   if (typeof store.acquireSlot !== "function") return undefined;
   const id = randomId();
@@ -129,7 +139,10 @@ async function takeFleetPlace(shared: SharedConcurrency, key: string, limit: num
     // the store failed: this process keeps to the limit on its own (its local gate is held already)
     if (!grant) return undefined;
     if (grant.granted) {
-      const renew = setInterval(() => void viaStore(store, label, () => store.renewSlot!(key, { now: Date.now(), id, leaseMs: SLOT_LEASE_MS })), SLOT_LEASE_MS / 3);
+      const renew = setInterval(
+        () => void viaStore(store, label, () => store.renewSlot!(key, { now: Date.now(), id, leaseMs: SLOT_LEASE_MS })),
+        SLOT_LEASE_MS / 3,
+      );
       (renew as { unref?: () => void }).unref?.();
       return { store, label, key, id, renew };
     }
@@ -217,7 +230,12 @@ export function concurrencyLayer(
   // this stack's open batches (a batch goes out through one stack's layers below: its transport, its headers)
   const batcher =
     o.cryptoRpcBatchMaxCount > 1 && rpcCostHeaders
-      ? new RpcBatcher({ stallMs: o.cryptoRpcBatchStallMs, maxCount: Math.min(o.cryptoRpcBatchMaxCount, 100), itemCredits: o.cryptoRpcItemCredits, ...rpcCostHeaders })
+      ? new RpcBatcher({
+          stallMs: o.cryptoRpcBatchStallMs,
+          maxCount: Math.min(o.cryptoRpcBatchMaxCount, 100),
+          itemCredits: o.cryptoRpcItemCredits,
+          ...rpcCostHeaders,
+        })
       : undefined;
   const scope = `${origin}|${identity}`;
   const gateOf = (kind: string, limit: number): Gate => {
@@ -238,7 +256,12 @@ export function concurrencyLayer(
     return held(next, rpc, input, init);
   };
 
-  async function held(next: Parameters<FetchLayer>[0], rpc: boolean, input: Parameters<FetchLike>[0], init: Parameters<FetchLike>[1]): Promise<Response> {
+  async function held(
+    next: Parameters<FetchLayer>[0],
+    rpc: boolean,
+    input: Parameters<FetchLike>[0],
+    init: Parameters<FetchLike>[1],
+  ): Promise<Response> {
     const places: Place[] = [];
     const signal = init?.signal;
     try {

@@ -34,7 +34,8 @@ export class ServiceContext {
   readonly #parts = new Map<ContextKey<unknown>, unknown>();
 
   constructor(options: ServiceContextOptions = {}) {
-    if (options.clock !== undefined && !(options.clock instanceof ServiceClock)) throw new ConfigurationError("clock must be a ServiceClock");
+    if (options.clock !== undefined && !(options.clock instanceof ServiceClock))
+      throw new ConfigurationError("clock must be a ServiceClock");
     this.clock = options.clock ?? new ServiceClock();
   }
 

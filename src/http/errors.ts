@@ -321,7 +321,10 @@ export class BudgetExceededError extends ServiceError {
   readonly limitUsd: number;
   /** the request's worst-case estimate (Infinity: it could not be priced) */
   readonly estimateUsd: number;
-  constructor(message: string, init: ServiceErrorInit & { budget: string; spentUsd: number; reservedUsd: number; limitUsd: number; estimateUsd: number }) {
+  constructor(
+    message: string,
+    init: ServiceErrorInit & { budget: string; spentUsd: number; reservedUsd: number; limitUsd: number; estimateUsd: number },
+  ) {
     super(message, init);
     this.budget = init.budget;
     this.spentUsd = init.spentUsd;
@@ -331,7 +334,14 @@ export class BudgetExceededError extends ServiceError {
   }
 
   override toJSON(): Record<string, unknown> {
-    return { ...super.toJSON(), budget: this.budget, spentUsd: this.spentUsd, reservedUsd: this.reservedUsd, limitUsd: this.limitUsd, estimateUsd: this.estimateUsd };
+    return {
+      ...super.toJSON(),
+      budget: this.budget,
+      spentUsd: this.spentUsd,
+      reservedUsd: this.reservedUsd,
+      limitUsd: this.limitUsd,
+      estimateUsd: this.estimateUsd,
+    };
   }
 }
 /** A payment was attempted and failed (settlement refused, or its outcome is unknown). */

@@ -14,7 +14,6 @@ import { brandNames } from "./config.js";
 export type { RateLimitHeaders, ServiceResponseHeaders, X402PaymentRequired } from "./header-types.js";
 import type { ServiceResponseHeaders, X402PaymentRequired } from "./header-types.js";
 
-
 const DECIMAL = /^[+-]?(?:\d+\.?\d*|\.\d+)(?:e[+-]?\d+)?$/i;
 
 /**
@@ -53,7 +52,10 @@ export interface RateWindow {
  * when all three of its headers came; `metered`: `x-ratelimit-limit-requests` was sent. The pacing layer's one
  * reading of them.
  */
-export function rateWindowsOf(headers: Pick<Headers, "get">, now = Date.now()): { metered: boolean; requests?: RateWindow; tokens?: RateWindow } {
+export function rateWindowsOf(
+  headers: Pick<Headers, "get">,
+  now = Date.now(),
+): { metered: boolean; requests?: RateWindow; tokens?: RateWindow } {
   const window = (kind: "requests" | "tokens"): RateWindow | undefined => {
     const limit = toNumber(headers.get(`x-ratelimit-limit-${kind}`));
     const remaining = toNumber(headers.get(`x-ratelimit-remaining-${kind}`));
@@ -61,14 +63,21 @@ export function rateWindowsOf(headers: Pick<Headers, "get">, now = Date.now()): 
     if (limit === undefined || remaining === undefined || reset === undefined) return undefined;
     return { limit, remaining, resetAt: resetRequestsAtMs(reset, now), exact: reset > 1e12 };
   };
-  return { metered: toNumber(headers.get("x-ratelimit-limit-requests")) !== undefined, requests: window("requests"), tokens: window("tokens") };
+  return {
+    metered: toNumber(headers.get("x-ratelimit-limit-requests")) !== undefined,
+    requests: window("requests"),
+    tokens: window("tokens"),
+  };
 }
 
 /**
  * The crypto RPC proxy's cap of an answer (`X-RateLimit-Limit`, `-Remaining`, and `-Reset` as ms since epoch when
  * sent); undefined unless both the limit and the remaining came. The pacing layer's one reading of them.
  */
-export function capWindowOf(headers: Pick<Headers, "get">, now = Date.now()): { limit: number; remaining: number; resetAt?: number } | undefined {
+export function capWindowOf(
+  headers: Pick<Headers, "get">,
+  now = Date.now(),
+): { limit: number; remaining: number; resetAt?: number } | undefined {
   const limit = toNumber(headers.get("x-ratelimit-limit"));
   const remaining = toNumber(headers.get("x-ratelimit-remaining"));
   if (limit === undefined || remaining === undefined) return undefined;
@@ -101,7 +110,8 @@ export function retryAfterMs(value: string | null, now = Date.now()): number | u
  */
 export function rateLimitResetAtMs(headers: ServiceResponseHeaders, now = Date.now()): number | undefined {
   const r = headers.rateLimit ?? {};
-  const tokensOnly = r.remainingTokens !== undefined && r.remainingTokens <= 0 && r.remainingRequests !== undefined && r.remainingRequests > 0;
+  const tokensOnly =
+    r.remainingTokens !== undefined && r.remainingTokens <= 0 && r.remainingRequests !== undefined && r.remainingRequests > 0;
   const tokensReset = r.resetTokens === undefined ? undefined : resetRequestsAtMs(r.resetTokens, now);
   let at = headers.retryAfterAtMs;
   if (tokensOnly && tokensReset !== undefined) {
@@ -154,11 +164,7 @@ function compact<T extends object>(obj: T): T | undefined {
 }
 
 /** Parses the part-2.5 headers of a response. `now` (ms) anchors relative reset times. */
-export function parseServiceHeaders(
-  headers: Headers,
-  brand?: string,
-  now: number = Date.now(),
-): ServiceResponseHeaders {
+export function parseServiceHeaders(headers: Headers, brand?: string, now: number = Date.now()): ServiceResponseHeaders {
   const p = brandNames(brand).headerPrefix;
   // one pass over the answer's headers (a dozen or so), then ~50 lookups in a Map: a Headers lookup normalizes
   // its name every time

@@ -1,7 +1,13 @@
 /** The transport: the fetch stack, its layers, typed errors and parsed headers (no import from any floor above). */
 export * from "./errors.js";
 export * from "./status-errors.js";
-export { ModelAccessDeniedError, ModelOfflineError, UnsupportedParameterError, ContentViolationError, type ModelAccessReason } from "./model-errors.js";
+export {
+  ModelAccessDeniedError,
+  ModelOfflineError,
+  UnsupportedParameterError,
+  ContentViolationError,
+  type ModelAccessReason,
+} from "./model-errors.js";
 export * from "./headers.js";
 export * from "./fetch-stack.js";
 export { DEFAULT_MAX_EVENT_BYTES, DEFAULT_MAX_RESPONSE_BYTES, type BodyLimits } from "./body-guard.js";
@@ -12,4 +18,11 @@ export { retryLayer, backoffDelay, rateLimitWaitMs, sleep, RETRYABLE_STATUSES, t
 export { RateLimiter, pacingLayer, TYPE_LIMITS, type ModelType, type PacingOptions } from "./pacing.js";
 export { sendFollowingSafely, carriesCredentials, CREDENTIAL_HEADERS, PAYMENT_HEADERS, MAX_REDIRECTS } from "./redirects.js";
 export { ServiceClock, CLOCK_RETRY_MS, MAX_CLOCK_OFFSET_MS } from "./clock.js";
-export { ServiceContext, createServiceContext, defaultServiceContext, contextKey, type ContextKey, type ServiceContextOptions } from "./context.js";
+export {
+  ServiceContext,
+  createServiceContext,
+  defaultServiceContext,
+  contextKey,
+  type ContextKey,
+  type ServiceContextOptions,
+} from "./context.js";

@@ -68,7 +68,16 @@ export class ContentViolationError extends ContentPolicyError {
 }
 
 /** Request fields the service refuses per model with "<field> is not supported by this model". */
-const PARAMETER_FIELDS = new Set(["stop", "seed", "n", "presence_penalty", "frequency_penalty", "repetition_penalty", "reasoning_effort", "reasoning.effort"]);
+const PARAMETER_FIELDS = new Set([
+  "stop",
+  "seed",
+  "n",
+  "presence_penalty",
+  "frequency_penalty",
+  "repetition_penalty",
+  "reasoning_effort",
+  "reasoning.effort",
+]);
 
 /** The field a 400 body refuses as "not supported by this model" (its `issues[]`, else its message); undefined when none. */
 export function unsupportedParameterOf(body: unknown, text: string | undefined): string | undefined {

@@ -54,7 +54,8 @@ export function checkGroup(
 
 export const delay = (v: unknown, path: string) => checkMs(v, path, false);
 export const positiveInt = (v: unknown, path: string) => {
-  if (!(typeof v === "number" && Number.isInteger(v) && v > 0)) throw new ConfigurationError(`${path} must be a positive integer (got ${describe(v)})`);
+  if (!(typeof v === "number" && Number.isInteger(v) && v > 0))
+    throw new ConfigurationError(`${path} must be a positive integer (got ${describe(v)})`);
 };
 export const fn = (v: unknown, path: string) => {
   if (typeof v !== "function") throw new ConfigurationError(`${path} must be a function (got ${describe(v)})`);
@@ -62,7 +63,8 @@ export const fn = (v: unknown, path: string) => {
 
 /** `pacing.typeLimits`: requests per window by model type, each a positive integer; a misspelt type is refused. */
 export function checkTypeLimits(value: unknown, path: string): void {
-  if (!isPlainObject(value)) throw new ConfigurationError(`${path} must be an object of model types to requests per window (got ${describe(value)})`);
+  if (!isPlainObject(value))
+    throw new ConfigurationError(`${path} must be an object of model types to requests per window (got ${describe(value)})`);
   for (const [type, limit] of Object.entries(value)) {
     if (!(MODEL_TYPES as readonly string[]).includes(type)) {
       throw new ConfigurationError(`${path} has an unknown model type ${describe(type)} (one of ${MODEL_TYPES.join(", ")})`);
@@ -77,7 +79,12 @@ export function checkTypeLimits(value: unknown, path: string): void {
 export function checkBytes(value: unknown, name: string, Err: ErrorClass = ConfigurationError): void {
   if (value === undefined) return;
   if (typeof value !== "number" || !Number.isSafeInteger(value) || value <= 0) {
-    const shown = typeof value === "string" ? JSON.stringify(value.slice(0, 40)) : typeof value === "object" && value ? `a ${typeof value}` : String(value);
+    const shown =
+      typeof value === "string"
+        ? JSON.stringify(value.slice(0, 40))
+        : typeof value === "object" && value
+          ? `a ${typeof value}`
+          : String(value);
     throw new Err(`${name} must be a positive whole number of bytes (got ${shown})`);
   }
 }

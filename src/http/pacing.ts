@@ -309,11 +309,18 @@ export class RateLimiter {
         let resetAt = windows.tokens.resetAt;
         const slack = windows.tokens.exact ? 0 : 1000;
         const requestsReset = this.#requests?.resetAt;
-        if (slack && requestsReset !== undefined && Number.isFinite(requestsReset) && resetAt - requestsReset >= 0 && resetAt - requestsReset <= slack) {
+        if (
+          slack &&
+          requestsReset !== undefined &&
+          Number.isFinite(requestsReset) &&
+          resetAt - requestsReset >= 0 &&
+          resetAt - requestsReset <= slack
+        ) {
           resetAt = requestsReset;
         }
         const t = this.#tokens;
-        if (!t || !Number.isFinite(t.resetAt) || resetAt > t.resetAt + slack) this.#tokens = { limit: tLimit, remaining: tRemaining, resetAt };
+        if (!t || !Number.isFinite(t.resetAt) || resetAt > t.resetAt + slack)
+          this.#tokens = { limit: tLimit, remaining: tRemaining, resetAt };
         // the same window: keep the lowest remaining seen (a late answer of a window already over tells nothing)
         else if (resetAt >= t.resetAt - slack) t.remaining = Math.min(t.remaining, tRemaining);
       }
@@ -389,13 +396,21 @@ function pauseAfter429(headers: Headers, now: number, kind: TooManyKind | undefi
 }
 
 /** What an answer tells the shared window: the requests and tokens windows, a 429's pause, or nothing to pace on. */
-function observationOf(id: string, headers: Headers | undefined, status: number | undefined, now: number, marginMs: number, kind?: TooManyKind): PaceObservation {
+function observationOf(
+  id: string,
+  headers: Headers | undefined,
+  status: number | undefined,
+  now: number,
+  marginMs: number,
+  kind?: TooManyKind,
+): PaceObservation {
   const o: PaceObservation = { now, marginMs, ttlMs: MAX_REMEMBER_MS, id, flightMs: FLIGHT_MS };
   if (!headers) return o; // no answer: the probe (if it was one) ends, nothing learned
   if (status === 429) o.pauseUntil = pauseAfter429(headers, now, kind);
   const windows = rateWindowsOf(headers, now);
   if (!windows.metered) o.unmetered = true;
-  else if (windows.requests) o.requests = { limit: windows.requests.limit, remaining: windows.requests.remaining, resetAt: windows.requests.resetAt };
+  else if (windows.requests)
+    o.requests = { limit: windows.requests.limit, remaining: windows.requests.remaining, resetAt: windows.requests.resetAt };
   if (windows.tokens) {
     const { limit, remaining, resetAt, exact } = windows.tokens;
     o.tokens = { limit, remaining, resetAt, ...(exact ? { exact: true } : {}) };
@@ -421,7 +436,15 @@ async function acquireShared(
   for (;;) {
     const now = Date.now();
     const grant = await viaStore(store, label, () =>
-      store.acquirePace(key, { now, tokens, marginMs: o.resetMarginMs, probeMs: PROBE_LEASE_MS, ttlMs: MAX_REMEMBER_MS, id, flightMs: FLIGHT_MS }),
+      store.acquirePace(key, {
+        now,
+        tokens,
+        marginMs: o.resetMarginMs,
+        probeMs: PROBE_LEASE_MS,
+        ttlMs: MAX_REMEMBER_MS,
+        id,
+        flightMs: FLIGHT_MS,
+      }),
     );
     if (!grant) return false;
     if (grant.granted || now - started > o.maxHoldMs) return true;
@@ -438,7 +461,12 @@ async function acquireShared(
  * cap), with its model type's published limit (`typeLimits`) for when the service sends no headers. With
  * `shared`, the model buckets are paced through the fleet store (and locally while it fails).
  */
-export function pacingLayer(scope: string, options: Partial<PacingOptions> = {}, shared?: SharedPacing, context: ServiceContext = defaultServiceContext()): FetchLayer {
+export function pacingLayer(
+  scope: string,
+  options: Partial<PacingOptions> = {},
+  shared?: SharedPacing,
+  context: ServiceContext = defaultServiceContext(),
+): FetchLayer {
   const limiters = context.part(LIMITERS);
   const o: PacingOptions = { resetMarginMs: 20, maxHoldMs: 120_000, ...options };
   const typeLimits = { ...TYPE_LIMITS, ...options.typeLimits };

@@ -75,7 +75,10 @@ export async function sendFollowingSafely(
       throw new RedirectError(`the service redirected to an invalid location (HTTP ${response.status})`, { status: response.status });
     }
     if (wanted === "error") {
-      throw new RedirectError(`HTTP ${response.status} redirect with redirect: "error"`, { status: response.status, targetOrigin: target.origin });
+      throw new RedirectError(`HTTP ${response.status} redirect with redirect: "error"`, {
+        status: response.status,
+        targetOrigin: target.origin,
+      });
     }
     if (target.origin !== origin) {
       throw new RedirectError(
@@ -84,19 +87,27 @@ export async function sendFollowingSafely(
       );
     }
     if (hop >= MAX_REDIRECTS) {
-      throw new RedirectError(`more than ${MAX_REDIRECTS} redirects (HTTP ${response.status})`, { status: response.status, targetOrigin: target.origin });
+      throw new RedirectError(`more than ${MAX_REDIRECTS} redirects (HTTP ${response.status})`, {
+        status: response.status,
+        targetOrigin: target.origin,
+      });
     }
     const headers = new Headers(hopInit.headers);
     let method = (hopInit.method ?? "GET").toUpperCase();
     let body = hopInit.body;
     // fetch's rules: 303 turns anything but GET/HEAD into a body-less GET, and so do 301/302 after a POST
-    if ((response.status === 303 && method !== "GET" && method !== "HEAD") || ((response.status === 301 || response.status === 302) && method === "POST")) {
+    if (
+      (response.status === 303 && method !== "GET" && method !== "HEAD") ||
+      ((response.status === 301 || response.status === 302) && method === "POST")
+    ) {
       method = "GET";
       body = undefined;
       for (const h of BODY_HEADERS) headers.delete(h);
       for (const h of PAYMENT_HEADERS) headers.delete(h);
     } else if (body && typeof (body as ReadableStream).getReader === "function") {
-      throw new RedirectError(`HTTP ${response.status} redirect of a streamed body, which cannot be sent twice`, { status: response.status });
+      throw new RedirectError(`HTTP ${response.status} redirect of a streamed body, which cannot be sent twice`, {
+        status: response.status,
+      });
     }
     const fresh = sign ? await sign(target.href) : undefined;
     if (fresh) for (const k in fresh) headers.set(k, fresh[k]!);
@@ -104,4 +115,3 @@ export async function sendFollowingSafely(
     hopInit = { ...hopInit, method, body, headers };
   }
 }
-

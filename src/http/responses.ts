@@ -49,7 +49,9 @@ export async function throwForStatus(response: Response, brand?: string): Promis
 export async function fromRequest(req: Request, init: ServiceRequestInit | undefined): Promise<[string, ServiceRequestInit]> {
   const own: ServiceRequestInit = { method: req.method, headers: req.headers, signal: req.signal, redirect: req.redirect };
   if (req.body && init?.body === undefined) own.body = await req.arrayBuffer();
-  if (init) for (const k of Object.keys(init) as (keyof ServiceRequestInit)[]) if (init[k] !== undefined) (own as Record<string, unknown>)[k] = init[k];
+  if (init)
+    for (const k of Object.keys(init) as (keyof ServiceRequestInit)[])
+      if (init[k] !== undefined) (own as Record<string, unknown>)[k] = init[k];
   return [req.url, own];
 }
 

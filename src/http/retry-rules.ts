@@ -58,9 +58,7 @@ export const modelOffline503 = (status: number, text: string): boolean => saysMo
 /** A body that can be sent only once (a stream, an async iterable): never re-sent blindly. */
 export function isOneShotBody(body: unknown): boolean {
   return (
-    body !== null &&
-    typeof body === "object" &&
-    (typeof (body as ReadableStream).getReader === "function" || Symbol.asyncIterator in body)
+    body !== null && typeof body === "object" && (typeof (body as ReadableStream).getReader === "function" || Symbol.asyncIterator in body)
   );
 }
 
@@ -107,7 +105,11 @@ export const settling409 = (status: number): boolean => status === 409;
  * fresh socket that breaks is not this (the request may have reached the service: at-most-once for paid calls).
  */
 export function droppedKeptAliveSocket(err: unknown): boolean {
-  for (let e = err as { code?: string; socket?: { bytesRead?: number }; cause?: unknown } | undefined, depth = 0; e && depth < 4; e = e.cause as typeof e, depth++) {
+  for (
+    let e = err as { code?: string; socket?: { bytesRead?: number }; cause?: unknown } | undefined, depth = 0;
+    e && depth < 4;
+    e = e.cause as typeof e, depth++
+  ) {
     if (e.code === "UND_ERR_SOCKET" || e.code === "ECONNRESET" || e.code === "EPIPE") return (e.socket?.bytesRead ?? 0) > 0;
   }
   return false;

@@ -26,7 +26,15 @@
  */
 import { AbuseBlockError, abortErrorOf } from "./errors.js";
 import { classify429, tooManyKind } from "./refusals.js";
-import { abuse429, droppedKeptAliveSocket, inFlight429, isOneShotBody, modelOffline503, overloaded429, serverError5xx } from "./retry-rules.js";
+import {
+  abuse429,
+  droppedKeptAliveSocket,
+  inFlight429,
+  isOneShotBody,
+  modelOffline503,
+  overloaded429,
+  serverError5xx,
+} from "./retry-rules.js";
 import { parseServiceHeaders, rateLimitResetAtMs, retryAfterMs } from "./headers.js";
 import type { FetchLayer } from "./types.js";
 

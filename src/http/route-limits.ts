@@ -52,10 +52,15 @@ export function routeWindowOf(limit: number, windowMs: number, now: number): Pac
 export function checkRouteLimits(value: unknown, path: string): void {
   if (value === false) return;
   if (typeof value !== "object" || value === null || Array.isArray(value)) {
-    throw new ConfigurationError(`${path} must be false or an object of routes (${Object.keys(ROUTE_LIMITS).join(", ")}) to requests per window`);
+    throw new ConfigurationError(
+      `${path} must be false or an object of routes (${Object.keys(ROUTE_LIMITS).join(", ")}) to requests per window`,
+    );
   }
   for (const [route, limit] of Object.entries(value)) {
-    if (!(route in ROUTE_LIMITS)) throw new ConfigurationError(`${path} has an unknown route ${JSON.stringify(route)} (one of ${Object.keys(ROUTE_LIMITS).join(", ")})`);
+    if (!(route in ROUTE_LIMITS))
+      throw new ConfigurationError(
+        `${path} has an unknown route ${JSON.stringify(route)} (one of ${Object.keys(ROUTE_LIMITS).join(", ")})`,
+      );
     if (limit !== undefined && !(typeof limit === "number" && Number.isInteger(limit) && limit > 0)) {
       throw new ConfigurationError(`${path}.${route} must be a positive integer (got ${String(limit)})`);
     }

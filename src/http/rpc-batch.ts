@@ -142,18 +142,19 @@ export class RpcBatcher {
       const wire = entries.map((e, i) => ({ ...e.request, jsonrpc: "2.0", id: i + 1 }));
       return { ...entries[0]!.init, body: JSON.stringify(wire), signal: controller.signal };
     };
-    batch.send(build, controller.signal).then(
-      async (res) => {
+    batch
+      .send(build, controller.signal)
+      .then(async (res) => {
         if (entries.length === 1) return settle(entries[0]!, () => entries[0]!.resolve(res));
         const text = await res.text();
         const parts = this.#split(batch.url, res, text, entries);
         entries.forEach((e, i) => {
           settle(e, () => (parts[i] instanceof Response ? e.resolve(parts[i]) : e.reject(parts[i])));
         });
-      },
-    ).catch((err: unknown) => {
-      for (const e of batch.entries) settle(e, () => e.reject(err));
-    });
+      })
+      .catch((err: unknown) => {
+        for (const e of batch.entries) settle(e, () => e.reject(err));
+      });
   }
 
   /** Each caller's answer: its own item (or the batch's whole body when it is not an array), its share of the cost. */
@@ -164,7 +165,9 @@ export class RpcBatcher {
     } catch {
       json = undefined;
     }
-    const items = Array.isArray(json) ? new Map(json.map((item: unknown) => [JSON.stringify((item as { id?: unknown })?.id ?? null), item])) : undefined;
+    const items = Array.isArray(json)
+      ? new Map(json.map((item: unknown) => [JSON.stringify((item as { id?: unknown })?.id ?? null), item]))
+      : undefined;
     const answers = entries.map((_, i) => (items ? items.get(String(i + 1)) : undefined));
     const network = decodeURIComponent(new URL(url).pathname.split("/").pop() ?? "");
     const weights = entries.map((e, i) => {
@@ -178,7 +181,11 @@ export class RpcBatcher {
       let body = text;
       if (items) {
         const answer = answers[i];
-        if (!answer) return new ResponseFormatError(`the batch's answer has no item for ${String(e.request.method)}`, { status: res.status, body: json });
+        if (!answer)
+          return new ResponseFormatError(`the batch's answer has no item for ${String(e.request.method)}`, {
+            status: res.status,
+            body: json,
+          });
         body = JSON.stringify({ ...(answer as object), id: e.request.id ?? null });
       }
       const headers = new Headers(res.headers);

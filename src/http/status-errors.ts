@@ -6,15 +6,35 @@ import { rateLimitResetAtMs } from "./headers.js";
 import { signInAdvice } from "./sign-in-refusals.js";
 import type { ServiceResponseHeaders } from "./header-types.js";
 import {
-  AbuseBlockError, AuthenticationError, BadRequestError, CharacterNotFoundError, ContentPolicyError, GatewayTimeoutError, InsufficientBalanceError,
-  ModelNotFoundError, NotFoundError, PayloadTooLargeError, PaymentRequiredError, PermissionDeniedError, ProOnlyModelError, RateLimitError, ServerError, type ServiceError,
+  AbuseBlockError,
+  AuthenticationError,
+  BadRequestError,
+  CharacterNotFoundError,
+  ContentPolicyError,
+  GatewayTimeoutError,
+  InsufficientBalanceError,
+  ModelNotFoundError,
+  NotFoundError,
+  PayloadTooLargeError,
+  PaymentRequiredError,
+  PermissionDeniedError,
+  ProOnlyModelError,
+  RateLimitError,
+  ServerError,
+  type ServiceError,
   UnexpectedStatusError,
   ModelOverloadedError,
 } from "./errors.js";
-import { ModelAccessDeniedError, ModelOfflineError, UnsupportedParameterError, modelAccessReasonOf, saysModelOffline, unsupportedParameterOf } from "./model-errors.js";
+import {
+  ModelAccessDeniedError,
+  ModelOfflineError,
+  UnsupportedParameterError,
+  modelAccessReasonOf,
+  saysModelOffline,
+  unsupportedParameterOf,
+} from "./model-errors.js";
 
-export const ABUSE_BLOCK_MESSAGE =
-  "Too many failed attempts (> 20) resulting in a non-success status code. Please wait 30s and try again.";
+export const ABUSE_BLOCK_MESSAGE = "Too many failed attempts (> 20) resulting in a non-success status code. Please wait 30s and try again.";
 
 function bodyMessage(body: unknown): string | undefined {
   if (typeof body === "string") return body.trim().slice(0, 500) || undefined;
@@ -53,7 +73,13 @@ function bodyRequestId(body: unknown): string | undefined {
 /** The 402 of an x402 wallet (discovery, or `PAYMENT_REQUIRED`): anything else is an account's plain 402. */
 function isX402Body(body: unknown, code: string | undefined, headers: ServiceResponseHeaders): boolean {
   const b = (body && typeof body === "object" ? body : {}) as Record<string, unknown>;
-  return code === "PAYMENT_REQUIRED" || b.x402Version !== undefined || Array.isArray(b.accepts) || b.topUpInstructions !== undefined || headers.paymentRequired !== undefined;
+  return (
+    code === "PAYMENT_REQUIRED" ||
+    b.x402Version !== undefined ||
+    Array.isArray(b.accepts) ||
+    b.topUpInstructions !== undefined ||
+    headers.paymentRequired !== undefined
+  );
 }
 
 /** What the stack knows of the request beyond its answer. */
@@ -63,7 +89,12 @@ export interface ErrorContext {
 }
 
 /** Builds the typed error for a non-success response whose body has been read (JSON or text). */
-export function errorFromResponse(status: number, body: unknown, headers: ServiceResponseHeaders, context: ErrorContext = {}): ServiceError {
+export function errorFromResponse(
+  status: number,
+  body: unknown,
+  headers: ServiceResponseHeaders,
+  context: ErrorContext = {},
+): ServiceError {
   const code = bodyCode(body);
   const text = bodyMessage(body);
   // which id to quote to support: the body's `request_id`, else `X-Request-ID`, else CF-RAY (headers.requestId)
@@ -77,7 +108,12 @@ export function errorFromResponse(status: number, body: unknown, headers: Servic
       const b = body as Record<string, unknown> | undefined;
       // a parameter this model refuses (`stop` on an OpenAI reasoning model): the error names the field
       const field = unsupportedParameterOf(body, text);
-      if (field) return new UnsupportedParameterError(`${msg("Bad request")} (${field} is not supported by this model)`, { ...base, details: b?.details ?? b?.issues, field });
+      if (field)
+        return new UnsupportedParameterError(`${msg("Bad request")} (${field} is not supported by this model)`, {
+          ...base,
+          details: b?.details ?? b?.issues,
+          field,
+        });
       return new BadRequestError(msg("Bad request"), { ...base, details: b?.details ?? b?.issues });
     }
     case 401: {
@@ -91,10 +127,7 @@ export function errorFromResponse(status: number, body: unknown, headers: Servic
       // the spec's INSUFFICIENT_BALANCE, or the live service's plain 402 of an account ("Insufficient USD or Diem
       // balance…", a per-key spend limit): no code, no x402 fields
       if (code === "INSUFFICIENT_BALANCE" || (code === undefined && !isX402Body(body, code, headers))) {
-        return new InsufficientBalanceError(
-          `${msg("Insufficient balance")} (API-key account; add credit or use a wallet)`,
-          base,
-        );
+        return new InsufficientBalanceError(`${msg("Insufficient balance")} (API-key account; add credit or use a wallet)`, base);
       }
       const accepts = Array.isArray(b.accepts) ? b.accepts : headers.paymentRequired?.accepts;
       if (code === "PAYMENT_REQUIRED" || b.topUpInstructions) {
@@ -114,7 +147,11 @@ export function errorFromResponse(status: number, body: unknown, headers: Servic
     case 403: {
       // the model's region restrictions or the key's privacy setting
       const reason = modelAccessReasonOf(text);
-      if (reason) return new ModelAccessDeniedError(`${msg("Forbidden")} (${reason === "region" ? "the model is not served in this region" : "the key's privacy setting forbids this model"}; not retried)`, { ...base, reason });
+      if (reason)
+        return new ModelAccessDeniedError(
+          `${msg("Forbidden")} (${reason === "region" ? "the model is not served in this region" : "the key's privacy setting forbids this model"}; not retried)`,
+          { ...base, reason },
+        );
       return new PermissionDeniedError(msg("Forbidden"), base);
     }
     case 404:

@@ -30,7 +30,16 @@ export class QuoteRefusedError extends PaymentPolicyError {
   readonly quoteUsd: number;
   /** the limit the quote exceeded, in USD */
   readonly limitUsd: number;
-  constructor(message: string, init: ServiceErrorInit & { rule: "maxQuoteUsd" | "maxPerTopUp" | "maxPerPeriod"; kind: JobKind; model: string; quoteUsd: number; limitUsd: number }) {
+  constructor(
+    message: string,
+    init: ServiceErrorInit & {
+      rule: "maxQuoteUsd" | "maxPerTopUp" | "maxPerPeriod";
+      kind: JobKind;
+      model: string;
+      quoteUsd: number;
+      limitUsd: number;
+    },
+  ) {
     super(message, init);
     this.kind = init.kind;
     this.model = init.model;
@@ -76,7 +85,10 @@ export class JobFailedError extends ServiceError {
   readonly queueId: string;
   readonly quoteUsd?: number;
   readonly refund?: JobRefund;
-  constructor(message: string, init: ServiceErrorInit & { kind: JobKind; model: string; queueId: string; quoteUsd?: number; refund?: JobRefund }) {
+  constructor(
+    message: string,
+    init: ServiceErrorInit & { kind: JobKind; model: string; queueId: string; quoteUsd?: number; refund?: JobRefund },
+  ) {
     super(message, init);
     this.kind = init.kind;
     this.model = init.model;

@@ -75,7 +75,10 @@ export interface RemoveBackgroundParameters {
 const common = {
   prompt: z.string().trim().min(1, "prompt must not be empty").max(32_768, "prompt is at most 32768 characters"),
   aspectRatio: z.enum(IMAGE_EDIT_ASPECT_RATIOS).optional(),
-  resolution: z.string().regex(/^[1-9]K$/, "resolution is a tier like 1K, 2K, 4K").optional(),
+  resolution: z
+    .string()
+    .regex(/^[1-9]K$/, "resolution is a tier like 1K, 2K, 4K")
+    .optional(),
   outputFormat: z.enum(["png", "jpeg", "webp"]).optional(),
   enhancePrompt: z.boolean().optional(),
   safeMode: z.boolean().optional(),
@@ -83,10 +86,19 @@ const common = {
 const input = z.custom<ImageInput>((v) => v !== undefined && v !== null, "image is required");
 const editArgs = z.object({ ...common, image: input, model: z.string().min(1).optional() }).strict();
 const multiEditArgs = z
-  .object({ ...common, images: z.array(input).min(1, "at least one image").max(16), model: z.string().min(1).optional(), quality: z.enum(["low", "medium", "high"]).optional() })
+  .object({
+    ...common,
+    images: z.array(input).min(1, "at least one image").max(16),
+    model: z.string().min(1).optional(),
+    quality: z.enum(["low", "medium", "high"]).optional(),
+  })
   .strict();
 const upscaleArgs = z
-  .object({ image: input, scale: z.union([z.literal(2), z.literal(4)]).optional(), creativity: z.number().min(0).max(0.02, "creativity is 0 to 0.02").optional() })
+  .object({
+    image: input,
+    scale: z.union([z.literal(2), z.literal(4)]).optional(),
+    creativity: z.number().min(0).max(0.02, "creativity is 0 to 0.02").optional(),
+  })
   .strict();
 const removeArgs = z.object({ image: input }).strict();
 
@@ -118,7 +130,9 @@ async function load(image: ImageInput, what: string, urls: boolean): Promise<Loa
   if (sniffed.width !== undefined && sniffed.height !== undefined) {
     const pixels = sniffed.width * sniffed.height;
     if (pixels < MIN_IMAGE_PIXELS || pixels > MAX_IMAGE_PIXELS) {
-      throw new ValidationError(`${what} is ${sniffed.width}×${sniffed.height}: the service takes 65,536 to 33,177,600 pixels (256×256 to ~5,761×5,761)`);
+      throw new ValidationError(
+        `${what} is ${sniffed.width}×${sniffed.height}: the service takes 65,536 to 33,177,600 pixels (256×256 to ~5,761×5,761)`,
+      );
     }
   }
   return { kind: "bytes", bytes, mimeType: sniffed.mimeType, filename: filename ?? `image.${sniffed.extension}` };
@@ -132,12 +146,25 @@ function filePart(form: FormData, name: string, l: Extract<Loaded, { kind: "byte
   form.append(name, new Blob([new Uint8Array(l.bytes)], { type: l.mimeType }), l.filename);
 }
 
-async function imageAnswer(client: ServiceApi, path: string, body: unknown, signal: AbortSignal | undefined, model?: string): Promise<EditedImage> {
+async function imageAnswer(
+  client: ServiceApi,
+  path: string,
+  body: unknown,
+  signal: AbortSignal | undefined,
+  model?: string,
+): Promise<EditedImage> {
   const res = await requestMedia(client, path, { method: "POST", body, accept: "image/*", signal, service: { model, modelType: "image" } });
   if (res.headers.contentPolicy?.isContentViolation === true) {
-    throw new ContentViolationError(`${path} withheld the picture: the content policy refused it (x-*-is-content-violation: true)`, { status: res.status, headers: res.headers });
+    throw new ContentViolationError(`${path} withheld the picture: the content policy refused it (x-*-is-content-violation: true)`, {
+      status: res.status,
+      headers: res.headers,
+    });
   }
-  if (!res.bytes || res.bytes.length === 0) throw new ResponseFormatError(`${path} answered ${res.contentType || "nothing"} instead of an image`, { body: res.json, headers: res.headers });
+  if (!res.bytes || res.bytes.length === 0)
+    throw new ResponseFormatError(`${path} answered ${res.contentType || "nothing"} instead of an image`, {
+      body: res.json,
+      headers: res.headers,
+    });
   const image = sniffImage(res.bytes);
   if (image.extension === "bin") throw new ResponseFormatError(`${path} answered bytes that are not an image`, { headers: res.headers });
   const enhanced = res.rawHeaders.get(`x-${client.brand}-enhanced-prompt`) ?? undefined;
@@ -172,7 +199,11 @@ export async function editImage(client: ServiceApi, parameters: EditImageParamet
  * POST /image/multi-edit: several images composed by `prompt` (the first is the base). Local images go as
  * multipart file parts named `images`, in order; with any URL among them, as JSON (base64 and URLs).
  */
-export async function multiEditImage(client: ServiceApi, parameters: MultiEditImageParameters, options: CallOptions = {}): Promise<EditedImage> {
+export async function multiEditImage(
+  client: ServiceApi,
+  parameters: MultiEditImageParameters,
+  options: CallOptions = {},
+): Promise<EditedImage> {
   const p = checkArgs(multiEditArgs, parameters, "multi-image edit");
   const images = await Promise.all(p.images.map((img, i) => load(img, `images[${i}]`, true)));
   const fields = { ...(p.model ? { modelId: p.model } : {}), ...editFields(p), ...(p.quality ? { quality: p.quality } : {}) };
@@ -186,7 +217,11 @@ export async function multiEditImage(client: ServiceApi, parameters: MultiEditIm
 }
 
 /** POST /image/upscale: 2× or 4× (multipart: the image file, `scale`, `creativity`); always PNG. */
-export async function upscaleImage(client: ServiceApi, parameters: UpscaleImageParameters, options: CallOptions = {}): Promise<EditedImage> {
+export async function upscaleImage(
+  client: ServiceApi,
+  parameters: UpscaleImageParameters,
+  options: CallOptions = {},
+): Promise<EditedImage> {
   const p = checkArgs(upscaleArgs, parameters, "upscale");
   const image = (await load(p.image, "image", false)) as Extract<Loaded, { kind: "bytes" }>;
   const form = new FormData();
@@ -197,7 +232,11 @@ export async function upscaleImage(client: ServiceApi, parameters: UpscaleImageP
 }
 
 /** POST /image/background-remove: a transparent PNG cutout (multipart `image` file, or JSON `image_url` for a URL). */
-export async function removeBackground(client: ServiceApi, parameters: RemoveBackgroundParameters, options: CallOptions = {}): Promise<EditedImage> {
+export async function removeBackground(
+  client: ServiceApi,
+  parameters: RemoveBackgroundParameters,
+  options: CallOptions = {},
+): Promise<EditedImage> {
   const p = checkArgs(removeArgs, parameters, "background removal");
   const image = await load(p.image, "image", true);
   if (image.kind === "url") return imageAnswer(client, "/image/background-remove", { image_url: image.url }, options.signal);

@@ -26,31 +26,40 @@ interface LedgerRow {
 }
 
 /** The caller's recent ledger rows since `sinceMs` (service clock), newest first. */
-async function recentRows(client: ServiceApi, sinceMs: number, model: string, signal?: AbortSignal): Promise<{ rows: LedgerRow[]; source: JobRefund["source"] }> {
+async function recentRows(
+  client: ServiceApi,
+  sinceMs: number,
+  model: string,
+  signal?: AbortSignal,
+): Promise<{ rows: LedgerRow[]; source: JobRefund["source"] }> {
   if (client.wallet) {
     const { getX402Transactions } = await import("../x402/client.js");
     const page = await getX402Transactions(client, { wallet: client.wallet, limit: 100, signal });
     const rows = page.transactions
       .filter((t) => Date.parse(t.createdAt) >= sinceMs - CLOCK_SLACK_MS)
-      .map((t): LedgerRow => ({
-        type: t.type === "CHARGE" || t.type === "REFUND" ? t.type : "OTHER",
-        requestId: t.requestId ?? undefined,
-        model: t.modelId ?? undefined,
-        amountUsd: t.amount,
-        createdAt: t.createdAt,
-        id: t.id,
-      }));
+      .map(
+        (t): LedgerRow => ({
+          type: t.type === "CHARGE" || t.type === "REFUND" ? t.type : "OTHER",
+          requestId: t.requestId ?? undefined,
+          model: t.modelId ?? undefined,
+          amountUsd: t.amount,
+          createdAt: t.createdAt,
+          id: t.id,
+        }),
+      );
     return { rows, source: "x402-transactions" };
   }
   const page = await usageHistoryPage(client, { startTimestamp: new Date(sinceMs - CLOCK_SLACK_MS).toISOString(), pageSize: 1000 }, signal);
   const rows = page.rows
-    .map((r): LedgerRow => ({
-      type: r.amount < 0 ? "CHARGE" : r.amount > 0 ? "REFUND" : "OTHER",
-      requestId: r.inferenceDetails?.requestId ?? undefined,
-      model: modelOfSku(r.sku, [model]),
-      amountUsd: r.amount,
-      createdAt: typeof r.timestamp === "number" ? new Date(r.timestamp).toISOString() : r.timestamp,
-    }))
+    .map(
+      (r): LedgerRow => ({
+        type: r.amount < 0 ? "CHARGE" : r.amount > 0 ? "REFUND" : "OTHER",
+        requestId: r.inferenceDetails?.requestId ?? undefined,
+        model: modelOfSku(r.sku, [model]),
+        amountUsd: r.amount,
+        createdAt: typeof r.timestamp === "number" ? new Date(r.timestamp).toISOString() : r.timestamp,
+      }),
+    )
     .reverse();
   return { rows, source: "billing-usage" };
 }
@@ -80,7 +89,9 @@ export async function findQueuedJob(client: ServiceApi, args: FindJobArgs): Prom
     try {
       const { rows } = await recentRows(client, args.sinceMs, args.model, args.signal);
       const ids = new Set(
-        rows.filter((r) => r.type === "CHARGE" && r.model === args.model && r.requestId && !seenQueueId(client.fetch, r.requestId)).map((r) => r.requestId!),
+        rows
+          .filter((r) => r.type === "CHARGE" && r.model === args.model && r.requestId && !seenQueueId(client.fetch, r.requestId))
+          .map((r) => r.requestId!),
       );
       if (ids.size === 1) return [...ids][0]!;
       if (ids.size > 1) {
@@ -104,11 +115,14 @@ export async function findQueuedJob(client: ServiceApi, args: FindJobArgs): Prom
     const waited = Date.now() - started;
     if (waited >= args.withinMs) {
       if (lastError) {
-        throw new JobOutcomeUnknownError(`the ${args.kind} queue answer was lost and the ledger could not be read to find the job; nothing was queued again`, {
-          kind: args.kind,
-          model: args.model,
-          cause: lastError,
-        });
+        throw new JobOutcomeUnknownError(
+          `the ${args.kind} queue answer was lost and the ledger could not be read to find the job; nothing was queued again`,
+          {
+            kind: args.kind,
+            model: args.model,
+            cause: lastError,
+          },
+        );
       }
       return undefined;
     }
@@ -118,7 +132,13 @@ export async function findQueuedJob(client: ServiceApi, args: FindJobArgs): Prom
 }
 
 /** The REFUND row that gave `queueId`'s charges back, if the caller's ledger shows one (read errors: undefined). */
-export async function findRefund(client: ServiceApi, queueId: string, model: string, sinceMs: number, signal?: AbortSignal): Promise<JobRefund | undefined> {
+export async function findRefund(
+  client: ServiceApi,
+  queueId: string,
+  model: string,
+  sinceMs: number,
+  signal?: AbortSignal,
+): Promise<JobRefund | undefined> {
   try {
     const { rows, source } = await recentRows(client, sinceMs, model, signal);
     const refunds = rows.filter((r) => r.type === "REFUND" && r.requestId === queueId);

@@ -9,7 +9,15 @@
  * A job that fails after it was charged is a `JobFailedError` carrying the ledger's `REFUND` row; a cancelled run
  * is a `JobCancelledError` carrying the queue id (the service has no cancel: the job runs on, charged).
  */
-import { NetworkError, ResponseFormatError, ServerError, ServiceError, TimeoutError, RateLimitError, abortErrorOf } from "../http/errors.js";
+import {
+  NetworkError,
+  ResponseFormatError,
+  ServerError,
+  ServiceError,
+  TimeoutError,
+  RateLimitError,
+  abortErrorOf,
+} from "../http/errors.js";
 import { stackContext } from "../http/context.js";
 import { responseHeaders } from "../http/fetch-stack.js";
 import { readResponseBytes } from "../http/body.js";
@@ -17,8 +25,26 @@ import { assertPublicHttpUrl } from "../tools/url-guard.js";
 import { sleep } from "../http/retry.js";
 import type { ServiceResponseHeaders } from "../http/headers.js";
 import type { ServiceApi } from "../api/request.js";
-import { CreditBelowQuoteError, JobCancelledError, JobFailedError, JobOutcomeUnknownError, QuoteRefusedError, type JobKind, type JobRefund } from "./errors.js";
-import { completeJob, jobBody, queueJob, quoteJob, rememberQueueId, retrieveJob, type AudioJobParameters, type QueuedJob, type VideoJobParameters } from "./jobs.js";
+import {
+  CreditBelowQuoteError,
+  JobCancelledError,
+  JobFailedError,
+  JobOutcomeUnknownError,
+  QuoteRefusedError,
+  type JobKind,
+  type JobRefund,
+} from "./errors.js";
+import {
+  completeJob,
+  jobBody,
+  queueJob,
+  quoteJob,
+  rememberQueueId,
+  retrieveJob,
+  type AudioJobParameters,
+  type QueuedJob,
+  type VideoJobParameters,
+} from "./jobs.js";
 import { findQueuedJob, findRefund } from "./job-recovery.js";
 import { runSpend } from "../spend/call-options.js";
 
@@ -92,8 +118,15 @@ function answerLost(err: unknown): boolean {
  */
 async function checkQuote(client: ServiceApi, kind: JobKind, model: string, quoteUsd: number, options: RunJobOptions): Promise<void> {
   const refuse = (rule: "maxQuoteUsd" | "maxPerTopUp" | "maxPerPeriod", limitUsd: number, why: string) =>
-    new QuoteRefusedError(`the ${kind} job costs $${quoteUsd} (quote), ${why}: nothing was queued`, { rule, kind, model, quoteUsd, limitUsd });
-  if (options.maxQuoteUsd !== undefined && quoteUsd > options.maxQuoteUsd) throw refuse("maxQuoteUsd", options.maxQuoteUsd, `over the limit of $${options.maxQuoteUsd} per job`);
+    new QuoteRefusedError(`the ${kind} job costs $${quoteUsd} (quote), ${why}: nothing was queued`, {
+      rule,
+      kind,
+      model,
+      quoteUsd,
+      limitUsd,
+    });
+  if (options.maxQuoteUsd !== undefined && quoteUsd > options.maxQuoteUsd)
+    throw refuse("maxQuoteUsd", options.maxQuoteUsd, `over the limit of $${options.maxQuoteUsd} per job`);
   // The spend budgets in play (the stack's, the run's) must fit the quote before any top-up for it: each holds
   // the quote for real as the queue request leaves (the spend layer), this only keeps money from moving first.
   for (const budget of new Set([client.fetch.budget, ...(runSpend()?.budgets ?? [])])) {
@@ -109,17 +142,33 @@ async function checkQuote(client: ServiceApi, kind: JobKind, model: string, quot
  */
 async function topUpForQuote(client: ServiceApi, kind: JobKind, model: string, quoteUsd: number): Promise<boolean> {
   const refuse = (rule: "maxPerTopUp" | "maxPerPeriod", limitUsd: number, why: string) =>
-    new QuoteRefusedError(`the ${kind} job costs $${quoteUsd} (quote), ${why}: nothing was queued`, { rule, kind, model, quoteUsd, limitUsd });
+    new QuoteRefusedError(`the ${kind} job costs $${quoteUsd} (quote), ${why}: nothing was queued`, {
+      rule,
+      kind,
+      model,
+      quoteUsd,
+      limitUsd,
+    });
   const controller = await client.fetch.paymentController();
   if (!controller || !client.wallet) return false;
   const balance = await controller.currentBalanceUsd();
   if (balance === undefined || quoteUsd <= balance) return false;
   const policy = controller.policy;
   const amount = Math.max(policy.amountUsd ?? 5, Math.ceil((quoteUsd - balance) * 100) / 100);
-  if (amount > policy.maxPerTopUpUsd) throw refuse("maxPerTopUp", balance + policy.maxPerTopUpUsd, `more than the wallet's credit ($${balance}) and one top-up (at most $${policy.maxPerTopUpUsd}) can cover`);
+  if (amount > policy.maxPerTopUpUsd)
+    throw refuse(
+      "maxPerTopUp",
+      balance + policy.maxPerTopUpUsd,
+      `more than the wallet's credit ($${balance}) and one top-up (at most $${policy.maxPerTopUpUsd}) can cover`,
+    );
   const spent = await policy.spentUsd({ address: client.wallet.address }, controller.store);
   const room = Math.max(0, policy.maxPerPeriodUsd - spent);
-  if (amount > room) throw refuse("maxPerPeriod", balance + room, `more than the wallet's credit ($${balance}) and what its policy may still top up this period ($${room}) can cover`);
+  if (amount > room)
+    throw refuse(
+      "maxPerPeriod",
+      balance + room,
+      `more than the wallet's credit ($${balance}) and what its policy may still top up this period ($${room}) can cover`,
+    );
   await controller.explicitTopUp(client.fetch, client.fetch.url("/x402/top-up"), amount);
   return true;
 }
@@ -132,7 +181,12 @@ function nextDelay(polls: number, floor: number, initial: number, max: number, r
 }
 
 /** Runs one job (see the module's comment). `parameters` are the kind's queue parameters. */
-export async function runJob(client: ServiceApi, kind: JobKind, parameters: VideoJobParameters | AudioJobParameters, options: RunJobOptions = {}): Promise<JobResult> {
+export async function runJob(
+  client: ServiceApi,
+  kind: JobKind,
+  parameters: VideoJobParameters | AudioJobParameters,
+  options: RunJobOptions = {},
+): Promise<JobResult> {
   jobBody(kind, parameters); // a ValidationError now, before the quote
   const model = parameters.model;
   const signal = options.signal;
@@ -152,12 +206,15 @@ export async function runJob(client: ServiceApi, kind: JobKind, parameters: Vide
     }
   };
   const cancelled = (err: unknown, why = "the run was cancelled") =>
-    new JobCancelledError(`${why} while its ${kind} job was out${queueId ? ` (queue id ${queueId}: the job runs on, charged; retrieve it later)` : ""}`, {
-      kind,
-      model,
-      queueId,
-      cause: err,
-    });
+    new JobCancelledError(
+      `${why} while its ${kind} job was out${queueId ? ` (queue id ${queueId}: the job runs on, charged; retrieve it later)` : ""}`,
+      {
+        kind,
+        model,
+        queueId,
+        cause: err,
+      },
+    );
   const guard = async <T>(work: () => Promise<T>): Promise<T> => {
     try {
       return await work();
@@ -196,7 +253,8 @@ export async function runJob(client: ServiceApi, kind: JobKind, parameters: Vide
       if (!answerLost(err)) throw err;
       // the answer was lost: the job may exist (and be charged). Find it in the ledger; never queue again.
       await progress({ phase: "recovering" });
-      const withinMs = err instanceof ServerError ? Math.min(options.recoverWithinMs ?? 60_000, 5_000) : (options.recoverWithinMs ?? 60_000);
+      const withinMs =
+        err instanceof ServerError ? Math.min(options.recoverWithinMs ?? 60_000, 5_000) : (options.recoverWithinMs ?? 60_000);
       const found = await guard(() => findQueuedJob(client, { kind, model, sinceMs: sentAtService, withinMs, signal }));
       if (!found) {
         // a service error whose ledger shows no job queued nothing: the caller may try again
@@ -226,18 +284,31 @@ export async function runJob(client: ServiceApi, kind: JobKind, parameters: Vide
     try {
       // one attempt per poll: a failed job answers its error on every retrieve, so the stack's re-sends would only
       // repeat it; what is passing (a busy queue's 503, a gateway, a lost poll) waits for the next poll instead
-      status = await guard(() => retrieveJob(client, kind, { model, queueId: queueId!, deleteMediaOnCompletion: !options.keepMedia }, { signal, retry: false }));
+      status = await guard(() =>
+        retrieveJob(client, kind, { model, queueId: queueId!, deleteMediaOnCompletion: !options.keepMedia }, { signal, retry: false }),
+      );
       transientErrors = 0;
     } catch (err) {
       if (err instanceof JobCancelledError) throw err;
       const status = (err as ServiceError).status;
-      const passing = err instanceof NetworkError || err instanceof TimeoutError || (status !== undefined && TRANSIENT_POLL_STATUSES.has(status));
+      const passing =
+        err instanceof NetworkError || err instanceof TimeoutError || (status !== undefined && TRANSIENT_POLL_STATUSES.has(status));
       if (passing && ++transientErrors <= MAX_TRANSIENT_POLLS) continue;
       const refund = await findRefund(client, queueId, model, sentAtService, signal);
       await progress({ phase: "failed" });
       throw new JobFailedError(
         `the ${kind} job ${queueId} failed: ${(err as Error).message}${refund ? ` (refunded $${refund.amountUsd})` : ""}`,
-        { kind, model, queueId, quoteUsd, refund, cause: err, status: (err as ServiceError).status, code: (err as ServiceError).code, body: (err as ServiceError).body },
+        {
+          kind,
+          model,
+          queueId,
+          quoteUsd,
+          refund,
+          cause: err,
+          status: (err as ServiceError).status,
+          code: (err as ServiceError).code,
+          body: (err as ServiceError).body,
+        },
       );
     }
     if (status.status === "PROCESSING") {
@@ -245,21 +316,39 @@ export async function runJob(client: ServiceApi, kind: JobKind, parameters: Vide
       const done = status.executionDurationMs;
       remaining = avg !== undefined && done !== undefined ? avg - done : undefined;
       const fraction = avg && done !== undefined ? Math.min(0.99, Math.max(0, done / avg)) : undefined;
-      await progress({ phase: "processing", executionDurationMs: done, averageExecutionTimeMs: avg, ...(fraction !== undefined ? { fraction } : {}) });
+      await progress({
+        phase: "processing",
+        executionDurationMs: done,
+        averageExecutionTimeMs: avg,
+        ...(fraction !== undefined ? { fraction } : {}),
+      });
       continue;
     }
     let bytes = status.bytes;
     let contentType = status.contentType;
     let headers = status.headers;
     if (!bytes) {
-      if (!queued.downloadUrl) throw new ResponseFormatError(`${kind} job ${queueId} is COMPLETED but the service sent no media and no download URL`, { headers });
+      if (!queued.downloadUrl)
+        throw new ResponseFormatError(`${kind} job ${queueId} is COMPLETED but the service sent no media and no download URL`, { headers });
       ({ bytes, contentType, headers } = await guard(() => download(client, queued!.downloadUrl!, signal)));
     }
     // retrieve deleted what it delivered (delete_media_on_completion); an audio file fetched from its URL is deleted
     // here. A video never is: the service refuses /video/complete for every queue id (retrieve asked it to delete).
-    if (queued.downloadUrl && !options.keepMedia && kind !== "video") await completeJob(client, kind, { model, queueId }, { signal }).catch(() => false);
+    if (queued.downloadUrl && !options.keepMedia && kind !== "video")
+      await completeJob(client, kind, { model, queueId }, { signal }).catch(() => false);
     await progress({ phase: "completed", fraction: 1 });
-    return { kind, model, queueId, quoteUsd, bytes, contentType: contentType ?? "application/octet-stream", polls, elapsedMs: Date.now() - sentAt, recovered, headers };
+    return {
+      kind,
+      model,
+      queueId,
+      quoteUsd,
+      bytes,
+      contentType: contentType ?? "application/octet-stream",
+      polls,
+      elapsedMs: Date.now() - sentAt,
+      recovered,
+      headers,
+    };
   }
 }
 
@@ -267,7 +356,11 @@ export async function runJob(client: ServiceApi, kind: JobKind, parameters: Vide
  * The finished file of a privately hosted model, from the queue's `download_url`: on the service's origin (through
  * the stack) or a public https host (no credentials).
  */
-async function download(client: ServiceApi, url: string, signal?: AbortSignal): Promise<{ bytes: Uint8Array; contentType?: string; headers: ServiceResponseHeaders }> {
+async function download(
+  client: ServiceApi,
+  url: string,
+  signal?: AbortSignal,
+): Promise<{ bytes: Uint8Array; contentType?: string; headers: ServiceResponseHeaders }> {
   const own = new URL(url).origin === new URL(client.baseUrl).origin;
   if (!own) assertPublicHttpUrl(url);
   const response = await client.fetch(url, { method: "GET", signal, service: { auth: own, retry: true } });

@@ -89,7 +89,10 @@ const videoArgs = z
     negativePrompt: z.string().max(3500).optional(),
     duration: z.enum(VIDEO_DURATIONS, { message: `duration is one of ${VIDEO_DURATIONS.join(", ")}` }),
     aspectRatio: z.enum(VIDEO_ASPECT_RATIOS).optional(),
-    resolution: z.string().regex(/^(\d{3,4}p|[24]k|2x|4x|true_1080p)$/, "resolution is like 480p, 720p, 1080p, 4k").optional(),
+    resolution: z
+      .string()
+      .regex(/^(\d{3,4}p|[24]k|2x|4x|true_1080p)$/, "resolution is like 480p, 720p, 1080p, 4k")
+      .optional(),
     audio: z.boolean().optional(),
     imageUrl: mediaUrl.optional(),
     endImageUrl: mediaUrl.optional(),
@@ -111,11 +114,17 @@ const audioArgs = z
     lyricsOptimizer: z.boolean().optional(),
     loop: z.boolean().optional(),
     voice: z.string().min(1).optional(),
-    languageCode: z.string().regex(/^[a-z]{2}$/, "languageCode is ISO 639-1, e.g. en").optional(),
+    languageCode: z
+      .string()
+      .regex(/^[a-z]{2}$/, "languageCode is ISO 639-1, e.g. en")
+      .optional(),
     speed: z.number().positive().optional(),
   })
   .strict()
-  .refine((p) => !(p.lyricsOptimizer && p.lyricsPrompt), { message: "lyricsOptimizer writes the lyrics: leave lyricsPrompt empty", path: ["lyricsPrompt"] });
+  .refine((p) => !(p.lyricsOptimizer && p.lyricsPrompt), {
+    message: "lyricsOptimizer writes the lyrics: leave lyricsPrompt empty",
+    path: ["lyricsPrompt"],
+  });
 
 /** The wire body of a video queue request. */
 function videoBody(p: VideoJobParameters): Record<string, unknown> {
@@ -154,7 +163,16 @@ function audioBody(p: AudioJobParameters): Record<string, unknown> {
 function quoteBody(kind: JobKind, queue: Record<string, unknown>): Record<string, unknown> {
   const pick = (keys: string[]) => Object.fromEntries(keys.filter((k) => queue[k] !== undefined).map((k) => [k, queue[k]]));
   if (kind === "video") {
-    return pick(["model", "duration", "aspect_ratio", "resolution", "audio", "upscale_factor", "video_url", "reference_video_total_duration"]);
+    return pick([
+      "model",
+      "duration",
+      "aspect_ratio",
+      "resolution",
+      "audio",
+      "upscale_factor",
+      "video_url",
+      "reference_video_total_duration",
+    ]);
   }
   // priced by characters for some models (sent for all: it is ignored by the others)
   return { ...pick(["model", "duration_seconds"]), character_count: String(queue.prompt ?? "").length };
@@ -236,10 +254,20 @@ export function jobBody(kind: JobKind, parameters: VideoJobParameters | AudioJob
 }
 
 /** POST /{kind}/quote: the job's price in USD (nothing charged, nothing queued). */
-export async function quoteJob(client: ServiceApi, kind: JobKind, parameters: VideoJobParameters | AudioJobParameters, options: CallOptions = {}): Promise<JobQuote> {
+export async function quoteJob(
+  client: ServiceApi,
+  kind: JobKind,
+  parameters: VideoJobParameters | AudioJobParameters,
+  options: CallOptions = {},
+): Promise<JobQuote> {
   const body = quoteBody(kind, jobBody(kind, parameters));
   const { prefix, modelType } = PATHS[kind];
-  const res = await client.request(`${prefix}/quote`, { method: "POST", body, signal: options.signal, service: { model: String(body.model), modelType } });
+  const res = await client.request(`${prefix}/quote`, {
+    method: "POST",
+    body,
+    signal: options.signal,
+    service: { model: String(body.model), modelType },
+  });
   return { quoteUsd: parseWith(quoteResponse, res.data, `${prefix}/quote`, res.headers).quote, headers: res.headers };
 }
 
@@ -247,7 +275,12 @@ export async function quoteJob(client: ServiceApi, kind: JobKind, parameters: Vi
  * POST /{kind}/queue: enqueues the job (charged once the provider accepts it). Sent once, never retried: an answer
  * that did not arrive may still have queued it (see `runJob` for finding it again).
  */
-export async function queueJob(client: ServiceApi, kind: JobKind, parameters: VideoJobParameters | AudioJobParameters, options: QueueOptions = {}): Promise<QueuedJob> {
+export async function queueJob(
+  client: ServiceApi,
+  kind: JobKind,
+  parameters: VideoJobParameters | AudioJobParameters,
+  options: QueueOptions = {},
+): Promise<QueuedJob> {
   const body = jobBody(kind, parameters);
   const { prefix, modelType } = PATHS[kind];
   const res = await client
@@ -256,14 +289,25 @@ export async function queueJob(client: ServiceApi, kind: JobKind, parameters: Vi
       body,
       signal: options.signal,
       // its quote is what a spend budget holds for it, and what it is charged once the provider accepts it
-      service: { model: String(body.model), modelType, retry: false, ...(options.quoteUsd !== undefined ? { spend: { estimateUsd: options.quoteUsd } } : {}) },
+      service: {
+        model: String(body.model),
+        modelType,
+        retry: false,
+        ...(options.quoteUsd !== undefined ? { spend: { estimateUsd: options.quoteUsd } } : {}),
+      },
     })
     .catch((err: unknown) => {
       throw walletShortOfQuote(client, kind, String(body.model), options.quoteUsd, err);
     });
   const data = parseWith(queueResponse, res.data, `${prefix}/queue`, res.headers);
   rememberQueueId(client.fetch, data.queue_id);
-  return { kind, model: data.model, queueId: data.queue_id, ...(data.download_url ? { downloadUrl: data.download_url } : {}), headers: res.headers };
+  return {
+    kind,
+    model: data.model,
+    queueId: data.queue_id,
+    ...(data.download_url ? { downloadUrl: data.download_url } : {}),
+    headers: res.headers,
+  };
 }
 
 /**
@@ -297,7 +341,11 @@ export async function retrieveJob(
   const { deleteMediaOnCompletion, ...rest } = ref;
   const r = checkArgs(refArgs, rest, `${kind} job reference`);
   const { prefix, modelType, accept } = PATHS[kind];
-  const body = { model: r.model, queue_id: r.queueId, ...(deleteMediaOnCompletion !== undefined ? { delete_media_on_completion: deleteMediaOnCompletion } : {}) };
+  const body = {
+    model: r.model,
+    queue_id: r.queueId,
+    ...(deleteMediaOnCompletion !== undefined ? { delete_media_on_completion: deleteMediaOnCompletion } : {}),
+  };
   const res = await requestMedia(client, `${prefix}/retrieve`, {
     method: "POST",
     body,
@@ -306,15 +354,24 @@ export async function retrieveJob(
     service: { model: r.model, modelType, ...(options.retry === false ? { retry: false } : {}) },
   });
   if (res.json === undefined) {
-    if (!res.bytes || res.bytes.length === 0) throw new ResponseFormatError(`${prefix}/retrieve answered an empty body`, { headers: res.headers });
+    if (!res.bytes || res.bytes.length === 0)
+      throw new ResponseFormatError(`${prefix}/retrieve answered an empty body`, { headers: res.headers });
     return { status: "COMPLETED", bytes: res.bytes, contentType: res.contentType, headers: res.headers };
   }
   const s = parseWith(statusResponse, res.json, `${prefix}/retrieve`, res.headers);
   if (s.status === "COMPLETED") return { status: "COMPLETED", headers: res.headers };
   if (s.status !== "PROCESSING" && s.status !== "QUEUED") {
-    throw new ResponseFormatError(`${prefix}/retrieve answered an unknown status ${JSON.stringify(s.status)}`, { body: res.json, headers: res.headers });
+    throw new ResponseFormatError(`${prefix}/retrieve answered an unknown status ${JSON.stringify(s.status)}`, {
+      body: res.json,
+      headers: res.headers,
+    });
   }
-  return { status: "PROCESSING", averageExecutionTimeMs: s.average_execution_time, executionDurationMs: s.execution_duration, headers: res.headers };
+  return {
+    status: "PROCESSING",
+    averageExecutionTimeMs: s.average_execution_time,
+    executionDurationMs: s.execution_duration,
+    headers: res.headers,
+  };
 }
 
 /**
@@ -330,6 +387,11 @@ export async function completeJob(client: ServiceApi, kind: JobKind, ref: JobRef
     );
   }
   const { prefix, modelType } = PATHS[kind];
-  const res = await client.request(`${prefix}/complete`, { method: "POST", body: { model: r.model, queue_id: r.queueId }, signal: options.signal, service: { model: r.model, modelType } });
+  const res = await client.request(`${prefix}/complete`, {
+    method: "POST",
+    body: { model: r.model, queue_id: r.queueId },
+    signal: options.signal,
+    service: { model: r.model, modelType },
+  });
   return parseWith(completeResponse, res.data, `${prefix}/complete`, res.headers).success;
 }

@@ -50,7 +50,8 @@ export function sniffImage(bytes: Uint8Array): GeneratedImage {
     return { bytes, mimeType: "image/png", extension: "png", width: b.uint32BE(16), height: b.uint32BE(20) };
   }
   if (b.length >= 3 && b.at(0) === 0xff && b.at(1) === 0xd8 && b.at(2) === 0xff) return { bytes, mimeType: "image/jpeg", extension: "jpg" };
-  if (b.length >= 12 && b.latin1(0, 4) === "RIFF" && b.latin1(8, 12) === "WEBP") return { bytes, mimeType: "image/webp", extension: "webp" };
+  if (b.length >= 12 && b.latin1(0, 4) === "RIFF" && b.latin1(8, 12) === "WEBP")
+    return { bytes, mimeType: "image/webp", extension: "webp" };
   return { bytes, mimeType: "application/octet-stream", extension: "bin" };
 }
 
@@ -103,7 +104,9 @@ export function sniffAudio(bytes: Uint8Array): AudioContainer | undefined {
 }
 
 /** A video container from its signature: ISO BMFF (`ftyp`: MP4, MOV) or Matroska/WebM (EBML). */
-export function sniffVideo(bytes: Uint8Array): { mimeType: "video/mp4" | "video/quicktime" | "video/webm"; extension: "mp4" | "mov" | "webm" } | undefined {
+export function sniffVideo(
+  bytes: Uint8Array,
+): { mimeType: "video/mp4" | "video/quicktime" | "video/webm"; extension: "mp4" | "mov" | "webm" } | undefined {
   const b = buf(bytes);
   if (b.length >= 12 && b.latin1(4, 8) === "ftyp") {
     return b.latin1(8, 12) === "qt  " ? { mimeType: "video/quicktime", extension: "mov" } : { mimeType: "video/mp4", extension: "mp4" };

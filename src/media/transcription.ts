@@ -61,12 +61,23 @@ const optionsSchema = z
     model: z.string().min(1).optional(),
     responseFormat: z.enum(["json", "text"]).optional(),
     timestamps: z.boolean().optional(),
-    language: z.string().regex(/^[a-z]{2,3}(-[A-Za-z]{2,4})?$/, "language is an ISO 639-1 code such as en").optional(),
-    filename: z.string().min(1).max(255).regex(/^[^/\\\0]+$/, "filename is a bare file name").optional(),
+    language: z
+      .string()
+      .regex(/^[a-z]{2,3}(-[A-Za-z]{2,4})?$/, "language is an ISO 639-1 code such as en")
+      .optional(),
+    filename: z
+      .string()
+      .min(1)
+      .max(255)
+      .regex(/^[^/\\\0]+$/, "filename is a bare file name")
+      .optional(),
     signal: z.instanceof(AbortSignal).optional(),
   })
   .strict()
-  .refine((o) => !(o.timestamps && o.responseFormat === "text"), { message: "timestamps come only with responseFormat json", path: ["timestamps"] });
+  .refine((o) => !(o.timestamps && o.responseFormat === "text"), {
+    message: "timestamps come only with responseFormat json",
+    path: ["timestamps"],
+  });
 
 const span = { start: z.number(), end: z.number() };
 const responseSchema = z

@@ -62,7 +62,9 @@ export const UNMAPPED_LIST_TYPES: readonly string[] = ["all", "code"];
 /** Refuses (`ValidationError`, before any request) a compatibility-mapping list type the service refuses. */
 export function checkMappingType(type: string | undefined): void {
   if (type !== undefined && UNMAPPED_LIST_TYPES.includes(type)) {
-    throw new ValidationError(`the service has no compatibility mapping for type=${type} (a 400): ask per list type, e.g. "text", "image", "embedding"; nothing was sent`);
+    throw new ValidationError(
+      `the service has no compatibility mapping for type=${type} (a 400): ask per list type, e.g. "text", "image", "embedding"; nothing was sent`,
+    );
   }
 }
 
@@ -147,7 +149,8 @@ class ListState {
 /** trait -> model id of a list's records (the first record carrying a trait wins, as the service names one). */
 function traitsOf(records: ReadonlyMap<string, ServiceModel>): Map<string, string> {
   const out = new Map<string, string>();
-  for (const record of records.values()) for (const trait of record.model_spec?.traits ?? []) if (!out.has(trait)) out.set(trait, record.id);
+  for (const record of records.values())
+    for (const trait of record.model_spec?.traits ?? []) if (!out.has(trait)) out.set(trait, record.id);
   return out;
 }
 
@@ -341,6 +344,7 @@ export class ModelRecords {
 
 /** The model list `type` (default `text`: the chat models) of the deployment `fetch` talks to. */
 export function modelRecordsFor(fetch: TransportFetch, type = "text"): ModelRecords {
-  if (typeof type !== "string" || !/^[a-z]+$/.test(type)) throw new ValidationError(`model list type must be a word such as "text" (got ${JSON.stringify(type)})`);
+  if (typeof type !== "string" || !/^[a-z]+$/.test(type))
+    throw new ValidationError(`model list type must be a word such as "text" (got ${JSON.stringify(type)})`);
   return new ModelRecords(fetch, type);
 }

@@ -32,7 +32,9 @@ export function nodeFiles(feature: string): NodeFiles {
   const sync = get?.("node:fs") as Fs | undefined;
   const path = get?.("node:path") as Path | undefined;
   if (!fs || !sync || !path) {
-    throw new ConfigurationError(`${feature} reads or writes local files, which needs Node 20.16+ (or Bun, Deno): pass bytes, a Blob or a stream instead`);
+    throw new ConfigurationError(
+      `${feature} reads or writes local files, which needs Node 20.16+ (or Bun, Deno): pass bytes, a Blob or a stream instead`,
+    );
   }
   return { fs, constants: sync.constants, path };
 }

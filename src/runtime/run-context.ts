@@ -11,9 +11,9 @@ import type { RunnableConfig } from "@langchain/core/runnables";
 import { AsyncLocalStorageProviderSingleton } from "@langchain/core/singletons";
 
 type AsyncHooks = typeof import("node:async_hooks");
-const hooks = (globalThis as { process?: { getBuiltinModule?: (id: string) => unknown } }).process?.getBuiltinModule?.("node:async_hooks") as
-  | AsyncHooks
-  | undefined;
+const hooks = (globalThis as { process?: { getBuiltinModule?: (id: string) => unknown } }).process?.getBuiltinModule?.(
+  "node:async_hooks",
+) as AsyncHooks | undefined;
 // a no-op when another module (LangGraph, core's dispatch) installed it first
 if (hooks?.AsyncLocalStorage) AsyncLocalStorageProviderSingleton.initializeGlobalInstance(new hooks.AsyncLocalStorage());
 

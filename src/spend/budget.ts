@@ -98,12 +98,18 @@ export class SpendBudget {
       throw new ConfigurationError("SpendBudget.unpricedUsd must be a non-negative number of USD");
     }
     for (const [k, v] of Object.entries(fees ?? {})) {
-      if (!(k in DEFAULT_FEES)) throw new ConfigurationError(`SpendBudget.fees has an unknown fee ${JSON.stringify(k)} (one of ${Object.keys(DEFAULT_FEES).join(", ")})`);
-      if (!(typeof v === "number" && Number.isFinite(v) && v >= 0)) throw new ConfigurationError(`SpendBudget.fees.${k} must be a non-negative number of USD`);
+      if (!(k in DEFAULT_FEES))
+        throw new ConfigurationError(
+          `SpendBudget.fees has an unknown fee ${JSON.stringify(k)} (one of ${Object.keys(DEFAULT_FEES).join(", ")})`,
+        );
+      if (!(typeof v === "number" && Number.isFinite(v) && v >= 0))
+        throw new ConfigurationError(`SpendBudget.fees.${k} must be a non-negative number of USD`);
     }
     const s = store ?? defaultStore();
     if (typeof s.budgetReserve !== "function" || typeof s.budgetSettle !== "function" || typeof s.budgetFigures !== "function") {
-      throw new ConfigurationError("SpendBudget.store does not keep budgets (budgetReserve, budgetSettle, budgetFigures): use MemoryStore or RedisStore");
+      throw new ConfigurationError(
+        "SpendBudget.store does not keep budgets (budgetReserve, budgetSettle, budgetFigures): use MemoryStore or RedisStore",
+      );
     }
     this.maxUsd = maxUsd;
     this.name = name ?? `budget-${globalThis.crypto.randomUUID().slice(0, 8)}`;
@@ -142,7 +148,12 @@ export class SpendBudget {
    */
   async check(estimateUsd: number, what = "the request"): Promise<void> {
     await this.refresh();
-    if (Number.isFinite(estimateUsd) && estimateUsd >= 0 && this.#figures.spentNano + this.#figures.reservedNano + Math.ceil(estimateUsd * NANO) <= this.#limitNano) return;
+    if (
+      Number.isFinite(estimateUsd) &&
+      estimateUsd >= 0 &&
+      this.#figures.spentNano + this.#figures.reservedNano + Math.ceil(estimateUsd * NANO) <= this.#limitNano
+    )
+      return;
     throw this.#refusal(this.#figures, estimateUsd, what);
   }
 
@@ -195,14 +206,26 @@ export class SpendBudget {
    * The cap is each process's own (a fleet store keeps the figures, not the limit).
    */
   withLimit(maxUsd: number): SpendBudget {
-    const next = new SpendBudget({ maxUsd, name: this.name, store: this.#store as PaymentStore, fees: this.fees, unpricedUsd: this.unpricedUsd });
+    const next = new SpendBudget({
+      maxUsd,
+      name: this.name,
+      store: this.#store as PaymentStore,
+      fees: this.fees,
+      unpricedUsd: this.unpricedUsd,
+    });
     next.#key = this.#key;
     next.#figures = this.#figures;
     return next;
   }
 
   toJSON() {
-    return { name: this.name, maxUsd: this.maxUsd, spentUsd: this.spentUsd, reservedUsd: this.reservedUsd, remainingUsd: this.remainingUsd };
+    return {
+      name: this.name,
+      maxUsd: this.maxUsd,
+      spentUsd: this.spentUsd,
+      reservedUsd: this.reservedUsd,
+      remainingUsd: this.remainingUsd,
+    };
   }
 }
 

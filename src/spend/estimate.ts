@@ -14,7 +14,16 @@ import type { SpendFees } from "./budget.js";
 import { priceOf, type ServiceModel } from "../models/records.js";
 
 /** The kind of metered request a path is, and what pricing it needs. */
-export type MeteredKind = "chat" | "embeddings" | "image" | "speech" | "augment-search" | "augment-scrape" | "crypto-rpc" | "job" | "unpriced";
+export type MeteredKind =
+  | "chat"
+  | "embeddings"
+  | "image"
+  | "speech"
+  | "augment-search"
+  | "augment-scrape"
+  | "crypto-rpc"
+  | "job"
+  | "unpriced";
 
 export interface RequestShape {
   kind: MeteredKind;
@@ -41,7 +50,8 @@ export function requestShape(path: string, body: unknown, bodyChars: number): Re
   const model = typeof b?.model === "string" ? b.model.split(":")[0] : undefined;
   if (path.endsWith("/chat/completions")) return { kind: "chat", model, modelType: "text", body: b, bodyChars };
   if (path.endsWith("/embeddings")) return { kind: "embeddings", model, modelType: "embedding", body: b, bodyChars };
-  if (path.endsWith("/image/generate") || path.endsWith("/images/generations")) return { kind: "image", model, modelType: "image", body: b, bodyChars };
+  if (path.endsWith("/image/generate") || path.endsWith("/images/generations"))
+    return { kind: "image", model, modelType: "image", body: b, bodyChars };
   if (path.endsWith("/audio/speech")) return { kind: "speech", model, modelType: "tts", body: b, bodyChars };
   if (path.endsWith("/augment/search")) return { kind: "augment-search", body: b, bodyChars };
   if (path.endsWith("/augment/scrape")) return { kind: "augment-scrape", body: b, bodyChars };
@@ -92,7 +102,11 @@ export function worstCaseUsd(shape: RequestShape, record: ServiceModel | undefin
       if (perChoice === undefined) return Infinity;
       const choices = num(b.n) ?? 1;
       const addOns = chatAddOns(shape, brand);
-      return (inTokens * input + perChoice * choices * output) / 1e6 + (addOns.search ? fees.webSearchUsd : 0) + (addOns.scrape ? 5 * fees.webScrapeUsdPerUrl : 0);
+      return (
+        (inTokens * input + perChoice * choices * output) / 1e6 +
+        (addOns.search ? fees.webSearchUsd : 0) +
+        (addOns.scrape ? 5 * fees.webScrapeUsdPerUrl : 0)
+      );
     }
     case "embeddings": {
       const input = priceUsd(record, "input");
@@ -123,7 +137,8 @@ export function worstCaseUsd(shape: RequestShape, record: ServiceModel | undefin
 
 function inputChars(input: unknown): number {
   if (typeof input === "string") return input.length;
-  if (Array.isArray(input)) return input.reduce((n: number, s) => n + (typeof s === "string" ? s.length : JSON.stringify(s ?? "").length), 0);
+  if (Array.isArray(input))
+    return input.reduce((n: number, s) => n + (typeof s === "string" ? s.length : JSON.stringify(s ?? "").length), 0);
   return JSON.stringify(input ?? "").length;
 }
 
@@ -144,7 +159,9 @@ export function pricedUsd(shape: RequestShape, record: ServiceModel | undefined,
   switch (shape.kind) {
     case "embeddings": {
       const input = priceUsd(record, "input");
-      return input !== undefined && answer?.promptTokens !== undefined ? Math.round(((answer.promptTokens * input) / 1e6) * 1e9) / 1e9 : undefined;
+      return input !== undefined && answer?.promptTokens !== undefined
+        ? Math.round(((answer.promptTokens * input) / 1e6) * 1e9) / 1e9
+        : undefined;
     }
     case "image": {
       const each = priceUsd(record, "generation");

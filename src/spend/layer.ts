@@ -62,7 +62,11 @@ export function spendLayer(options: SpendLayerOptions): FetchLayer {
 
 function merge(a: RequestSpend | undefined, b: RequestSpend | undefined): RequestSpend | undefined {
   if (!a || !b) return a ?? b;
-  return { budgets: [...(a.budgets ?? []), ...(b.budgets ?? [])], logs: [...(a.logs ?? []), ...(b.logs ?? [])], estimateUsd: a.estimateUsd ?? b.estimateUsd };
+  return {
+    budgets: [...(a.budgets ?? []), ...(b.budgets ?? [])],
+    logs: [...(a.logs ?? []), ...(b.logs ?? [])],
+    estimateUsd: a.estimateUsd ?? b.estimateUsd,
+  };
 }
 
 function unique<T>(own: T | undefined, more: readonly object[] | undefined): T[] {
@@ -125,7 +129,9 @@ async function metered(
     await Promise.all(holds.map((h) => h.release().catch(() => undefined)));
     return res;
   }
-  return meterResponse(res, shape.kind, o.headers, (reading, complete) => settle(shape, record, reading, complete, holds, logs, budgets, url.pathname, spend?.estimateUsd));
+  return meterResponse(res, shape.kind, o.headers, (reading, complete) =>
+    settle(shape, record, reading, complete, holds, logs, budgets, url.pathname, spend?.estimateUsd),
+  );
 }
 
 /** A served request's cost: reported, priced, a fee estimate, or unknown (the reservation stands). */

@@ -52,7 +52,12 @@ function readCompletion(into: MeterReading, value: unknown): void {
  * The answer with its body metered. A crypto RPC answer is read from its headers (its body is left alone); other
  * answers without JSON or a stream (images, audio) are done at once: their cost is priced from the request.
  */
-export function meterResponse(res: Response, kind: MeteredKind, headers: MeterHeaders, onEnd: (reading: MeterReading, complete: boolean) => void): Response {
+export function meterResponse(
+  res: Response,
+  kind: MeteredKind,
+  headers: MeterHeaders,
+  onEnd: (reading: MeterReading, complete: boolean) => void,
+): Response {
   // a completion's own id is the one the ledger charges under; else the header the service names for quoting
   const headerId = res.headers.get("x-request-id") ?? res.headers.get("cf-ray") ?? undefined;
   const reading: MeterReading = {};
@@ -134,7 +139,8 @@ function meteredAtRead(res: Response, reading: MeterReading, end: (complete: boo
     text: { value: () => (viaStream ? viaStream.text() : observe(text(), (t) => JSON.parse(t))), configurable: true },
     json: { value: () => (viaStream ? viaStream.json() : observe(json(), (v) => v)), configurable: true },
     arrayBuffer: {
-      value: async () => (viaStream ? viaStream.arrayBuffer() : new TextEncoder().encode(await observe(text(), (t) => JSON.parse(t))).buffer),
+      value: async () =>
+        viaStream ? viaStream.arrayBuffer() : new TextEncoder().encode(await observe(text(), (t) => JSON.parse(t))).buffer,
       configurable: true,
     },
     body: { get: () => (viaStream ??= streamed()).body, configurable: true },
@@ -143,7 +149,13 @@ function meteredAtRead(res: Response, reading: MeterReading, end: (complete: boo
 }
 
 /** The answer handed on through a pull stream that observes its bytes (streams; a JSON body read as a stream). */
-function meteredStream(res: Response, source: () => ReadableStream<Uint8Array> | null, sse: boolean, reading: MeterReading, end: (complete: boolean) => void): Response {
+function meteredStream(
+  res: Response,
+  source: () => ReadableStream<Uint8Array> | null,
+  sse: boolean,
+  reading: MeterReading,
+  end: (complete: boolean) => void,
+): Response {
   const decoder = new TextDecoder();
   const parts: string[] = [];
   let carry = "";

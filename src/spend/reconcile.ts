@@ -10,7 +10,14 @@ import type { ChargeRecord, PaymentRecord, SpendRecord } from "./receipts.js";
 /** What `reconcile` needs of a client: the wallet's ledger, a page at a time (`ServiceClient` has it). */
 export interface LedgerReader {
   getX402Transactions(options: { limit?: number; offset?: number; signal?: AbortSignal }): Promise<{
-    transactions: { amount: number; type: string; createdAt: string; balanceAfter?: number; requestId?: string | null; modelId?: string | null }[];
+    transactions: {
+      amount: number;
+      type: string;
+      createdAt: string;
+      balanceAfter?: number;
+      requestId?: string | null;
+      modelId?: string | null;
+    }[];
     pagination: { hasMore: boolean };
   }>;
 }
@@ -111,7 +118,9 @@ export async function reconcileLog(
     const mine = run.get(requestId);
     if (!mine) {
       // a charge the run saw without an id (a route that names none) pairs with an equal ledger charge
-      const i = noId.findIndex((c) => c.costUsd !== undefined && Math.abs(nano(c.costUsd + (c.costDiem ?? 0)) - l.nano) <= nano(TOLERANCE_USD));
+      const i = noId.findIndex(
+        (c) => c.costUsd !== undefined && Math.abs(nano(c.costUsd + (c.costDiem ?? 0)) - l.nano) <= nano(TOLERANCE_USD),
+      );
       if (i >= 0) noId.splice(i, 1);
       else unseenCharges.push({ requestId, usd: l.nano / 1e9, modelIds: [...l.modelIds], createdAt: l.createdAt });
       continue;
@@ -123,7 +132,9 @@ export async function reconcileLog(
     }
   }
   const missingFromLedger = [
-    ...[...run].filter(([id, r]) => !ledger.has(id) && (r.nano === undefined || r.nano > nano(TOLERANCE_USD))).flatMap(([, r]) => r.records),
+    ...[...run]
+      .filter(([id, r]) => !ledger.has(id) && (r.nano === undefined || r.nano > nano(TOLERANCE_USD)))
+      .flatMap(([, r]) => r.records),
     ...noId.filter((c) => c.costUsd === undefined || c.costUsd + (c.costDiem ?? 0) > TOLERANCE_USD),
   ];
 

@@ -5,7 +5,17 @@
  * process-local store (its in-process limiters already are shared by the process); this is here so that the
  * store interface means the same thing whichever store is behind it.
  */
-import type { GuardGrant, GuardRelease, GuardRequest, LimitStore, PaceGrant, PaceObservation, PaceRequest, SlotGrant, SlotRequest } from "../http/shared-limits.js";
+import type {
+  GuardGrant,
+  GuardRelease,
+  GuardRequest,
+  LimitStore,
+  PaceGrant,
+  PaceObservation,
+  PaceRequest,
+  SlotGrant,
+  SlotRequest,
+} from "../http/shared-limits.js";
 
 /** One key's windows: `r*` requests, `t*` tokens; `*l` limit (undefined: unknown), `*u` used, `*r` reset (0: unknown). */
 interface Pace {
@@ -69,7 +79,8 @@ export class MemoryLimits implements LimitStore {
   #paceOf(key: string, now: number): Pace {
     this.#sweep(now);
     let p = this.#pace.get(key);
-    if (!p || p.expires <= now) this.#pace.set(key, (p = { ru: 0, rr: 0, tu: 0, tr: 0, probe: 0, unmetered: false, pause: 0, expires: 0, ro: 0, flight: new Map() }));
+    if (!p || p.expires <= now)
+      this.#pace.set(key, (p = { ru: 0, rr: 0, tu: 0, tr: 0, probe: 0, unmetered: false, pause: 0, expires: 0, ro: 0, flight: new Map() }));
     return p;
   }
 
@@ -116,7 +127,8 @@ export class MemoryLimits implements LimitStore {
     if (o.pauseUntil !== undefined && o.pauseUntil > p.pause) p.pause = o.pauseUntil;
     const r = o.requests;
     // carried into this window at its roll, but counted by the service in the one before: its place is free
-    if (r && grantedAt !== undefined && grantedAt < p.ro && (r.resetAt <= now || (p.rr > 0 && r.resetAt < p.rr))) p.ru = Math.max(0, p.ru - 1);
+    if (r && grantedAt !== undefined && grantedAt < p.ro && (r.resetAt <= now || (p.rr > 0 && r.resetAt < p.rr)))
+      p.ru = Math.max(0, p.ru - 1);
     if (r) {
       p.unmetered = false;
       p.rl = r.limit;

@@ -2,11 +2,30 @@
  * The per-process store (the default). Each method runs start to end without an `await`, so on Node's single
  * thread it is atomic.
  */
-import type { BudgetFigures, BudgetReserveRequest, LeaseOutcome, PaymentStore, PendingPaymentRecord, SpendOutcome, SpendRequest, TopUpEnd, TopUpState } from "./types.js";
+import type {
+  BudgetFigures,
+  BudgetReserveRequest,
+  LeaseOutcome,
+  PaymentStore,
+  PendingPaymentRecord,
+  SpendOutcome,
+  SpendRequest,
+  TopUpEnd,
+  TopUpState,
+} from "./types.js";
 import { MemoryBudgets } from "./memory-budgets.js";
 import { capDetail, dryRunDetail, payeeDetail, round6 } from "./details.js";
 import { MemoryLimits } from "./memory-limits.js";
-import type { GuardGrant, GuardRelease, GuardRequest, PaceGrant, PaceObservation, PaceRequest, SlotGrant, SlotRequest } from "../http/shared-limits.js";
+import type {
+  GuardGrant,
+  GuardRelease,
+  GuardRequest,
+  PaceGrant,
+  PaceObservation,
+  PaceRequest,
+  SlotGrant,
+  SlotRequest,
+} from "../http/shared-limits.js";
 
 interface WalletTopUps {
   epoch: number;

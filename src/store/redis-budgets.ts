@@ -53,20 +53,36 @@ const budgetKey = (prefix: string, key: string) => `${prefix}budget:${key}`;
 /** nano-dollars travel as integer strings: never in exponent form */
 const int = (n: number) => BigInt(Math.round(n)).toString();
 
-export async function budgetReserve(client: Client, prefix: string, key: string, r: BudgetReserveRequest): Promise<BudgetFigures & { ok: boolean }> {
-  const [ok, spent, reserved] = (await scripted(client).lcsBudgetReserve(budgetKey(prefix, key), int(r.limitNano), int(r.amountNano), r.reservation, Math.ceil(r.ttlMs))) as [
-    number,
-    string,
-    string,
-  ];
+export async function budgetReserve(
+  client: Client,
+  prefix: string,
+  key: string,
+  r: BudgetReserveRequest,
+): Promise<BudgetFigures & { ok: boolean }> {
+  const [ok, spent, reserved] = (await scripted(client).lcsBudgetReserve(
+    budgetKey(prefix, key),
+    int(r.limitNano),
+    int(r.amountNano),
+    r.reservation,
+    Math.ceil(r.ttlMs),
+  )) as [number, string, string];
   return { ok: Number(ok) === 1, spentNano: Number(spent), reservedNano: Number(reserved) };
 }
 
-export async function budgetSettle(client: Client, prefix: string, key: string, reservation: string, actualNano: number | undefined, ttlMs: number): Promise<BudgetFigures> {
-  const [spent, reserved] = (await scripted(client).lcsBudgetSettle(budgetKey(prefix, key), reservation, actualNano === undefined ? "" : int(actualNano), Math.ceil(ttlMs))) as [
-    string,
-    string,
-  ];
+export async function budgetSettle(
+  client: Client,
+  prefix: string,
+  key: string,
+  reservation: string,
+  actualNano: number | undefined,
+  ttlMs: number,
+): Promise<BudgetFigures> {
+  const [spent, reserved] = (await scripted(client).lcsBudgetSettle(
+    budgetKey(prefix, key),
+    reservation,
+    actualNano === undefined ? "" : int(actualNano),
+    Math.ceil(ttlMs),
+  )) as [string, string];
   return { spentNano: Number(spent), reservedNano: Number(reserved) };
 }
 

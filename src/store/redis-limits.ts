@@ -23,7 +23,16 @@
  * caller already reads against its own clock; a fleet on several machines needs them in sync (NTP) anyway.
  */
 import type { Cluster, Redis } from "ioredis";
-import type { GuardGrant, GuardRelease, GuardRequest, PaceGrant, PaceObservation, PaceRequest, SlotGrant, SlotRequest } from "../http/shared-limits.js";
+import type {
+  GuardGrant,
+  GuardRelease,
+  GuardRequest,
+  PaceGrant,
+  PaceObservation,
+  PaceRequest,
+  SlotGrant,
+  SlotRequest,
+} from "../http/shared-limits.js";
 
 type Client = Redis | Cluster;
 
@@ -228,10 +237,16 @@ const paceKeys = (prefix: string, key: string) => [`${prefix}pace:${key}`, `${pr
 const guardKeys = (prefix: string, key: string) => [`${prefix}fail:${key}`, `${prefix}flight:${key}`] as const;
 
 export async function acquirePace(client: Client, prefix: string, key: string, r: PaceRequest): Promise<PaceGrant> {
-  const [granted, waitMs] = (await scripted(client).lcsAcquirePace(...paceKeys(prefix, key), r.now, r.tokens, r.marginMs, r.probeMs, r.ttlMs, r.id, r.flightMs)) as [
-    number,
-    number,
-  ];
+  const [granted, waitMs] = (await scripted(client).lcsAcquirePace(
+    ...paceKeys(prefix, key),
+    r.now,
+    r.tokens,
+    r.marginMs,
+    r.probeMs,
+    r.ttlMs,
+    r.id,
+    r.flightMs,
+  )) as [number, number];
   return { granted: granted === 1, waitMs: Number(waitMs) };
 }
 
@@ -241,11 +256,15 @@ export async function observePace(client: Client, prefix: string, key: string, o
 
 export async function acquireGuard(client: Client, prefix: string, key: string, r: GuardRequest): Promise<GuardGrant> {
   const [fail, flight] = guardKeys(prefix, key);
-  const [granted, waitMs, failures] = (await scripted(client).lcsAcquireGuard(fail, flight, r.now, r.id, r.maxFailures, r.windowMs, r.leaseMs)) as [
-    number,
-    number,
-    number,
-  ];
+  const [granted, waitMs, failures] = (await scripted(client).lcsAcquireGuard(
+    fail,
+    flight,
+    r.now,
+    r.id,
+    r.maxFailures,
+    r.windowMs,
+    r.leaseMs,
+  )) as [number, number, number];
   return { granted: granted === 1, waitMs: Number(waitMs), failures: Number(failures) };
 }
 
@@ -257,11 +276,19 @@ export async function releaseGuard(client: Client, prefix: string, key: string, 
 const slotKey = (prefix: string, key: string) => `${prefix}slots:${key}`;
 
 export async function acquireSlot(client: Client, prefix: string, key: string, r: SlotRequest): Promise<SlotGrant> {
-  const [granted, held] = (await scripted(client).lcsAcquireSlot(slotKey(prefix, key), r.now, r.id, r.limit, r.leaseMs)) as [number, number];
+  const [granted, held] = (await scripted(client).lcsAcquireSlot(slotKey(prefix, key), r.now, r.id, r.limit, r.leaseMs)) as [
+    number,
+    number,
+  ];
   return { granted: granted === 1, held: Number(held) };
 }
 
-export async function renewSlot(client: Client, prefix: string, key: string, r: { now: number; id: string; leaseMs: number }): Promise<boolean> {
+export async function renewSlot(
+  client: Client,
+  prefix: string,
+  key: string,
+  r: { now: number; id: string; leaseMs: number },
+): Promise<boolean> {
   return (await scripted(client).lcsRenewSlot(slotKey(prefix, key), r.now, r.id, r.leaseMs)) === 1;
 }
 

@@ -28,10 +28,29 @@
 import type { Cluster, Redis, RedisOptions } from "ioredis";
 import { ConfigurationError, StoreUnavailableError } from "../http/errors.js";
 import { capDetail, dryRunDetail, payeeDetail, round6 } from "./details.js";
-import type { BudgetFigures, BudgetReserveRequest, LeaseOutcome, PaymentStore, PendingPaymentRecord, SpendOutcome, SpendRequest, TopUpEnd, TopUpState } from "./types.js";
+import type {
+  BudgetFigures,
+  BudgetReserveRequest,
+  LeaseOutcome,
+  PaymentStore,
+  PendingPaymentRecord,
+  SpendOutcome,
+  SpendRequest,
+  TopUpEnd,
+  TopUpState,
+} from "./types.js";
 import * as limits from "./redis-limits.js";
 import * as budgets from "./redis-budgets.js";
-import type { GuardGrant, GuardRelease, GuardRequest, PaceGrant, PaceObservation, PaceRequest, SlotGrant, SlotRequest } from "../http/shared-limits.js";
+import type {
+  GuardGrant,
+  GuardRelease,
+  GuardRequest,
+  PaceGrant,
+  PaceObservation,
+  PaceRequest,
+  SlotGrant,
+  SlotRequest,
+} from "../http/shared-limits.js";
 
 /** An ioredis client (standalone, Sentinel) or cluster. */
 export type RedisClient = Redis | Cluster;
@@ -336,7 +355,8 @@ export class RedisStore implements PaymentStore {
   /** @internal (use `RedisStore.fromClient`) */
   constructor(options: RedisStoreSettings & { url?: string; redis?: RedisOptions }, client: RedisClient);
   constructor(options: RedisStoreSettings & { url?: string; redis?: RedisOptions }, client?: RedisClient) {
-    if (!options || typeof options !== "object") throw new ConfigurationError("RedisStore: pass { url } or use RedisStore.fromClient(client)");
+    if (!options || typeof options !== "object")
+      throw new ConfigurationError("RedisStore: pass { url } or use RedisStore.fromClient(client)");
     positive("leaseMs", options.leaseMs);
     positive("pinTtlMs", options.pinTtlMs);
     positive("timeoutMs", options.timeoutMs);
@@ -412,7 +432,15 @@ export class RedisStore implements PaymentStore {
     if (this.#closed) throw new StoreUnavailableError(`payment store (Redis) ${operation}: the store was closed`, { operation });
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new StoreUnavailableError(`payment store (Redis) ${operation}: no answer within ${this.timeoutMs} ms${this.#lastErrorText()}`, { operation })), this.timeoutMs);
+      timer = setTimeout(
+        () =>
+          reject(
+            new StoreUnavailableError(`payment store (Redis) ${operation}: no answer within ${this.timeoutMs} ms${this.#lastErrorText()}`, {
+              operation,
+            }),
+          ),
+        this.timeoutMs,
+      );
     });
     try {
       return await Promise.race([this.#connect().then((client) => call(client as unknown as Scripted)), timeout]);
@@ -446,7 +474,12 @@ export class RedisStore implements PaymentStore {
       now,
       dryRun: dryRun === true,
       // numbers as text where JSON cannot carry them (an infinite cap), or where the exact text is kept (usd)
-      scopes: scopes.map((s) => ({ key: s.key, capUsd: Number.isFinite(s.capUsd) ? String(s.capUsd) : "1e999", periodMs: s.periodMs, pin: s.pin })),
+      scopes: scopes.map((s) => ({
+        key: s.key,
+        capUsd: Number.isFinite(s.capUsd) ? String(s.capUsd) : "1e999",
+        periodMs: s.periodMs,
+        pin: s.pin,
+      })),
       candidates: candidates.map((c) => ({ network: c.network, payTo: c.payTo, usd: String(c.amountUsd) })),
     });
     let raw: unknown;
@@ -465,7 +498,12 @@ export class RedisStore implements PaymentStore {
     }
     const candidate = candidates[reply.index]!;
     if (reply.rule === "maxPerPeriod") {
-      return { ok: false, rule: "maxPerPeriod", index: reply.index, detail: capDetail(candidate, Number(reply.spent), scopes[reply.scope]!) };
+      return {
+        ok: false,
+        rule: "maxPerPeriod",
+        index: reply.index,
+        detail: capDetail(candidate, Number(reply.spent), scopes[reply.scope]!),
+      };
     }
     return { ok: false, rule: "dryRun", index: reply.index, detail: dryRunDetail(candidate) };
   }
@@ -511,7 +549,9 @@ export class RedisStore implements PaymentStore {
   }
 
   async acquireTopUpLease(wallet: string, ttlMs: number): Promise<LeaseOutcome> {
-    return RedisStore.#topUpState(await this.#run("acquireTopUpLease", (c) => c.lcsAcquireTopUpLease(this.#leasesKey, wallet, Math.ceil(ttlMs))));
+    return RedisStore.#topUpState(
+      await this.#run("acquireTopUpLease", (c) => c.lcsAcquireTopUpLease(this.#leasesKey, wallet, Math.ceil(ttlMs))),
+    );
   }
 
   async renewTopUpLease(wallet: string, token: number, ttlMs: number): Promise<boolean> {
@@ -520,7 +560,13 @@ export class RedisStore implements PaymentStore {
 
   async putPendingPayment(wallet: string, token: number, record: PendingPaymentRecord): Promise<boolean> {
     const json = JSON.stringify(record);
-    return Number(await this.#run("putPendingPayment", (c) => c.lcsPutPendingPayment(this.#leasesKey, wallet, token, record.id, json, Math.ceil(record.expiresAt)))) === 1;
+    return (
+      Number(
+        await this.#run("putPendingPayment", (c) =>
+          c.lcsPutPendingPayment(this.#leasesKey, wallet, token, record.id, json, Math.ceil(record.expiresAt)),
+        ),
+      ) === 1
+    );
   }
 
   async endTopUp(wallet: string, token: number, end: TopUpEnd): Promise<TopUpState> {
@@ -591,7 +637,9 @@ export class RedisStore implements PaymentStore {
   }
 
   async budgetSettle(key: string, reservation: string, actualNano: number | undefined, ttlMs: number): Promise<BudgetFigures> {
-    return this.#run("budgetSettle", (c) => budgets.budgetSettle(c as unknown as RedisClient, this.prefix, key, reservation, actualNano, ttlMs));
+    return this.#run("budgetSettle", (c) =>
+      budgets.budgetSettle(c as unknown as RedisClient, this.prefix, key, reservation, actualNano, ttlMs),
+    );
   }
 
   async budgetFigures(key: string): Promise<BudgetFigures> {

@@ -77,7 +77,11 @@ export interface WebSearchResult {
 
 export async function webSearch(client: ToolClient, parameters: WebSearchParameters, options: CallOptions = {}): Promise<WebSearchResult> {
   const p = args(searchArgs, parameters, "web search");
-  const body = { query: p.query, ...(p.limit !== undefined ? { limit: p.limit } : {}), ...(p.provider ? { search_provider: p.provider } : {}) };
+  const body = {
+    query: p.query,
+    ...(p.limit !== undefined ? { limit: p.limit } : {}),
+    ...(p.provider ? { search_provider: p.provider } : {}),
+  };
   const res = await client.request("/augment/search", { method: "POST", body, signal: options.signal });
   const data = parseWith(searchResponse, res.data, "/augment/search", res.headers);
   return { query: data.query, results: data.results, raw: res.data, headers: res.headers };
@@ -139,7 +143,12 @@ const imageArgs = z
   .strict();
 
 const generateResponse = z
-  .object({ id: z.string(), images: z.array(z.string()).min(1), timing: z.record(z.string(), z.unknown()).optional(), request: z.unknown().optional() })
+  .object({
+    id: z.string(),
+    images: z.array(z.string()).min(1),
+    timing: z.record(z.string(), z.unknown()).optional(),
+    request: z.unknown().optional(),
+  })
   .passthrough();
 
 export { sniffImage, wavDurationSeconds, type GeneratedImage } from "../media/sniff.js";
@@ -157,7 +166,10 @@ export interface GenerateImageResult {
  */
 export function refuseViolation(headers: ServiceResponseHeaders, path: string): void {
   if (headers.contentPolicy?.isContentViolation !== true) return;
-  throw new ContentViolationError(`${path} withheld the picture: the prompt violates the content policy (x-*-is-content-violation: true); change the prompt`, { status: 200, headers });
+  throw new ContentViolationError(
+    `${path} withheld the picture: the prompt violates the content policy (x-*-is-content-violation: true); change the prompt`,
+    { status: 200, headers },
+  );
 }
 
 function decodeImage(b64: string, headers: ServiceResponseHeaders): GeneratedImage {
@@ -167,7 +179,11 @@ function decodeImage(b64: string, headers: ServiceResponseHeaders): GeneratedIma
 }
 
 /** POST /image/generate: the service's own image endpoint (base64 images in JSON). */
-export async function generateImage(client: ToolClient, parameters: GenerateImageParameters, options: CallOptions = {}): Promise<GenerateImageResult> {
+export async function generateImage(
+  client: ToolClient,
+  parameters: GenerateImageParameters,
+  options: CallOptions = {},
+): Promise<GenerateImageResult> {
   const p = args(imageArgs, parameters, "image request");
   const body: Record<string, unknown> = { model: p.model, prompt: p.prompt, format: p.format ?? "png" };
   if (p.negativePrompt) body.negative_prompt = p.negativePrompt;
@@ -178,7 +194,12 @@ export async function generateImage(client: ToolClient, parameters: GenerateImag
   if (p.safeMode !== undefined) body.safe_mode = p.safeMode;
   if (p.stylePreset !== undefined) body.style_preset = p.stylePreset;
   if (p.cfgScale !== undefined) body.cfg_scale = p.cfgScale;
-  const res = await client.request("/image/generate", { method: "POST", body, signal: options.signal, service: { model: p.model, modelType: "image" } });
+  const res = await client.request("/image/generate", {
+    method: "POST",
+    body,
+    signal: options.signal,
+    service: { model: p.model, modelType: "image" },
+  });
   refuseViolation(res.headers, "/image/generate");
   const data = parseWith(generateResponse, res.data, "/image/generate", res.headers);
   return { id: data.id, images: data.images.map((b) => decodeImage(b, res.headers)), timing: data.timing, headers: res.headers };
@@ -204,7 +225,10 @@ const simpleArgs = z
   .strict();
 
 const simpleResponse = z
-  .object({ created: z.number(), data: z.array(z.union([z.object({ b64_json: z.string() }).passthrough(), z.object({ url: z.string() }).passthrough()])).min(1) })
+  .object({
+    created: z.number(),
+    data: z.array(z.union([z.object({ b64_json: z.string() }).passthrough(), z.object({ url: z.string() }).passthrough()])).min(1),
+  })
   .passthrough();
 
 /** POST /images/generations: the OpenAI-compatible endpoint (one image, `b64_json`). */
@@ -219,10 +243,17 @@ export async function simpleGenerateImage(
   if (p.size) body.size = p.size;
   if (p.outputFormat) body.output_format = p.outputFormat;
   if (p.moderation) body.moderation = p.moderation;
-  const res = await client.request("/images/generations", { method: "POST", body, signal: options.signal, service: { model: p.model, modelType: "image" } });
+  const res = await client.request("/images/generations", {
+    method: "POST",
+    body,
+    signal: options.signal,
+    service: { model: p.model, modelType: "image" },
+  });
   refuseViolation(res.headers, "/images/generations");
   const data = parseWith(simpleResponse, res.data, "/images/generations", res.headers);
-  const images = data.data.map((item) => decodeImage(String("b64_json" in item ? item.b64_json : (item as { url: string }).url), res.headers));
+  const images = data.data.map((item) =>
+    decodeImage(String("b64_json" in item ? item.b64_json : (item as { url: string }).url), res.headers),
+  );
   return { created: data.created, images, headers: res.headers };
 }
 
@@ -279,7 +310,11 @@ const FORMAT_OF: Record<string, SpeechFormat> = {
 };
 
 /** POST /audio/speech: the audio bytes, their format (from the content type, else the bytes) and duration. */
-export async function createSpeech(client: ToolClient, parameters: CreateSpeechParameters, options: CallOptions = {}): Promise<SpeechResult> {
+export async function createSpeech(
+  client: ToolClient,
+  parameters: CreateSpeechParameters,
+  options: CallOptions = {},
+): Promise<SpeechResult> {
   const p = args(speechArgs, parameters, "speech request");
   const body: Record<string, unknown> = { input: p.input };
   if (p.model) body.model = p.model;
@@ -299,7 +334,10 @@ export async function createSpeech(client: ToolClient, parameters: CreateSpeechP
   const audio = await readResponseBytes(response, { what: "/audio/speech", signal: options.signal, headers });
   const contentType = (response.headers.get("content-type") ?? "").split(";")[0]!.trim().toLowerCase();
   if (contentType.includes("json") || audio.length === 0) {
-    throw new ResponseFormatError(`/audio/speech answered ${contentType || "nothing"} instead of audio`, { headers, body: utf8Text(audio).slice(0, 500) });
+    throw new ResponseFormatError(`/audio/speech answered ${contentType || "nothing"} instead of audio`, {
+      headers,
+      body: utf8Text(audio).slice(0, 500),
+    });
   }
   const wav = wavDurationSeconds(audio);
   const format: SpeechFormat | "unknown" = wav !== undefined ? "wav" : (FORMAT_OF[contentType] ?? p.format ?? "unknown");

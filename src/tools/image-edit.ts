@@ -11,7 +11,16 @@ import type { ServiceClient } from "../client.js";
 import { ConfigurationError, ValidationError } from "../http/errors.js";
 import { editImage, MAX_IMAGE_BYTES, multiEditImage, removeBackground, upscaleImage, type EditedImage } from "../media/images.js";
 import { inputDirsOption, readAllowedFile } from "./input-files.js";
-import { balanceOf, clientOf, guard, outputDirOption, ToolInputError, writeOutputFile, type ServiceToolConnection, type ToolResult } from "./shared.js";
+import {
+  balanceOf,
+  clientOf,
+  guard,
+  outputDirOption,
+  ToolInputError,
+  writeOutputFile,
+  type ServiceToolConnection,
+  type ToolResult,
+} from "./shared.js";
 import { policyRefusal } from "./results.js";
 import { bytesToBase64 } from "../runtime/bytes.js";
 
@@ -58,7 +67,8 @@ export class ImageEditTool extends StructuredTool<typeof schema> {
     const dirs = options.inputDir ?? this.outputDir;
     if (dirs === undefined) throw new ConfigurationError("ImageEditTool needs an inputDir (or an outputDir to read from)");
     this.inputDirs = inputDirsOption(dirs);
-    if (options.model !== undefined && (typeof options.model !== "string" || !options.model)) throw new ValidationError("model must be a non-empty string");
+    if (options.model !== undefined && (typeof options.model !== "string" || !options.model))
+      throw new ValidationError("model must be a non-empty string");
     this.model = options.model;
     this.safeMode = options.safeMode;
   }
@@ -74,7 +84,11 @@ export class ImageEditTool extends StructuredTool<typeof schema> {
         const prompt = typeof input.prompt === "string" ? input.prompt.trim() : "";
         if (!prompt) throw new ToolInputError("INVALID_PARAMS", "edit needs a prompt saying what to change");
         const more = await Promise.all((input.morePaths ?? []).map((p) => readAllowedFile(this.inputDirs, p, MAX_IMAGE_BYTES)));
-        const common = { prompt, ...(this.model ? { model: this.model } : {}), ...(this.safeMode !== undefined ? { safeMode: this.safeMode } : {}) };
+        const common = {
+          prompt,
+          ...(this.model ? { model: this.model } : {}),
+          ...(this.safeMode !== undefined ? { safeMode: this.safeMode } : {}),
+        };
         result = more.length
           ? await multiEditImage(this.client, { ...common, images: [first.bytes, ...more.map((m) => m.bytes)] }, { signal })
           : await editImage(this.client, { ...common, image: first.bytes }, { signal });
@@ -91,13 +105,29 @@ export class ImageEditTool extends StructuredTool<typeof schema> {
       const size = result.width && result.height ? `${result.width}×${result.height}` : "unknown size";
       const kind = result.extension === "jpg" ? "JPEG" : result.extension.toUpperCase();
       const description = `${what} (${size} ${kind}, ${result.bytes.length} bytes)`;
-      const meta = { operation, source: first.path, mimeType: result.mimeType, width: result.width, height: result.height, bytes: result.bytes.length, ...balanceOf(result.headers) };
+      const meta = {
+        operation,
+        source: first.path,
+        mimeType: result.mimeType,
+        width: result.width,
+        height: result.height,
+        bytes: result.bytes.length,
+        ...balanceOf(result.headers),
+      };
       if (this.outputDir) {
-        const path = await writeOutputFile(this.outputDir, operation === "edit" ? "edit" : operation === "upscale" ? "upscale" : "cutout", result.extension, result.bytes);
+        const path = await writeOutputFile(
+          this.outputDir,
+          operation === "edit" ? "edit" : operation === "upscale" ? "upscale" : "cutout",
+          result.extension,
+          result.bytes,
+        );
         return [JSON.stringify({ description, path }), { ...meta, path }];
       }
       const dataUrl = `data:${result.mimeType};base64,${bytesToBase64(result.bytes)}`;
-      return [JSON.stringify({ description, image: "attached to this tool message as a data URL (artifact.dataUrl); not shown here" }), { ...meta, dataUrl }];
+      return [
+        JSON.stringify({ description, image: "attached to this tool message as a data URL (artifact.dataUrl); not shown here" }),
+        { ...meta, dataUrl },
+      ];
     }, policyRefusal); // a refused prompt is the model's to change: it reads why, no file is written
   }
 }

@@ -9,7 +9,17 @@ import { z } from "zod";
 import type { ServiceClient } from "../client.js";
 import { ValidationError } from "../http/errors.js";
 import { generateImage } from "./api.js";
-import { awaitShared, balanceOf, clientOf, guard, outputDirOption, ToolInputError, writeOutputFile, type ServiceToolConnection, type ToolResult } from "./shared.js";
+import {
+  awaitShared,
+  balanceOf,
+  clientOf,
+  guard,
+  outputDirOption,
+  ToolInputError,
+  writeOutputFile,
+  type ServiceToolConnection,
+  type ToolResult,
+} from "./shared.js";
 import { policyRefusal } from "./results.js";
 import { bytesToBase64 } from "../runtime/bytes.js";
 
@@ -60,7 +70,8 @@ export class ImageGenerationTool extends StructuredTool<typeof schema> {
     super(options.toolParams);
     this.client = clientOf(options);
     this.outputDir = outputDirOption(options.outputDir);
-    if (options.model !== undefined && (typeof options.model !== "string" || !options.model)) throw new ValidationError("model must be a non-empty string");
+    if (options.model !== undefined && (typeof options.model !== "string" || !options.model))
+      throw new ValidationError("model must be a non-empty string");
     this.model = options.model;
     this.width = dimension(options.width ?? 1024, "width", 1);
     this.height = dimension(options.height ?? 1024, "height", 1);
@@ -107,14 +118,29 @@ export class ImageGenerationTool extends StructuredTool<typeof schema> {
       const kind = image.extension === "jpg" ? "JPEG" : image.extension.toUpperCase();
       const description = `Generated a ${size} ${kind} image (${image.bytes.length} bytes) of: ${prompt.length > 160 ? `${prompt.slice(0, 159)}…` : prompt}`;
       const blurred = res.headers.contentPolicy?.isBlurred === true;
-      const meta = { id: res.id, model, mimeType: image.mimeType, width: image.width ?? width, height: image.height ?? height, bytes: image.bytes.length, ...balanceOf(res.headers) };
+      const meta = {
+        id: res.id,
+        model,
+        mimeType: image.mimeType,
+        width: image.width ?? width,
+        height: image.height ?? height,
+        bytes: image.bytes.length,
+        ...balanceOf(res.headers),
+      };
       if (this.outputDir) {
         const path = await writeOutputFile(this.outputDir, "image", image.extension, image.bytes);
-        return [JSON.stringify({ description, path, ...(blurred ? { note: "the service blurred it (safe mode)" } : {}) }), { ...meta, path }];
+        return [
+          JSON.stringify({ description, path, ...(blurred ? { note: "the service blurred it (safe mode)" } : {}) }),
+          { ...meta, path },
+        ];
       }
       const dataUrl = `data:${image.mimeType};base64,${bytesToBase64(image.bytes)}`;
       return [
-        JSON.stringify({ description, image: "attached to this tool message as a data URL (artifact.dataUrl); not shown here", ...(blurred ? { note: "the service blurred it (safe mode)" } : {}) }),
+        JSON.stringify({
+          description,
+          image: "attached to this tool message as a data URL (artifact.dataUrl); not shown here",
+          ...(blurred ? { note: "the service blurred it (safe mode)" } : {}),
+        }),
         { ...meta, dataUrl },
       ];
     }, policyRefusal); // a refused prompt is the model's to change: it reads why, no file is written

@@ -36,7 +36,8 @@ export interface AllowedFile {
  * directory, as written and once symlinks are resolved; at most `maxBytes`.
  */
 export async function readAllowedFile(dirs: readonly string[], path: unknown, maxBytes: number): Promise<AllowedFile> {
-  if (typeof path !== "string" || path.trim() === "" || path.includes("\0")) throw new ToolInputError("INVALID_PATH", "path must name a file");
+  if (typeof path !== "string" || path.trim() === "" || path.includes("\0"))
+    throw new ToolInputError("INVALID_PATH", "path must name a file");
   const {
     fs: { open, realpath },
     constants,
@@ -44,7 +45,11 @@ export async function readAllowedFile(dirs: readonly string[], path: unknown, ma
   } = nodeFiles("inputDir");
   const { basename, isAbsolute, resolve } = paths;
   const candidate = isAbsolute(path) ? resolve(path) : resolve(dirs[0]!, path);
-  const refuse = () => new ToolInputError("PATH_NOT_ALLOWED", `${JSON.stringify(path)} is outside the directory this tool may read; give a path inside it (relative paths are read from it)`);
+  const refuse = () =>
+    new ToolInputError(
+      "PATH_NOT_ALLOWED",
+      `${JSON.stringify(path)} is outside the directory this tool may read; give a path inside it (relative paths are read from it)`,
+    );
   if (!dirs.some((d) => inside(paths, d, candidate))) throw refuse();
   let real: string;
   try {
@@ -61,7 +66,8 @@ export async function readAllowedFile(dirs: readonly string[], path: unknown, ma
   try {
     const stat = await file.stat();
     if (!stat.isFile()) throw new ToolInputError("NOT_A_FILE", `${JSON.stringify(path)} is not a file`);
-    if (stat.size > maxBytes) throw new ToolInputError("FILE_TOO_LARGE", `${JSON.stringify(path)} is ${stat.size} bytes; at most ${maxBytes} are accepted`);
+    if (stat.size > maxBytes)
+      throw new ToolInputError("FILE_TOO_LARGE", `${JSON.stringify(path)} is ${stat.size} bytes; at most ${maxBytes} are accepted`);
     return { bytes: new Uint8Array(await file.readFile()), path: real, name: basename(real) };
   } finally {
     await file.close();

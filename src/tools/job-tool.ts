@@ -15,14 +15,33 @@ import type { ServiceClient } from "../client.js";
 import { ConfigurationError, ValidationError } from "../http/errors.js";
 import { JobFailedError, QuoteRefusedError, type JobKind } from "../media/errors.js";
 import { runJob, type JobProgress, type JobResult, type RunJobOptions } from "../media/job-runner.js";
-import { VIDEO_ASPECT_RATIOS, VIDEO_DURATIONS, type AudioJobParameters, type VideoAspectRatio, type VideoDuration, type VideoJobParameters } from "../media/jobs.js";
+import {
+  VIDEO_ASPECT_RATIOS,
+  VIDEO_DURATIONS,
+  type AudioJobParameters,
+  type VideoAspectRatio,
+  type VideoDuration,
+  type VideoJobParameters,
+} from "../media/jobs.js";
 import { audioExtension, sniffVideo } from "../media/sniff.js";
-import { awaitShared, balanceOf, clientOf, errorContent, guard, outputDirOption, writeOutputFile, type ServiceToolConnection, type ToolResult } from "./shared.js";
+import {
+  awaitShared,
+  balanceOf,
+  clientOf,
+  errorContent,
+  guard,
+  outputDirOption,
+  writeOutputFile,
+  type ServiceToolConnection,
+  type ToolResult,
+} from "./shared.js";
 
 /** The LangChain custom event of job progress (`handleCustomEvent(JOB_PROGRESS_EVENT, progress)`). */
 export const JOB_PROGRESS_EVENT = "job_progress";
 
-export interface JobToolOptions extends ServiceToolConnection, Pick<RunJobOptions, "maxQuoteUsd" | "pollIntervalMs" | "recoverWithinMs" | "timeoutMs"> {
+export interface JobToolOptions
+  extends ServiceToolConnection,
+    Pick<RunJobOptions, "maxQuoteUsd" | "pollIntervalMs" | "recoverWithinMs" | "timeoutMs"> {
   /** the model (default: the one `GET /models?type=…` marks `default`, else its first) */
   model?: string;
   /** where the results are written (required: media files are too large for the model's context or an artifact) */
@@ -37,7 +56,9 @@ function jobMistake(err: unknown): ToolResult | undefined {
     return errorContent("QUOTE_REFUSED", err.message, { quoteUsd: err.quoteUsd, limitUsd: err.limitUsd });
   }
   if (err instanceof JobFailedError && (err.status === 400 || err.status === 422)) {
-    return errorContent(err.status === 422 ? "CONTENT_POLICY" : "JOB_REJECTED", err.message, { ...(err.refund ? { refundedUsd: err.refund.amountUsd } : {}) });
+    return errorContent(err.status === 422 ? "CONTENT_POLICY" : "JOB_REJECTED", err.message, {
+      ...(err.refund ? { refundedUsd: err.refund.amountUsd } : {}),
+    });
   }
   return undefined;
 }
@@ -59,9 +80,11 @@ export abstract class JobTool<S extends z.ZodObject<z.ZodRawShape>> extends Stru
     const dir = outputDirOption(options?.outputDir);
     if (!dir) throw new ConfigurationError(`${new.target.name} needs an outputDir (the files are written there)`);
     this.outputDir = dir;
-    if (options.model !== undefined && (typeof options.model !== "string" || !options.model)) throw new ValidationError("model must be a non-empty string");
+    if (options.model !== undefined && (typeof options.model !== "string" || !options.model))
+      throw new ValidationError("model must be a non-empty string");
     this.model = options.model;
-    if (options.maxQuoteUsd !== undefined && !(Number.isFinite(options.maxQuoteUsd) && options.maxQuoteUsd >= 0)) throw new ConfigurationError("maxQuoteUsd must be a non-negative number");
+    if (options.maxQuoteUsd !== undefined && !(Number.isFinite(options.maxQuoteUsd) && options.maxQuoteUsd >= 0))
+      throw new ConfigurationError("maxQuoteUsd must be a non-negative number");
     this.runOptions = {
       ...(options.maxQuoteUsd !== undefined ? { maxQuoteUsd: options.maxQuoteUsd } : {}),
       ...(options.pollIntervalMs ? { pollIntervalMs: options.pollIntervalMs } : {}),
@@ -106,15 +129,33 @@ export abstract class JobTool<S extends z.ZodObject<z.ZodRawShape>> extends Stru
       const ext = video?.extension ?? (this.kind === "video" ? "mp4" : audioExtension(result.contentType, result.bytes));
       const path = await writeOutputFile(this.outputDir, this.kind, ext, result.bytes);
       const content = { path, ...this.summary(input, result), bytes: result.bytes.length, costUsd: result.quoteUsd };
-      return [JSON.stringify(content), { ...content, model: result.model, queueId: result.queueId, contentType: result.contentType, polls: result.polls, elapsedMs: result.elapsedMs, recovered: result.recovered, ...balanceOf(result.headers) }];
+      return [
+        JSON.stringify(content),
+        {
+          ...content,
+          model: result.model,
+          queueId: result.queueId,
+          contentType: result.contentType,
+          polls: result.polls,
+          elapsedMs: result.elapsedMs,
+          recovered: result.recovered,
+          ...balanceOf(result.headers),
+        },
+      ];
     }, jobMistake);
   }
 }
 
 const videoSchema = z.object({
   prompt: z.string().describe("what happens in the video: subject, action, setting, camera, style"),
-  duration: z.string().nullish().describe(`length, one of ${VIDEO_DURATIONS.slice(0, 10).join(", ")}, … (default: the owner's)`),
-  aspectRatio: z.string().nullish().describe(`frame shape, one of ${VIDEO_ASPECT_RATIOS.join(", ")} (default: the owner's)`),
+  duration: z
+    .string()
+    .nullish()
+    .describe(`length, one of ${VIDEO_DURATIONS.slice(0, 10).join(", ")}, … (default: the owner's)`),
+  aspectRatio: z
+    .string()
+    .nullish()
+    .describe(`frame shape, one of ${VIDEO_ASPECT_RATIOS.join(", ")} (default: the owner's)`),
 });
 
 export interface VideoGenerationToolOptions extends JobToolOptions {
@@ -134,14 +175,20 @@ export class VideoGenerationTool extends JobTool<typeof videoSchema> {
     return "VideoGenerationTool";
   }
   name = "generate_video";
-  description = "Generate a short video from a text description. It takes a while; returns where the video file was saved, its length and its cost.";
+  description =
+    "Generate a short video from a text description. It takes a while; returns where the video file was saved, its length and its cost.";
   schema = videoSchema;
   readonly kind = "video" as const;
   private readonly defaults: Pick<VideoGenerationToolOptions, "duration" | "resolution" | "aspectRatio" | "audio">;
 
   constructor(options: VideoGenerationToolOptions) {
     super(options);
-    this.defaults = { duration: options.duration ?? "5s", resolution: options.resolution, aspectRatio: options.aspectRatio ?? "16:9", audio: options.audio };
+    this.defaults = {
+      duration: options.duration ?? "5s",
+      resolution: options.resolution,
+      aspectRatio: options.aspectRatio ?? "16:9",
+      audio: options.audio,
+    };
   }
 
   protected parameters(input: z.infer<typeof videoSchema>, model: string): VideoJobParameters {
@@ -179,7 +226,8 @@ export class AudioGenerationTool extends JobTool<typeof audioSchema> {
     return "AudioGenerationTool";
   }
   name = "generate_audio";
-  description = "Generate music, a sound effect or a long narration from a description. It takes a while; returns where the audio file was saved and its cost.";
+  description =
+    "Generate music, a sound effect or a long narration from a description. It takes a while; returns where the audio file was saved and its cost.";
   schema = audioSchema;
   readonly kind = "audio" as const;
   private readonly forceInstrumental?: boolean;
@@ -200,6 +248,9 @@ export class AudioGenerationTool extends JobTool<typeof audioSchema> {
   }
 
   protected summary(input: z.infer<typeof audioSchema>, result: JobResult): Record<string, unknown> {
-    return { format: audioExtension(result.contentType, result.bytes), ...(input.durationSeconds != null ? { durationSeconds: input.durationSeconds } : {}) };
+    return {
+      format: audioExtension(result.contentType, result.bytes),
+      ...(input.durationSeconds != null ? { durationSeconds: input.durationSeconds } : {}),
+    };
   }
 }

@@ -28,7 +28,10 @@ export function errorContent(code: string, message: string, extra: Record<string
  * itself was wrong) goes back to the model as `{error}` text, as does what `modelsMistake` recognizes (a tool's
  * own cases); the rest (auth, payment, rate limits after retries, network, 5xx, an abort) is thrown.
  */
-export async function guard(body: () => Promise<ToolResult>, modelsMistake?: (err: unknown) => ToolResult | undefined): Promise<ToolResult> {
+export async function guard(
+  body: () => Promise<ToolResult>,
+  modelsMistake?: (err: unknown) => ToolResult | undefined,
+): Promise<ToolResult> {
   try {
     return await body();
   } catch (err) {
@@ -36,7 +39,8 @@ export async function guard(body: () => Promise<ToolResult>, modelsMistake?: (er
     const own = modelsMistake?.(err);
     if (own) return own;
     if (err instanceof ValidationError) return errorContent("INVALID_PARAMS", err.message);
-    if (err instanceof BadRequestError) return errorContent("BAD_REQUEST", err.message, err.details === undefined ? {} : { details: err.details });
+    if (err instanceof BadRequestError)
+      return errorContent("BAD_REQUEST", err.message, err.details === undefined ? {} : { details: err.details });
     throw err;
   }
 }
@@ -47,7 +51,11 @@ export async function guard(body: () => Promise<ToolResult>, modelsMistake?: (er
  */
 export function policyRefusal(err: unknown): ToolResult | undefined {
   if (!(err instanceof ContentPolicyError)) return undefined;
-  return errorContent("CONTENT_POLICY", "the service refused this request under its content policy; nothing was made. Change the prompt (what it shows, not how it is worded) and try again", {
-    ...(err.suggestedPrompt ? { suggestedPrompt: err.suggestedPrompt } : {}),
-  });
+  return errorContent(
+    "CONTENT_POLICY",
+    "the service refused this request under its content policy; nothing was made. Change the prompt (what it shows, not how it is worded) and try again",
+    {
+      ...(err.suggestedPrompt ? { suggestedPrompt: err.suggestedPrompt } : {}),
+    },
+  );
 }

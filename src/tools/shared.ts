@@ -38,7 +38,12 @@ export function clientOf(options: ServiceToolConnection | undefined): ServiceCli
  * service (a page it will not scrape), go back to the model as `{error}` text; the rest is thrown to the caller.
  */
 export function guard(body: () => Promise<ToolResult>, modelsMistake?: (err: unknown) => ToolResult | undefined): Promise<ToolResult> {
-  return guardTool(body, (err) => modelsMistake?.(err) ?? ((err as { status?: number })?.status === 403 ? errorContent("FORBIDDEN", (err as Error).message) : undefined));
+  return guardTool(
+    body,
+    (err) =>
+      modelsMistake?.(err) ??
+      ((err as { status?: number })?.status === 403 ? errorContent("FORBIDDEN", (err as Error).message) : undefined),
+  );
 }
 
 /**
@@ -47,7 +52,8 @@ export function guard(body: () => Promise<ToolResult>, modelsMistake?: (err: unk
  */
 export function outputDirOption(dir: unknown): string | undefined {
   if (dir === undefined) return undefined;
-  if (typeof dir !== "string" || dir.trim() === "" || dir.includes("\0")) throw new ConfigurationError("outputDir must be a non-empty directory path");
+  if (typeof dir !== "string" || dir.trim() === "" || dir.includes("\0"))
+    throw new ConfigurationError("outputDir must be a non-empty directory path");
   return nodePath()?.resolve(dir) ?? dir;
 }
 
@@ -63,7 +69,10 @@ export async function writeOutputFile(dir: string, prefix: string, ext: string, 
     path: { isAbsolute, join, relative },
   } = nodeFiles("outputDir");
   await mkdir(dir, { recursive: true });
-  const stamp = new Date().toISOString().replace(/[-:]/g, "").replace(/\.\d+Z$/, "Z");
+  const stamp = new Date()
+    .toISOString()
+    .replace(/[-:]/g, "")
+    .replace(/\.\d+Z$/, "Z");
   const path = join(dir, `${prefix}-${stamp}-${bytesToHex(randomBytes(4))}.${ext}`);
   const file = await open(path, "wx", 0o644);
   try {

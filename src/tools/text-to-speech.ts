@@ -9,7 +9,17 @@ import { z } from "zod";
 import type { ServiceClient } from "../client.js";
 import { ValidationError } from "../http/errors.js";
 import { createSpeech, listVoices, SPEECH_FORMATS, type SpeechFormat } from "./api.js";
-import { awaitShared, balanceOf, clientOf, guard, outputDirOption, ToolInputError, writeOutputFile, type ServiceToolConnection, type ToolResult } from "./shared.js";
+import {
+  awaitShared,
+  balanceOf,
+  clientOf,
+  guard,
+  outputDirOption,
+  ToolInputError,
+  writeOutputFile,
+  type ServiceToolConnection,
+  type ToolResult,
+} from "./shared.js";
 import { bytesToBase64 } from "../runtime/bytes.js";
 
 export interface TextToSpeechToolOptions extends ServiceToolConnection {
@@ -56,7 +66,8 @@ export class TextToSpeechTool extends StructuredTool<typeof schema> {
     this.format = options.format ?? "wav";
     if (!SPEECH_FORMATS.includes(this.format)) throw new ValidationError(`format must be one of ${SPEECH_FORMATS.join(", ")}`);
     if (options.voices !== undefined) {
-      if (!Array.isArray(options.voices) || options.voices.some((v) => typeof v !== "string" || !v)) throw new ValidationError("voices must be an array of voice names");
+      if (!Array.isArray(options.voices) || options.voices.some((v) => typeof v !== "string" || !v))
+        throw new ValidationError("voices must be an array of voice names");
       this.voices = Promise.resolve([...options.voices]);
     }
     this.voice = options.voice;
@@ -80,22 +91,41 @@ export class TextToSpeechTool extends StructuredTool<typeof schema> {
       if (!text.trim()) throw new ToolInputError("INVALID_PARAMS", "text must not be empty");
       if (text.length > 4096) throw new ToolInputError("INVALID_PARAMS", `text is at most 4096 characters (got ${text.length}); split it`);
       const speed = input.speed ?? undefined;
-      if (speed !== undefined && !(typeof speed === "number" && speed >= 0.25 && speed <= 4)) throw new ToolInputError("INVALID_PARAMS", "speed must be 0.25 to 4");
+      if (speed !== undefined && !(typeof speed === "number" && speed >= 0.25 && speed <= 4))
+        throw new ToolInputError("INVALID_PARAMS", "speed must be 0.25 to 4");
       const voices = await this.modelVoices(signal);
       const voice = input.voice || this.voice || voices[0];
       if (voice && !voice.startsWith("vv_") && voices.length > 0 && !voices.includes(voice)) {
-        throw new ToolInputError("INVALID_VOICE", `voice ${JSON.stringify(voice)} is not a voice of ${this.model}; choose one of: ${voices.join(", ")}`);
+        throw new ToolInputError(
+          "INVALID_VOICE",
+          `voice ${JSON.stringify(voice)} is not a voice of ${this.model}; choose one of: ${voices.join(", ")}`,
+        );
       }
-      const res = await createSpeech(this.client, { input: text, model: this.model, ...(voice ? { voice } : {}), format: this.format, ...(speed !== undefined ? { speed } : {}) }, { signal });
+      const res = await createSpeech(
+        this.client,
+        { input: text, model: this.model, ...(voice ? { voice } : {}), format: this.format, ...(speed !== undefined ? { speed } : {}) },
+        { signal },
+      );
       const durationSeconds = res.durationSeconds === undefined ? undefined : Math.round(res.durationSeconds * 1000) / 1000;
-      const meta = { model: this.model, voice, format: res.format, contentType: res.contentType, bytes: res.audio.length, durationSeconds, ...balanceOf(res.headers) };
+      const meta = {
+        model: this.model,
+        voice,
+        format: res.format,
+        contentType: res.contentType,
+        bytes: res.audio.length,
+        durationSeconds,
+        ...balanceOf(res.headers),
+      };
       const summary = { format: res.format, durationSeconds: durationSeconds ?? null, voice, characters: text.length };
       if (this.outputDir) {
         const path = await writeOutputFile(this.outputDir, "speech", EXTENSION[res.format] ?? "bin", res.audio);
         return [JSON.stringify({ path, ...summary }), { ...meta, path }];
       }
       const dataUrl = `data:${res.contentType || "application/octet-stream"};base64,${bytesToBase64(res.audio)}`;
-      return [JSON.stringify({ audio: "attached to this tool message as a data URL (artifact.dataUrl)", ...summary }), { ...meta, dataUrl }];
+      return [
+        JSON.stringify({ audio: "attached to this tool message as a data URL (artifact.dataUrl)", ...summary }),
+        { ...meta, dataUrl },
+      ];
     });
   }
 }

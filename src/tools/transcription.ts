@@ -34,7 +34,8 @@ export class TranscriptionTool extends StructuredTool<typeof schema> {
     return "TranscriptionTool";
   }
   name = "transcribe_audio";
-  description = "Transcribe the speech in an audio file. Returns the text, its duration, and with timestamps: true when each part was said.";
+  description =
+    "Transcribe the speech in an audio file. Returns the text, its duration, and with timestamps: true when each part was said.";
   schema = schema;
   override responseFormat = "content_and_artifact" as const;
   readonly client: ServiceClient;
@@ -47,11 +48,13 @@ export class TranscriptionTool extends StructuredTool<typeof schema> {
     super(options?.toolParams);
     this.client = clientOf(options);
     this.inputDirs = inputDirsOption(options?.inputDir);
-    if (options.model !== undefined && (typeof options.model !== "string" || !options.model)) throw new ValidationError("model must be a non-empty string");
+    if (options.model !== undefined && (typeof options.model !== "string" || !options.model))
+      throw new ValidationError("model must be a non-empty string");
     this.model = options.model ?? DEFAULT_TRANSCRIPTION_MODEL;
     this.language = options.language;
     this.maxTimestamps = options.maxTimestamps ?? 200;
-    if (!(Number.isInteger(this.maxTimestamps) && this.maxTimestamps >= 0)) throw new ValidationError("maxTimestamps must be a non-negative integer");
+    if (!(Number.isInteger(this.maxTimestamps) && this.maxTimestamps >= 0))
+      throw new ValidationError("maxTimestamps must be a non-negative integer");
   }
 
   protected async _call(input: z.infer<typeof schema>, _run?: unknown, config?: ToolRunnableConfig): Promise<ToolResult> {
@@ -59,7 +62,8 @@ export class TranscriptionTool extends StructuredTool<typeof schema> {
     return guard(
       async () => {
         const language = input.language ?? this.language;
-        if (language !== undefined && !/^[a-z]{2,3}$/.test(language)) throw new ToolInputError("INVALID_PARAMS", "language is an ISO 639-1 code such as en");
+        if (language !== undefined && !/^[a-z]{2,3}$/.test(language))
+          throw new ToolInputError("INVALID_PARAMS", "language is an ISO 639-1 code such as en");
         const file = await readAllowedFile(this.inputDirs, input.path, MAX_TRANSCRIPTION_BYTES);
         const res = await transcribe(this.client, file.bytes, {
           model: this.model,
@@ -75,7 +79,10 @@ export class TranscriptionTool extends StructuredTool<typeof schema> {
           content.segments = segments.slice(0, this.maxTimestamps).map((s) => ({ start: s.start, end: s.end, text: s.text }));
           if (segments.length > this.maxTimestamps) content.note = `first ${this.maxTimestamps} of ${segments.length} segments`;
         }
-        return [JSON.stringify(content), { model: res.model, file: file.path, text: res.text, durationSeconds, timestamps: res.timestamps }];
+        return [
+          JSON.stringify(content),
+          { model: res.model, file: file.path, text: res.text, durationSeconds, timestamps: res.timestamps },
+        ];
       },
       // the service could not hear speech in the file (silent, corrupt): the model's to know, not a crash
       (err) => ((err as { status?: number })?.status === 422 ? errorContent("UNPROCESSABLE_AUDIO", (err as Error).message) : undefined),

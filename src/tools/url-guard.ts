@@ -155,7 +155,8 @@ export function assertPublicHttpUrl(raw: unknown): URL {
     return url;
   }
   if (host.split(".").includes("") && host !== "") refuse(`${host} has an empty label`);
-  if (host === "" || host === "localhost" || BLOCKED_SUFFIXES.some((s) => host.endsWith(s))) refuse(`${host || "an empty host"} is a local name`);
+  if (host === "" || host === "localhost" || BLOCKED_SUFFIXES.some((s) => host.endsWith(s)))
+    refuse(`${host || "an empty host"} is a local name`);
   if (!host.includes(".")) refuse(`${host} is a single-label (intranet) name`);
   if (ECHO_DNS.test(host)) refuse(`${host} is a wildcard-DNS name that resolves to the address it spells`);
   // a name whose last label is all digits is not a domain (the parser would have read it as IPv4 if it were one)

@@ -83,7 +83,8 @@ export class WebScrapeTool extends StructuredTool<typeof schema> {
         this.#keep(url, page);
       }
       const total = page.content.length;
-      if (start > 0 && start >= total) throw new ToolInputError("INVALID_PARAMS", `start ${start} is past the end of the page (${total} characters)`);
+      if (start > 0 && start >= total)
+        throw new ToolInputError("INVALID_PARAMS", `start ${start} is past the end of the page (${total} characters)`);
       let end = Math.min(total, start + this.maxChars);
       // cut at a line or word boundary when one is near
       if (end < total) {
@@ -92,7 +93,13 @@ export class WebScrapeTool extends StructuredTool<typeof schema> {
         if (cut > this.maxChars * 0.8) end = start + cut;
       }
       const text = page.content.slice(start, end);
-      const out: Record<string, unknown> = { url: page.url, format: page.format, characters: total, ...(start ? { start } : {}), content: text };
+      const out: Record<string, unknown> = {
+        url: page.url,
+        format: page.format,
+        characters: total,
+        ...(start ? { start } : {}),
+        content: text,
+      };
       if (end < total) {
         out.truncated = `cut at character ${end} of ${total}; call web_scrape again with start: ${end} to read on`;
       }

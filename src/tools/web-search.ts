@@ -21,7 +21,10 @@ export interface WebSearchToolOptions extends ServiceToolConnection {
 const schema = z.object({
   query: z.string().describe("what to search the web for (1-400 characters)"),
   limit: z.number().nullish().describe("how many results, 1-20 (default 5)"),
-  provider: z.enum(WEB_SEARCH_PROVIDERS).nullish().describe('search provider: "brave" (default, no data retention) or "google" (anonymized)'),
+  provider: z
+    .enum(WEB_SEARCH_PROVIDERS)
+    .nullish()
+    .describe('search provider: "brave" (default, no data retention) or "google" (anonymized)'),
 });
 
 const MAX_TITLE_CHARS = 200;
@@ -50,18 +53,25 @@ export class WebSearchTool extends StructuredTool<typeof schema> {
   constructor(options: WebSearchToolOptions = {}) {
     super(options.toolParams);
     this.client = clientOf(options);
-    if (options.provider !== undefined && !WEB_SEARCH_PROVIDERS.includes(options.provider)) throw new ValidationError(`provider must be one of ${WEB_SEARCH_PROVIDERS.join(", ")}`);
+    if (options.provider !== undefined && !WEB_SEARCH_PROVIDERS.includes(options.provider))
+      throw new ValidationError(`provider must be one of ${WEB_SEARCH_PROVIDERS.join(", ")}`);
     this.provider = options.provider;
     this.defaultLimit = options.defaultLimit ?? 5;
     this.maxSnippetChars = options.maxSnippetChars ?? 300;
-    if (!(Number.isInteger(this.defaultLimit) && this.defaultLimit >= 1 && this.defaultLimit <= 20)) throw new ValidationError("defaultLimit must be an integer 1-20");
-    if (!(Number.isInteger(this.maxSnippetChars) && this.maxSnippetChars >= 20)) throw new ValidationError("maxSnippetChars must be an integer >= 20");
+    if (!(Number.isInteger(this.defaultLimit) && this.defaultLimit >= 1 && this.defaultLimit <= 20))
+      throw new ValidationError("defaultLimit must be an integer 1-20");
+    if (!(Number.isInteger(this.maxSnippetChars) && this.maxSnippetChars >= 20))
+      throw new ValidationError("maxSnippetChars must be an integer >= 20");
   }
 
   protected async _call(input: z.infer<typeof schema>, _run?: unknown, config?: ToolRunnableConfig): Promise<ToolResult> {
     return guard(async () => {
       const limit = input.limit ?? this.defaultLimit;
-      const res = await webSearch(this.client, { query: input.query, limit, provider: input.provider ?? this.provider }, { signal: config?.signal });
+      const res = await webSearch(
+        this.client,
+        { query: input.query, limit, provider: input.provider ?? this.provider },
+        { signal: config?.signal },
+      );
       // the model reads at most `limit` results, each field bounded, whatever the service sent (the artifact keeps it all)
       const results = res.results.slice(0, limit).map((r, i) => ({
         n: i + 1,
@@ -70,7 +80,9 @@ export class WebSearchTool extends StructuredTool<typeof schema> {
         ...(r.date ? { date: snippet(r.date, 40) } : {}),
         snippet: snippet(r.content, this.maxSnippetChars),
       }));
-      const content = results.length ? { query: res.query, results } : { query: res.query, results: [], note: "no results; try other words" };
+      const content = results.length
+        ? { query: res.query, results }
+        : { query: res.query, results: [], note: "no results; try other words" };
       return [JSON.stringify(content), { response: res.raw, ...balanceOf(res.headers) }];
     });
   }

@@ -57,4 +57,3 @@ export class BalanceFigure {
     return this.usd !== undefined && !this.moved && now - this.at < BALANCE_MAX_AGE_MS;
   }
 }
-

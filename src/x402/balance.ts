@@ -55,7 +55,11 @@ export function readBalance(ctx: PaymentContext, send: FetchLike, baseUrl: strin
 }
 
 /** The wallet's credit now: the figure while fresh, else read (a failed read answers the last figure, if any). */
-export async function currentBalanceUsd(ctx: PaymentContext, send: FetchLike | undefined, baseUrl: string | undefined): Promise<number | undefined> {
+export async function currentBalanceUsd(
+  ctx: PaymentContext,
+  send: FetchLike | undefined,
+  baseUrl: string | undefined,
+): Promise<number | undefined> {
   const figure = ctx.state.balance;
   if (figure.fresh() || !send || !baseUrl) return figure.usd;
   // asked in passing: a 429 is not waited out, the last figure does
@@ -70,7 +74,13 @@ export async function currentBalanceUsd(ctx: PaymentContext, send: FetchLike | u
  * billed first: the request is billed to that account, and wallet credit does not change that. An unreadable
  * balance says nothing: the payment goes ahead, within the policy's caps.
  */
-export async function notCurable(ctx: PaymentContext, send: FetchLike, baseUrl: string, minimumUsd: number | undefined, untilMs: number): Promise<PaymentNotCurableError | undefined> {
+export async function notCurable(
+  ctx: PaymentContext,
+  send: FetchLike,
+  baseUrl: string,
+  minimumUsd: number | undefined,
+  untilMs: number,
+): Promise<PaymentNotCurableError | undefined> {
   const balance = await readBalance(ctx, send, baseUrl, untilMs);
   if (!balance) return undefined;
   const { balanceUsd, diemBalanceUsd } = balance;
@@ -83,11 +93,14 @@ export async function notCurable(ctx: PaymentContext, send: FetchLike, baseUrl: 
     );
   }
   if (balanceUsd >= minimum) {
-    return new PaymentNotCurableError(`not paying: the wallet already has $${balanceUsd} of credit (the minimum is $${minimum}), so this 402 is not for want of credit`, {
-      status: 402,
-      reason: "credit_sufficient",
-      balanceUsd,
-    });
+    return new PaymentNotCurableError(
+      `not paying: the wallet already has $${balanceUsd} of credit (the minimum is $${minimum}), so this 402 is not for want of credit`,
+      {
+        status: 402,
+        reason: "credit_sufficient",
+        balanceUsd,
+      },
+    );
   }
   return undefined;
 }

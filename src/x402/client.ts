@@ -26,7 +26,14 @@ function controllerFor(client: ServiceApi, opts: TopUpOptions): X402PaymentContr
   if (opts.controller) return opts.controller;
   if (!opts.wallet) throw new ConfigurationError("topUp needs a wallet (or the client's payment controller)");
   // the wallet state of the client's context: one top-up in flight with its stacks' payments
-  return new X402PaymentController({ ...opts.payment, wallet: opts.wallet, policy: opts.policy, onPayment: opts.onPayment, baseUrl: client.baseUrl, context: opts.payment?.context ?? stackContext(client.fetch) });
+  return new X402PaymentController({
+    ...opts.payment,
+    wallet: opts.wallet,
+    policy: opts.policy,
+    onPayment: opts.onPayment,
+    baseUrl: client.baseUrl,
+    context: opts.payment?.context ?? stackContext(client.fetch),
+  });
 }
 
 /**

@@ -18,7 +18,9 @@ export async function signExact(scheme: unknown, decision: PaymentDecision, opti
   // our policy already decided; let the x402Client sign exactly this asset up to exactly this amount
   client.setSpendControls({
     maxAmountPerPayment: false,
-    allowedAssets: [{ network: requirement.network as `${string}:${string}`, asset: requirement.asset, maxAmountPerPayment: requirement.amount }],
+    allowedAssets: [
+      { network: requirement.network as `${string}:${string}`, asset: requirement.asset, maxAmountPerPayment: requirement.amount },
+    ],
   });
   const paymentRequired = {
     x402Version: 2,
@@ -32,7 +34,9 @@ export async function signExact(scheme: unknown, decision: PaymentDecision, opti
   };
   let payload: Record<string, unknown>;
   try {
-    payload = (await client.createPaymentPayload(paymentRequired as Parameters<typeof client.createPaymentPayload>[0])) as unknown as Record<string, unknown>;
+    payload = (await client.createPaymentPayload(
+      paymentRequired as Parameters<typeof client.createPaymentPayload>[0],
+    )) as unknown as Record<string, unknown>;
   } catch (cause) {
     // the reference packages' messages carry no secrets; keep them as the cause
     throw new PaymentFailedError(`could not sign the payment: ${(cause as Error)?.message ?? String(cause)}`, { cause });
@@ -48,4 +52,3 @@ export async function signExact(scheme: unknown, decision: PaymentDecision, opti
     validBefore: authorization?.validBefore ? Number(authorization.validBefore) : undefined,
   };
 }
-

@@ -51,4 +51,11 @@ export {
 export { withX402, type X402Fetch } from "./with-x402.js";
 export { BALANCE_MAX_AGE_MS, type X402Balance } from "./balance.js";
 export { PaymentSpendHandler, PAYMENT_EVENT_NAME, type PaymentEvent, type PaymentEventType } from "./events.js";
-export { topUp, getX402Transactions, type TopUpOptions, type TransactionsOptions, type X402Transaction, type X402Transactions } from "./client.js";
+export {
+  topUp,
+  getX402Transactions,
+  type TopUpOptions,
+  type TransactionsOptions,
+  type X402Transaction,
+  type X402Transactions,
+} from "./client.js";

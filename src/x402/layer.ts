@@ -106,7 +106,8 @@ export class X402PaymentController {
       const v = options[k];
       if (v !== undefined && !(Number.isFinite(v) && v >= 0)) throw new ConfigurationError(`x402: ${k} must be a non-negative number`);
     }
-    if (options.topUpLeaseMs !== undefined && !(options.topUpLeaseMs >= 50)) throw new ConfigurationError("x402: topUpLeaseMs must be at least 50 ms");
+    if (options.topUpLeaseMs !== undefined && !(options.topUpLeaseMs >= 50))
+      throw new ConfigurationError("x402: topUpLeaseMs must be at least 50 ms");
     this.wallet = options.wallet;
     this.policy = PaymentPolicy.from(options.policy);
     this.options = options;
@@ -215,7 +216,8 @@ export class X402PaymentController {
 
   /** Like `topUp` but an explicit top-up waits for one in flight instead of joining it. */
   explicitTopUp(send: FetchLike, topUpUrl: string, amountUsd: number, listener?: PaymentEventListener): Promise<TopUpResult> {
-    if (!this.#onServiceOrigin(topUpUrl)) return Promise.reject(new ConfigurationError("topUp: the top-up URL is not on the service's origin"));
+    if (!this.#onServiceOrigin(topUpUrl))
+      return Promise.reject(new ConfigurationError("topUp: the top-up URL is not on the service's origin"));
     return this.#flight.explicit(send, topUpUrl, amountUsd, listener);
   }
 
@@ -345,7 +347,13 @@ export class X402PaymentController {
       if (paidHere || round >= 2) {
         const again = await readBody(retried);
         // the balance tells why, when it can: a linked account billed first, or credit that is there already
-        const why = await notCurable(this.#ctx, next, topUpUrl.replace(/\/x402\/top-up$/, ""), minimumBalanceOf(again.body), Date.now() + (this.options.topUpTimeoutMs ?? 60_000));
+        const why = await notCurable(
+          this.#ctx,
+          next,
+          topUpUrl.replace(/\/x402\/top-up$/, ""),
+          minimumBalanceOf(again.body),
+          Date.now() + (this.options.topUpTimeoutMs ?? 60_000),
+        );
         if (why) throw why;
         throw new PaymentFailedError("402 again right after a successful top-up: not paying twice", {
           status: 402,

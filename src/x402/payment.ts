@@ -33,6 +33,10 @@ export function nonceOf(signed: SignedPayment): string | undefined {
 }
 
 /** Signs the payment the policy decided on with the wallet's own scheme. Nothing is sent. */
-export function signPayment(wallet: { signPayment(decision: PaymentDecision, options?: SignPaymentOptions): Promise<SignedPayment> }, decision: PaymentDecision, options: SignPaymentOptions = {}): Promise<SignedPayment> {
+export function signPayment(
+  wallet: { signPayment(decision: PaymentDecision, options?: SignPaymentOptions): Promise<SignedPayment> },
+  decision: PaymentDecision,
+  options: SignPaymentOptions = {},
+): Promise<SignedPayment> {
   return wallet.signPayment(decision, options);
 }

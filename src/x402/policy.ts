@@ -223,7 +223,8 @@ export class PaymentPolicy {
 
   constructor(options: PaymentPolicyOptions = {}) {
     const positive = (name: string, v: number | undefined) => {
-      if (v !== undefined && !(Number.isFinite(v) && v > 0)) throw new ConfigurationError(`PaymentPolicy.${name} must be a positive number`);
+      if (v !== undefined && !(Number.isFinite(v) && v > 0))
+        throw new ConfigurationError(`PaymentPolicy.${name} must be a positive number`);
     };
     positive("amountUsd", options.amountUsd);
     positive("maxPerTopUpUsd", options.maxPerTopUpUsd);
@@ -238,23 +239,30 @@ export class PaymentPolicy {
       throw new ConfigurationError(`PaymentPolicy.amountUsd (${options.amountUsd}) exceeds maxPerTopUpUsd (${this.maxPerTopUpUsd})`);
     }
     if (this.maxPerTopUpUsd > this.maxPerPeriodUsd) {
-      throw new ConfigurationError(`PaymentPolicy.maxPerTopUpUsd (${this.maxPerTopUpUsd}) exceeds maxPerPeriodUsd (${this.maxPerPeriodUsd})`);
+      throw new ConfigurationError(
+        `PaymentPolicy.maxPerTopUpUsd (${this.maxPerTopUpUsd}) exceeds maxPerPeriodUsd (${this.maxPerPeriodUsd})`,
+      );
     }
     this.amountUsd = options.amountUsd;
     positive("approvalTimeoutMs", options.approvalTimeoutMs);
-    if (options.approve !== undefined && typeof options.approve !== "function") throw new ConfigurationError("PaymentPolicy.approve must be a function");
+    if (options.approve !== undefined && typeof options.approve !== "function")
+      throw new ConfigurationError("PaymentPolicy.approve must be a function");
     this.approve = options.approve;
     this.approvalTimeoutMs = options.approvalTimeoutMs ?? 5 * 60_000;
     this.strict = options.strict === true;
     if (this.strict) {
       // deny by default: no built-in lists stand in for the owner's
-      if (!options.allowedPayees?.length) throw new ConfigurationError("PaymentPolicy.strict needs allowedPayees: with none listed, nothing could be paid");
-      if (!options.allowedAssets?.length) throw new ConfigurationError("PaymentPolicy.strict needs allowedAssets: with none listed, nothing could be paid");
+      if (!options.allowedPayees?.length)
+        throw new ConfigurationError("PaymentPolicy.strict needs allowedPayees: with none listed, nothing could be paid");
+      if (!options.allowedAssets?.length)
+        throw new ConfigurationError("PaymentPolicy.strict needs allowedAssets: with none listed, nothing could be paid");
       for (const a of options.allowedAssets) {
-        if (typeof a === "string" || !a.network) throw new ConfigurationError("PaymentPolicy.strict: every allowedAssets entry names its network ({ network, asset })");
+        if (typeof a === "string" || !a.network)
+          throw new ConfigurationError("PaymentPolicy.strict: every allowedAssets entry names its network ({ network, asset })");
       }
     }
-    const strictNetworks = this.strict && !options.allowedNetworks ? [...new Set(options.allowedAssets!.map((a) => (a as AllowedAsset).network!))] : undefined;
+    const strictNetworks =
+      this.strict && !options.allowedNetworks ? [...new Set(options.allowedAssets!.map((a) => (a as AllowedAsset).network!))] : undefined;
     this.allowedNetworks = (options.allowedNetworks ?? strictNetworks ?? [BASE_MAINNET, SOLANA_MAINNET]).map(normalizeNetwork);
     if (this.allowedNetworks.length === 0) throw new ConfigurationError("PaymentPolicy.allowedNetworks is empty: nothing could be paid");
     const assets = options.allowedAssets ?? [
@@ -265,7 +273,8 @@ export class PaymentPolicy {
       const entry = typeof a === "string" ? { asset: a } : a;
       if (!entry.asset) throw new ConfigurationError("PaymentPolicy.allowedAssets: every entry needs an asset address");
       const decimals = entry.decimals ?? 6;
-      if (!Number.isInteger(decimals) || decimals < 0 || decimals > 36) throw new ConfigurationError("PaymentPolicy.allowedAssets: bad decimals");
+      if (!Number.isInteger(decimals) || decimals < 0 || decimals > 36)
+        throw new ConfigurationError("PaymentPolicy.allowedAssets: bad decimals");
       return { network: entry.network ? normalizeNetwork(entry.network) : undefined, asset: entry.asset, decimals };
     });
     this.allowedPayees = options.allowedPayees;
@@ -285,7 +294,9 @@ export class PaymentPolicy {
    * that wallet's (all stacks and policies paying from it).
    */
   async spentUsd(wallet?: { address: string; namespace?: "eip155" | "solana" }, store: PaymentStore = defaultStore()): Promise<number> {
-    const key = wallet ? walletScopeKey(wallet.namespace ?? (wallet.address.startsWith("0x") ? "eip155" : "solana"), wallet.address) : this.scopeKey;
+    const key = wallet
+      ? walletScopeKey(wallet.namespace ?? (wallet.address.startsWith("0x") ? "eip155" : "solana"), wallet.address)
+      : this.scopeKey;
     return store.spentUsd(key, this.periodMs, this.#now());
   }
 
@@ -323,7 +334,9 @@ export class PaymentPolicy {
     if (!outcome.ok) {
       const decision = outcome.index === undefined ? undefined : candidates[outcome.index];
       const message =
-        outcome.rule === "dryRun" ? `dry run: ${outcome.detail} (asset ${decision?.asset})` : `payment refused by policy (${outcome.rule}): ${outcome.detail}`;
+        outcome.rule === "dryRun"
+          ? `dry run: ${outcome.detail} (asset ${decision?.asset})`
+          : `payment refused by policy (${outcome.rule}): ${outcome.detail}`;
       throw new PaymentPolicyError(message, { rule: outcome.rule });
     }
     const decision = candidates[outcome.index]!;
@@ -453,7 +466,10 @@ export class PaymentPolicy {
       // minimum ones (each a signature, a settlement and a round trip). v1 exists for EVM only here.
       const form = amountAtomic === minimumAtomic ? "v2" : "v1";
       if (form === "v1" && !network.startsWith("eip155:")) {
-        note("amount", `$${amountUsd} is more than the $${minimumUsd} the service offers on ${network}, where only the offered amount can be paid`);
+        note(
+          "amount",
+          `$${amountUsd} is more than the $${minimumUsd} the service offers on ${network}, where only the offered amount can be paid`,
+        );
         continue;
       }
       candidates.push({
@@ -478,7 +494,8 @@ export class PaymentPolicy {
         payTo: r.payTo,
       });
     }
-    if (candidates.length === 0) throw new PaymentPolicyError(`payment refused by policy (${worst.rule}): ${worst.detail}`, { rule: worst.rule });
+    if (candidates.length === 0)
+      throw new PaymentPolicyError(`payment refused by policy (${worst.rule}): ${worst.detail}`, { rule: worst.rule });
     if (this.preferredNetwork) {
       const rank = (c: PaymentDecision) => (c.network === this.preferredNetwork ? 0 : 1);
       candidates.sort((a, b) => rank(a) - rank(b));
@@ -515,17 +532,26 @@ export class PaymentPolicy {
       ]);
     } catch (err) {
       if ((err as { is_bubble_up?: unknown } | undefined)?.is_bubble_up === true) throw err;
-      const why = err instanceof ApprovalTimeout ? `no answer within ${this.approvalTimeoutMs} ms` : `approve threw: ${String((err as Error)?.message ?? err)}`;
-      throw new PaymentPolicyError(`payment refused by policy (approval): ${why}; nothing was signed ($${decision.amountUsd} to ${decision.payTo} on ${decision.network})`, {
-        rule: "approval",
-      });
+      const why =
+        err instanceof ApprovalTimeout
+          ? `no answer within ${this.approvalTimeoutMs} ms`
+          : `approve threw: ${String((err as Error)?.message ?? err)}`;
+      throw new PaymentPolicyError(
+        `payment refused by policy (approval): ${why}; nothing was signed ($${decision.amountUsd} to ${decision.payTo} on ${decision.network})`,
+        {
+          rule: "approval",
+        },
+      );
     } finally {
       clearTimeout(timer);
     }
     if (answer !== true) {
-      throw new PaymentPolicyError(`payment refused by policy (approval): not approved; nothing was signed ($${decision.amountUsd} to ${decision.payTo} on ${decision.network})`, {
-        rule: "approval",
-      });
+      throw new PaymentPolicyError(
+        `payment refused by policy (approval): not approved; nothing was signed ($${decision.amountUsd} to ${decision.payTo} on ${decision.network})`,
+        {
+          rule: "approval",
+        },
+      );
     }
   }
 

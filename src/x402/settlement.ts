@@ -70,7 +70,12 @@ function dropped(ctx: PaymentContext, pending: PendingPayment): void {
 }
 
 /** Sends the signed payment; on an unclear outcome re-sends the same bytes, then reads the transactions. */
-export async function deliver(ctx: PaymentContext, send: FetchLike, pending: PendingPayment, listener: PaymentEventListener | undefined): Promise<TopUpResult> {
+export async function deliver(
+  ctx: PaymentContext,
+  send: FetchLike,
+  pending: PendingPayment,
+  listener: PaymentEventListener | undefined,
+): Promise<TopUpResult> {
   const maxResends = ctx.options.maxResends ?? 3;
   const resendDelayMs = ctx.options.resendDelayMs ?? 500;
   const { decision } = pending;
@@ -112,7 +117,16 @@ export async function deliver(ctx: PaymentContext, send: FetchLike, pending: Pen
     if (settling409(res.status)) {
       // "settling" or "already processed": the balance (else the transactions) tells which; landed, it is settled
       const landed = await creditedSince(ctx, send, pending);
-      if (landed) return settled(ctx, undefined, landed.balanceUsd === undefined ? undefined : { data: { newBalance: landed.balanceUsd } }, pending, sends - 1, listener, true);
+      if (landed)
+        return settled(
+          ctx,
+          undefined,
+          landed.balanceUsd === undefined ? undefined : { data: { newBalance: landed.balanceUsd } },
+          pending,
+          sends - 1,
+          listener,
+          true,
+        );
       // still settling: the same bytes again, later; never a failure while it can still land
       settlingWait = settlingWait === undefined ? Math.max(resendDelayMs, 1) : Math.min(settlingWait * 2, MAX_SETTLING_WAIT_MS);
       lastProblem = `${what}: still settling when it could no longer settle`;
@@ -249,7 +263,12 @@ export async function reconcile(ctx: PaymentContext, send: FetchLike, pending: P
     const res = await sendWaitingOut429(
       send,
       `${base}/x402/transactions/${ctx.wallet.address}?limit=50`,
-      { method: "GET", headers: { accept: "application/json" }, signal: AbortSignal.timeout(timeoutMs), service: { retry: false, throwOnError: false } },
+      {
+        method: "GET",
+        headers: { accept: "application/json" },
+        signal: AbortSignal.timeout(timeoutMs),
+        service: { retry: false, throwOnError: false },
+      },
       Date.now() + timeoutMs,
     );
     const { body } = await readBody(res);
@@ -264,7 +283,9 @@ export async function reconcile(ctx: PaymentContext, send: FetchLike, pending: P
     const hit = list.some((t) => {
       const tx = t as { type?: unknown; amount?: unknown; createdAt?: unknown };
       const at = typeof tx.createdAt === "string" ? Date.parse(tx.createdAt) : NaN;
-      return tx.type === "TOP_UP" && typeof tx.amount === "number" && Math.abs(tx.amount - pending.decision.amountUsd) < 1e-6 && at >= since;
+      return (
+        tx.type === "TOP_UP" && typeof tx.amount === "number" && Math.abs(tx.amount - pending.decision.amountUsd) < 1e-6 && at >= since
+      );
     });
     return hit ? "settled" : "absent";
   } catch {

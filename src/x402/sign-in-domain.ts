@@ -13,7 +13,8 @@ const IPV6 = /^\[[0-9a-f:.]+\]$/i;
  * host with port, or a URL whose host is taken. Anything else is a `ConfigurationError`, before any request.
  */
 export function normalizeSignInDomain(value: unknown): string {
-  if (typeof value !== "string" || value.trim() === "") throw new ConfigurationError("signInDomain must be a host name such as api.example.ai");
+  if (typeof value !== "string" || value.trim() === "")
+    throw new ConfigurationError("signInDomain must be a host name such as api.example.ai");
   const raw = value.trim();
   let host: string;
   let port = "";

@@ -109,7 +109,10 @@ export async function createSiwxHeader(wallet: X402Wallet, url: string | URL, op
  * An `AuthProvider` for the fetch stack: a freshly signed SIWX header on every attempt, `issuedAt` and
  * `expirationTime` on the service's clock (this machine's, corrected by the service's `Date` headers).
  */
-export function createWalletAuth(wallet: X402Wallet, options: Omit<SiwxOptions, "now" | "nonce"> & { clock?: ServiceClock } = {}): AuthProvider {
+export function createWalletAuth(
+  wallet: X402Wallet,
+  options: Omit<SiwxOptions, "now" | "nonce"> & { clock?: ServiceClock } = {},
+): AuthProvider {
   if (!isX402Wallet(wallet)) throw new ConfigurationError("wallet must be an EvmWallet or a SolanaWallet");
   // a bad domain is refused as the auth is made, before any request
   if (options.signInDomain !== undefined) options = { ...options, signInDomain: normalizeSignInDomain(options.signInDomain) };

@@ -9,7 +9,12 @@ export function checkTopUpOptions(topUp: unknown): void {
   checkGroup(
     topUp,
     "topUp",
-    { topUpTimeoutMs: (v, p) => checkMs(v, p, true), maxResends: (v, p) => checkCount(v, p), resendDelayMs: delay, topUpLeaseMs: (v, p) => checkMs(v, p, true) },
+    {
+      topUpTimeoutMs: (v, p) => checkMs(v, p, true),
+      maxResends: (v, p) => checkCount(v, p),
+      resendDelayMs: delay,
+      topUpLeaseMs: (v, p) => checkMs(v, p, true),
+    },
     false,
   );
 }

@@ -11,7 +11,13 @@
  * (`PaymentNotCurableError`); then the top-up endpoint's own requirements are read, the policy decides and
  * reserves, the payment is signed, recorded in the store, and delivered (settlement.ts).
  */
-import { ConfigurationError, PaymentFailedError, PaymentPolicyError, PaymentsUnavailableError, StoreUnavailableError } from "../http/errors.js";
+import {
+  ConfigurationError,
+  PaymentFailedError,
+  PaymentPolicyError,
+  PaymentsUnavailableError,
+  StoreUnavailableError,
+} from "../http/errors.js";
 import { readBody, type FetchLike } from "../http/fetch-stack.js";
 import { decodeBase64Json } from "../http/headers.js";
 import type { PaymentStore, PendingPaymentRecord } from "../store/types.js";
@@ -163,7 +169,9 @@ export class TopUpFlight {
    * moved past `seenEpoch` (another process's top-up completed since the request was sent: retry, don't pay),
    * or when `seenEpoch` is null and the lease came free (whether one completed is unknown: retry first).
    */
-  async #takeLease(seenEpoch: number | null | undefined): Promise<{ token: number; pending?: PendingPaymentRecord; resolved?: string[] } | undefined> {
+  async #takeLease(
+    seenEpoch: number | null | undefined,
+  ): Promise<{ token: number; pending?: PendingPaymentRecord; resolved?: string[] } | undefined> {
     const store = this.#store;
     const key = this.ctx.walletKey;
     const ttl = this.ctx.options.topUpLeaseMs ?? DEFAULT_LEASE_MS;
@@ -189,7 +197,8 @@ export class TopUpFlight {
         return undefined;
       }
       if (r.token !== undefined) return { token: r.token, pending: r.pending, resolved: r.resolved };
-      if (Date.now() > giveUpAt) throw new PaymentFailedError(`another process's top-up of this wallet held its lease for over ${MAX_LEASE_WAIT_MS} ms`);
+      if (Date.now() > giveUpAt)
+        throw new PaymentFailedError(`another process's top-up of this wallet held its lease for over ${MAX_LEASE_WAIT_MS} ms`);
       // another process is paying: poll until its lease ends (released, or lapsed with its process)
       await sleep(delay);
       delay = Math.min(delay * 2, 250);
@@ -269,13 +278,17 @@ export class TopUpFlight {
       });
     }
     if (res.status !== 402 || !source.accepts) {
-      throw new PaymentFailedError(`could not read payment requirements from the top-up endpoint (HTTP ${res.status})`, { status: res.status, body });
+      throw new PaymentFailedError(`could not read payment requirements from the top-up endpoint (HTTP ${res.status})`, {
+        status: res.status,
+        body,
+      });
     }
     return source;
   }
 
   async #refused(err: unknown, listener: PaymentEventListener | undefined): Promise<never> {
-    if (err instanceof PaymentPolicyError) await this.ctx.emit(listener, "payment.refused", undefined, { rule: err.rule, reason: err.message });
+    if (err instanceof PaymentPolicyError)
+      await this.ctx.emit(listener, "payment.refused", undefined, { rule: err.rule, reason: err.message });
     throw err;
   }
 
@@ -323,7 +336,8 @@ export class TopUpFlight {
       // a budget that cannot fit even the last requirements seen is refused without asking for new ones (each
       // ask is a 402, which the service counts toward its abuse block)
       const last = s.lastAccepts;
-      if (last && Date.now() - last.at < LAST_ACCEPTS_MS) await policy.checkBudget(last.accepts, context).catch((err: unknown) => this.#refused(err, listener));
+      if (last && Date.now() - last.at < LAST_ACCEPTS_MS)
+        await policy.checkBudget(last.accepts, context).catch((err: unknown) => this.#refused(err, listener));
       // an explicit amount is checked against the caps before any ask, even with no requirements seen yet
       if (amountUsd !== undefined) {
         await this.#checkExplicitAmount(policy, amountUsd, listener);
@@ -346,7 +360,9 @@ export class TopUpFlight {
       }
       const { decision } = authorization;
       try {
-        const reason = ask.reason ?? (amountUsd !== undefined ? `an explicit top-up of $${amountUsd}` : "a 402 Payment Required: the wallet's credit ran out");
+        const reason =
+          ask.reason ??
+          (amountUsd !== undefined ? `an explicit top-up of $${amountUsd}` : "a 402 Payment Required: the wallet's credit ran out");
         await policy.approval(decision, { wallet: wallet.address, reason });
       } catch (err) {
         await authorization.release(); // nothing was signed: the reservation is undone
@@ -374,7 +390,15 @@ export class TopUpFlight {
       await authorization.commit();
       const signedAt = Date.now();
       const expiresAt = (signed.validBefore ?? Math.floor(signedAt / 1000) + decision.requirement.maxTimeoutSeconds) * 1000;
-      const pending: PendingPayment = { id: globalThis.crypto.randomUUID(), signed, decision, topUpUrl, expiresAt, signedAt, balanceBeforeUsd };
+      const pending: PendingPayment = {
+        id: globalThis.crypto.randomUUID(),
+        signed,
+        decision,
+        topUpUrl,
+        expiresAt,
+        signedAt,
+        balanceBeforeUsd,
+      };
       const stored = await this.#storePending(pending);
       if (stored !== true) {
         // never sent, so dropped; its budget stays counted (the cap errs on the safe side)
@@ -393,9 +417,12 @@ export class TopUpFlight {
 
   async #checkExplicitAmount(policy: PaymentPolicy, amountUsd: number, listener: PaymentEventListener | undefined): Promise<void> {
     if (amountUsd > policy.maxPerTopUpUsd) {
-      const err = new PaymentPolicyError(`payment refused by policy (maxPerTopUp): $${amountUsd} is over the $${policy.maxPerTopUpUsd} cap per top-up`, {
-        rule: "maxPerTopUp",
-      });
+      const err = new PaymentPolicyError(
+        `payment refused by policy (maxPerTopUp): $${amountUsd} is over the $${policy.maxPerTopUpUsd} cap per top-up`,
+        {
+          rule: "maxPerTopUp",
+        },
+      );
       await this.ctx.emit(listener, "payment.refused", undefined, { rule: err.rule, reason: err.message, amountUsd });
       throw err;
     }

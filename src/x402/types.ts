@@ -89,4 +89,3 @@ export interface PendingPayment {
   /** the wallet's credit before this payment, when known: a balance at or above it plus the amount shows it credited */
   balanceBeforeUsd?: number;
 }
-

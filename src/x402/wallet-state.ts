@@ -79,13 +79,17 @@ export function stateOf(wallet: X402Wallet, context: ServiceContext = defaultSer
 /** A pending payment as the store keeps it (for another process to re-send or reconcile). */
 export function pendingRecord(p: PendingPayment): PendingPaymentRecord {
   const { id, expiresAt, signed, decision, topUpUrl, signedAt, balanceBeforeUsd } = p;
-  const data = JSON.stringify({ signed, decision, topUpUrl, signedAt, balanceBeforeUsd }, (_k, v: unknown) => (typeof v === "bigint" ? { bigint: v.toString() } : v));
+  const data = JSON.stringify({ signed, decision, topUpUrl, signedAt, balanceBeforeUsd }, (_k, v: unknown) =>
+    typeof v === "bigint" ? { bigint: v.toString() } : v,
+  );
   return { id, expiresAt, data };
 }
 
 export function pendingFromRecord(r: PendingPaymentRecord, topUpUrl: string): PendingPayment {
   const d = JSON.parse(r.data, (_k, v: unknown) =>
-    v && typeof v === "object" && typeof (v as { bigint?: unknown }).bigint === "string" && Object.keys(v).length === 1 ? BigInt((v as { bigint: string }).bigint) : v,
+    v && typeof v === "object" && typeof (v as { bigint?: unknown }).bigint === "string" && Object.keys(v).length === 1
+      ? BigInt((v as { bigint: string }).bigint)
+      : v,
   ) as Omit<PendingPayment, "id" | "expiresAt" | "sent">;
   // whether its holder sent it is unknown: as if it had (it is re-sent or reconciled, never dropped)
   // sent (and reconciled) only at this process's own top-up URL: a URL read from the store is not trusted
@@ -117,5 +121,10 @@ export interface PaymentContext {
   /** the wallet's key in the store (its budget scope, its lease) */
   readonly walletKey: string;
   /** reports an event; awaited so that callbacks have it before the request that caused it returns */
-  emit(listener: PaymentEventListener | undefined, type: PaymentEvent["type"], decision: Partial<PaymentDecision> | undefined, extra?: Partial<PaymentEvent>): Promise<void>;
+  emit(
+    listener: PaymentEventListener | undefined,
+    type: PaymentEvent["type"],
+    decision: Partial<PaymentDecision> | undefined,
+    extra?: Partial<PaymentEvent>,
+  ): Promise<void>;
 }

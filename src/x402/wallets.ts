@@ -69,7 +69,9 @@ export interface Eip1193Provider {
  */
 export interface KitSignerLike {
   readonly address: string;
-  signMessages(messages: readonly { content: Uint8Array; signatures: Readonly<Record<string, Uint8Array>> }[]): Promise<readonly Readonly<Record<string, Uint8Array>>[]>;
+  signMessages(
+    messages: readonly { content: Uint8Array; signatures: Readonly<Record<string, Uint8Array>> }[],
+  ): Promise<readonly Readonly<Record<string, Uint8Array>>[]>;
   signTransactions(transactions: readonly never[]): Promise<readonly Readonly<Record<string, Uint8Array>>[]>;
 }
 

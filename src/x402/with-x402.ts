@@ -42,7 +42,13 @@ export function withX402(fetchImpl: FetchLike | typeof globalThis.fetch, options
       const sendInit = { ...rest, headers, signal };
       if (!signs) return await base(input, sendInit);
       const origin = new URL(url).origin;
-      return await sendFollowingSafely(base, url, sendInit, origin, (hopUrl) => auth.headers(hopUrl, init) as Promise<Record<string, string>>);
+      return await sendFollowingSafely(
+        base,
+        url,
+        sendInit,
+        origin,
+        (hopUrl) => auth.headers(hopUrl, init) as Promise<Record<string, string>>,
+      );
     } catch (err) {
       if (controllerAbort.signal.aborted) throw controllerAbort.signal.reason as TimeoutError;
       throw err;

@@ -26,15 +26,22 @@ describe("spendLimitMiddleware with any chat model", () => {
     // one balance read costs $0.000014 and reserves $0.000021 at worst: the first fits, the ones beside it do not
     const budget = new SpendBudget({ maxUsd: 0.00003 });
     const agent = createAgent({ model, tools: balanceTools(emu), middleware: [spendLimitMiddleware({ budget })] });
-    const result = (await agent.invoke({ messages: [QUESTION] }, RUN)) as { messages: BaseMessage[]; spend: { spentUsd: number; limitUsd: number } };
+    const result = (await agent.invoke({ messages: [QUESTION] }, RUN)) as {
+      messages: BaseMessage[];
+      spend: { spentUsd: number; limitUsd: number };
+    };
     const toolMessages = result.messages.filter((m): m is ToolMessage => ToolMessage.isInstance(m));
     expect(toolMessages).toHaveLength(ADDRESSES.length);
     expect(toolMessages.filter((m) => m.status !== "error")).toHaveLength(1);
     const refused = toolMessages.filter((m) => m.status === "error");
-    expect(refused.map((m) => String(m.content))).toEqual(refused.map(() => expect.stringMatching(/^Not run: the run's spend budget is spent/)));
+    expect(refused.map((m) => String(m.content))).toEqual(
+      refused.map(() => expect.stringMatching(/^Not run: the run's spend budget is spent/)),
+    );
     const final = result.messages.at(-1)!;
     expect(AIMessage.isInstance(final)).toBe(true);
-    expect(String(final.content)).toMatch(/^Stopped: the spend budget is spent \(\$0\.000014 of \$0\.00003; the next step needed up to \$0\.000021\)/);
+    expect(String(final.content)).toMatch(
+      /^Stopped: the spend budget is spent \(\$0\.000014 of \$0\.00003; the next step needed up to \$0\.000021\)/,
+    );
     expect(final.additional_kwargs[SPEND_LIMIT_KEY]).toMatchObject({ exhausted: true });
     await budget.refresh();
     expect(budget.spentUsd).toBeCloseTo(0.000014, 9);
@@ -45,7 +52,10 @@ describe("spendLimitMiddleware with any chat model", () => {
     const model = new ChatOpenAI({ model: "emu-m", apiKey: KEY, configuration: { baseURL: emu.url }, maxRetries: 0, maxTokens: 64 });
     const budget = new SpendBudget({ maxUsd: 0.00003 });
     const agent = createAgent({ model, tools: balanceTools(emu), middleware: [spendLimitMiddleware({ budget, onExhausted: "error" })] });
-    const err = await agent.invoke({ messages: [QUESTION] }, RUN).then(() => undefined, (e: unknown) => e);
+    const err = await agent.invoke({ messages: [QUESTION] }, RUN).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     expect(err).toBeInstanceOf(BudgetExceededError);
     expect(err).toMatchObject({ limitUsd: 0.00003, estimateUsd: 0.000021 });
     await budget.refresh();

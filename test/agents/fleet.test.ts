@@ -45,7 +45,9 @@ describe.skipIf(!redisAvailable)("a fleet of two agent processes on one Redis bu
         expect(out.spend.spentUsd).toBeLessThanOrEqual(shared.spentUsd);
       }
       // what one run alone reads on such a budget: two budgets of their own would read twice that
-      const alone = (await loopingAgent(emu, [spendLimitMiddleware({ maxUsd: 0.0015 })]).invoke({ messages: [QUESTION] }, RUN)) as { messages: BaseMessage[] };
+      const alone = (await loopingAgent(emu, [spendLimitMiddleware({ maxUsd: 0.0015 })]).invoke({ messages: [QUESTION] }, RUN)) as {
+        messages: BaseMessage[];
+      };
       const aloneReads = alone.messages.filter((m) => ToolMessage.isInstance(m) && m.status !== "error").length;
       expect(aloneReads).toBeGreaterThan(1);
       expect(outs[0]!.reads + outs[1]!.reads).toBeLessThan(2 * aloneReads);

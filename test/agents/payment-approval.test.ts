@@ -9,14 +9,7 @@ import { createAgent } from "langchain";
 import { AIMessage, HumanMessage, type BaseMessage } from "@langchain/core/messages";
 import { Command, MemorySaver } from "@langchain/langgraph";
 import { startEmulator, type Emulator } from "langchain-service-emulator";
-import {
-  ChatService,
-  ConfigurationError,
-  PaymentPolicy,
-  PaymentPolicyError,
-  USDC_BASE,
-  type PaymentEvent,
-} from "../../src/index.js";
+import { ChatService, ConfigurationError, PaymentPolicy, PaymentPolicyError, USDC_BASE, type PaymentEvent } from "../../src/index.js";
 import { paymentApprovalMiddleware } from "../../src/agents/index.js";
 import { EvmWallet } from "../../src/evm/index.js";
 
@@ -42,7 +35,14 @@ function setUp() {
     approve: approval.approve,
   });
   const payments: PaymentEvent[] = [];
-  const model = new ChatService({ baseUrl: emu.url, model: "emu-s", wallet, payment: policy, onPayment: (e) => payments.push(e), maxTokens: 32 });
+  const model = new ChatService({
+    baseUrl: emu.url,
+    model: "emu-s",
+    wallet,
+    payment: policy,
+    onPayment: (e) => payments.push(e),
+    maxTokens: 32,
+  });
   const agent = createAgent({ model, tools: [], middleware: [approval], checkpointer: new MemorySaver() });
   const credited = () => (emu.account(wallet.address)?.entries ?? []).filter((e) => e.type === "TOP_UP").reduce((s, e) => s + e.amount, 0);
   return { agent, model, payments, credited };
@@ -57,7 +57,13 @@ describe("paymentApprovalMiddleware", () => {
     const config = { configurable: { thread_id: "approve-yes" } };
     const paused = (await agent.invoke(question, config)) as State;
     const offer = paused.__interrupt__?.[0]?.value;
-    expect(offer).toMatchObject({ type: "payment_approval", amountUsd: 5, network: "eip155:8453", payTo: emu.chain!.treasury, reason: expect.stringContaining("402") });
+    expect(offer).toMatchObject({
+      type: "payment_approval",
+      amountUsd: 5,
+      network: "eip155:8453",
+      payTo: emu.chain!.treasury,
+      reason: expect.stringContaining("402"),
+    });
     expect(payments.filter((e) => e.type === "payment.signed")).toHaveLength(0);
     const done = (await agent.invoke(new Command({ resume: true }), config)) as State;
     expect(done.__interrupt__ ?? []).toHaveLength(0);
@@ -81,7 +87,10 @@ describe("paymentApprovalMiddleware", () => {
 
   it("outside a run with the middleware, approve refuses (deny by default): a direct call's payment is a PaymentPolicyError, nothing signed", async () => {
     const { model, payments } = setUp();
-    const err = await model.invoke("hello").then(() => undefined, (e: unknown) => e);
+    const err = await model.invoke("hello").then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     expect(err).toBeInstanceOf(PaymentPolicyError);
     expect((err as PaymentPolicyError).rule).toBe("approval");
     expect(payments.filter((e) => e.type === "payment.signed")).toHaveLength(0);

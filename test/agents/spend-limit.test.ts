@@ -37,7 +37,9 @@ describe("spendLimitMiddleware: a looping tool agent on a small budget", () => {
     const final = result!.messages.at(-1)!;
     expect(AIMessage.isInstance(final)).toBe(true);
     expect((final as AIMessage).tool_calls ?? []).toHaveLength(0);
-    expect(String(final.content)).toMatch(/^Stopped: the spend budget is spent \(\$0\.000\d+ of \$0\.0012; the next step needed up to \$0\.000\d+\)\. Nothing more was sent\./);
+    expect(String(final.content)).toMatch(
+      /^Stopped: the spend budget is spent \(\$0\.000\d+ of \$0\.0012; the next step needed up to \$0\.000\d+\)\. Nothing more was sent\./,
+    );
     expect(marker(final)).toMatchObject({ exhausted: true, limitUsd: 0.0012 });
     // it stopped before the work was done, and never went over
     expect(balances(result!.messages).length).toBeGreaterThan(0);
@@ -55,14 +57,19 @@ describe("spendLimitMiddleware: a looping tool agent on a small budget", () => {
   it('"interrupt": pauses with { spentUsd, limitUsd, neededUsd }, goes on within a raised limit, and ends as "end" does when answered false', async () => {
     const agent = loopingAgent(emu, [spendLimitMiddleware({ maxUsd: 0.0009, onExhausted: "interrupt" })], new MemorySaver());
     const config = { ...RUN, configurable: { thread_id: "raise-me" } };
-    const first = (await agent.invoke({ messages: [QUESTION] }, config)) as { messages: BaseMessage[]; __interrupt__?: { value: Record<string, unknown> }[] };
+    const first = (await agent.invoke({ messages: [QUESTION] }, config)) as {
+      messages: BaseMessage[];
+      __interrupt__?: { value: Record<string, unknown> }[];
+    };
     const asked = first.__interrupt__?.[0]?.value;
     expect(asked).toMatchObject({ type: "spend_limit", limitUsd: 0.0009 });
     expect(asked!.spentUsd as number).toBeLessThanOrEqual(0.0009);
     expect((asked!.spentUsd as number) + (asked!.neededUsd as number)).toBeGreaterThan(0.0009);
     const before = balances(first.messages).length;
 
-    const second = (await agent.invoke(new Command({ resume: { raiseToUsd: 0.0016 } }), config)) as typeof first & { spend: { spentUsd: number; limitUsd: number } };
+    const second = (await agent.invoke(new Command({ resume: { raiseToUsd: 0.0016 } }), config)) as typeof first & {
+      spend: { spentUsd: number; limitUsd: number };
+    };
     expect(balances(second.messages).length).toBeGreaterThan(before);
     const again = second.__interrupt__?.[0]?.value;
     expect(again).toMatchObject({ type: "spend_limit", limitUsd: 0.0016 });
@@ -80,7 +87,10 @@ describe("spendLimitMiddleware: a looping tool agent on a small budget", () => {
   it('"error": BudgetExceededError, as the transport throws it, before the call is sent', async () => {
     const budget = new SpendBudget({ maxUsd: 0.0005 });
     const agent = loopingAgent(emu, [spendLimitMiddleware({ budget, onExhausted: "error" })]);
-    const err = await agent.invoke({ messages: [QUESTION] }, RUN).then(() => undefined, (e: unknown) => e);
+    const err = await agent.invoke({ messages: [QUESTION] }, RUN).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     // the error itself, not langchain's MiddlewareError around it
     expect(err).toBeInstanceOf(BudgetExceededError);
     expect((err as BudgetExceededError).limitUsd).toBe(0.0005);
@@ -97,7 +107,9 @@ describe("spendLimitMiddleware: a looping tool agent on a small budget", () => {
     expect(balances(result.messages)).toHaveLength(1);
     const refused = tools(result.messages).filter((m) => m.status === "error");
     expect(refused.length).toBeGreaterThan(0);
-    expect(String(refused[0]!.content)).toMatch(/^Not run: native_balance would pass its own spend limit of \$0\.00003 for this run \(\$0\.000014 spent by it; this call needs up to \$0\.000021\)/);
+    expect(String(refused[0]!.content)).toMatch(
+      /^Not run: native_balance would pass its own spend limit of \$0\.00003 for this run \(\$0\.000014 spent by it; this call needs up to \$0\.000021\)/,
+    );
     expect(marker(refused[0])).toMatchObject({ tool: "native_balance", limitUsd: 0.00003 });
     // the model was called after the refusal, and the run ended with its answer, not the budget's
     const afterRefusal = result.messages.slice(result.messages.indexOf(refused[0]!) + 1);
@@ -112,7 +124,8 @@ describe("spendLimitMiddleware: a looping tool agent on a small budget", () => {
       const systems: string[] = [];
       const handler = {
         handleCustomEvent: (name: string, data: unknown) => void (name === SPEND_WARNING_EVENT && events.push(data)),
-        handleChatModelStart: (_llm: unknown, batches: BaseMessage[][]) => void systems.push(batches[0]?.find((m) => m.getType() === "system")?.text ?? ""),
+        handleChatModelStart: (_llm: unknown, batches: BaseMessage[][]) =>
+          void systems.push(batches[0]?.find((m) => m.getType() === "system")?.text ?? ""),
       };
       const agent = loopingAgent(emu, [spendLimitMiddleware({ maxUsd: 1, warnAtUsd: 0.0005, warnModel })]);
       await agent.invoke({ messages: [QUESTION] }, { ...RUN, callbacks: [handler] });

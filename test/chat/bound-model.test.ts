@@ -112,9 +112,15 @@ describe("outputVersion v1 streaming", () => {
     const model = new ChatService({ model: "emu-reasoner", apiKey: "k1", baseUrl: emu.url });
     let acc: any;
     for await (const c of await model.stream("hello [[emu:tokens=6]]", { outputVersion: "v1" })) acc = acc ? acc.concat(c) : c;
-    const reasoning = (acc.content as any[]).filter((b) => b.type === "reasoning").map((b) => b.reasoning).join("");
+    const reasoning = (acc.content as any[])
+      .filter((b) => b.type === "reasoning")
+      .map((b) => b.reasoning)
+      .join("");
     const invoked = await model.invoke("hello [[emu:tokens=6]]", { outputVersion: "v1" });
-    const expected = (invoked.content as any[]).filter((b) => b.type === "reasoning").map((b) => b.reasoning).join("");
+    const expected = (invoked.content as any[])
+      .filter((b) => b.type === "reasoning")
+      .map((b) => b.reasoning)
+      .join("");
     expect(expected).toMatch(/^Thinking about/);
     expect(reasoning).toBe(expected);
     expect((acc.content as any[]).at(-1).type).toBe("text");

@@ -63,7 +63,8 @@ async function merged(stream: AsyncIterable<AIMessageChunk>) {
 
 /** blocks without the stream-merge `index` */
 const plain = (blocks: unknown[]) => JSON.parse(JSON.stringify(blocks, (k, v) => (k === "index" && typeof v === "string" ? undefined : v)));
-const ofType = <T extends string>(blocks: ContentBlock.Standard[] | unknown[], type: T) => (blocks as Array<{ type: string }>).filter((b) => b.type === type) as any[];
+const ofType = <T extends string>(blocks: ContentBlock.Standard[] | unknown[], type: T) =>
+  (blocks as Array<{ type: string }>).filter((b) => b.type === type) as any[];
 
 /** Checks that every citation annotation points at a marker of `text` and names a source of the message. */
 function expectCitations(text: string, blocks: unknown[], markers: RegExp) {
@@ -100,7 +101,9 @@ describe("contentBlocks", () => {
     const msg = await model.bindTools([weather]).invoke("Use get_weather for Paris please");
     const blocks = msg.contentBlocks;
     expect(blocks[0]).toEqual({ type: "reasoning", reasoning: msg.additional_kwargs.reasoning_content });
-    expect(ofType(blocks, "tool_call")).toEqual([{ type: "tool_call", id: msg.tool_calls![0]!.id, name: "get_weather", args: { city: "Paris" } }]);
+    expect(ofType(blocks, "tool_call")).toEqual([
+      { type: "tool_call", id: msg.tool_calls![0]!.id, name: "get_weather", args: { city: "Paris" } },
+    ]);
     expect((msg.additional_kwargs.reasoning_details as any[]).map((d) => d.type)).toEqual(["reasoning.text", "reasoning.encrypted"]);
     expect(JSON.stringify(blocks)).not.toContain("reasoning.encrypted");
   });
@@ -134,20 +137,33 @@ describe("contentBlocks", () => {
   it.each([
     ["live", () => live],
     ["seed", () => seed],
-  ] as const)("%s stream: the merged chunks give the blocks of the JSON answer; single chunks carry their own piece", async (_mode, emu) => {
-    const { model } = chat(emu(), { model: "emu-reasoner", serviceParameters: SEARCH });
-    const json = await model.invoke(QUESTION);
-    const { chunks, message } = await merged(await model.stream(QUESTION));
-    expect(plain(message.contentBlocks)).toEqual(plain(json.contentBlocks));
-    const pieces = chunks.flatMap((c) => c.contentBlocks);
-    expect(ofType(pieces, "reasoning").map((b) => b.reasoning).join("")).toBe(json.additional_kwargs.reasoning_content);
-    expect(ofType(pieces, "text").map((b) => b.text).join("")).toBe(json.text);
-  });
+  ] as const)(
+    "%s stream: the merged chunks give the blocks of the JSON answer; single chunks carry their own piece",
+    async (_mode, emu) => {
+      const { model } = chat(emu(), { model: "emu-reasoner", serviceParameters: SEARCH });
+      const json = await model.invoke(QUESTION);
+      const { chunks, message } = await merged(await model.stream(QUESTION));
+      expect(plain(message.contentBlocks)).toEqual(plain(json.contentBlocks));
+      const pieces = chunks.flatMap((c) => c.contentBlocks);
+      expect(
+        ofType(pieces, "reasoning")
+          .map((b) => b.reasoning)
+          .join(""),
+      ).toBe(json.additional_kwargs.reasoning_content);
+      expect(
+        ofType(pieces, "text")
+          .map((b) => b.text)
+          .join(""),
+      ).toBe(json.text);
+    },
+  );
 
   it("streamed tool calls: chunk blocks while arguments arrive, tool_call blocks on the merged message", async () => {
     const { model } = chat(live);
     const { chunks, message } = await merged(await model.bindTools([weather]).stream("Use get_weather for Rome"));
-    expect(ofType(message.contentBlocks, "tool_call")).toEqual([{ type: "tool_call", id: message.tool_calls![0]!.id, name: "get_weather", args: { city: "Rome" } }]);
+    expect(ofType(message.contentBlocks, "tool_call")).toEqual([
+      { type: "tool_call", id: message.tool_calls![0]!.id, name: "get_weather", args: { city: "Rome" } },
+    ]);
     const callBlocks = chunks.flatMap((c) => c.contentBlocks).filter((b) => b.type === "tool_call" || b.type === "tool_call_chunk");
     expect(callBlocks.length).toBeGreaterThan(0);
   });

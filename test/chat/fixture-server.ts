@@ -86,11 +86,7 @@ export function json(res: ServerResponse, body: unknown, headers: Record<string,
 }
 
 /** Writes SSE events; `done: false` leaves out `[DONE]` (a cut stream). */
-export function sse(
-  res: ServerResponse,
-  events: unknown[],
-  opts: { done?: boolean; headers?: Record<string, string> } = {},
-): void {
+export function sse(res: ServerResponse, events: unknown[], opts: { done?: boolean; headers?: Record<string, string> } = {}): void {
   res.writeHead(200, { "content-type": "text/event-stream", ...opts.headers });
   for (const e of events) res.write(`data: ${typeof e === "string" ? e : JSON.stringify(e)}\n\n`);
   if (opts.done !== false) res.write("data: [DONE]\n\n");

@@ -1,10 +1,12 @@
 /** Pure helpers: service parameters, model suffixes, citations, think tags, reasoning details, usage, SSE. */
 import { describe, expect, it } from "vitest";
+import { buildModelId, mapCitations } from "../../src/chat/index.js";
 import {
-  buildModelId,
-  mapCitations,
-} from "../../src/chat/index.js";
-import { SERVICE_PARAMETER_KEYS, ServiceParametersSchema, toWireServiceParameters, validateServiceParameters } from "../../src/chat/service-parameters.js";
+  SERVICE_PARAMETER_KEYS,
+  ServiceParametersSchema,
+  toWireServiceParameters,
+  validateServiceParameters,
+} from "../../src/chat/service-parameters.js";
 import { mergeReasoningDetails, searchDocumentsFromArguments, toUsageMetadata } from "../../src/chat/convert.js";
 import { parseModelId } from "../../src/chat/model-id.js";
 import { parseSseJson } from "../../src/chat/sse.js";
@@ -169,9 +171,7 @@ describe("reasoning details and usage", () => {
     expect(toUsageMetadata(undefined)).toBeUndefined();
   });
   it("turns search-documents tool arguments into documents", () => {
-    const docs = searchDocumentsFromArguments(
-      JSON.stringify({ documents: [{ title: "T", url: "https://t", content: "body" }] }),
-    );
+    const docs = searchDocumentsFromArguments(JSON.stringify({ documents: [{ title: "T", url: "https://t", content: "body" }] }));
     expect(docs).toHaveLength(1);
     expect(docs[0]!.pageContent).toBe("body");
     expect(docs[0]!.metadata).toEqual({ title: "T", url: "https://t" });

@@ -139,14 +139,20 @@ describe("the emulator as the live service", () => {
   });
 
   it("more than 3 videos in a request, and audio as a URL: 400", async () => {
-    expect((await post(live, { messages: [wireUser(video, video), { role: "assistant", content: "ok" }, wireUser(video, video)] })).status).toBe(400);
+    expect(
+      (await post(live, { messages: [wireUser(video, video), { role: "assistant", content: "ok" }, wireUser(video, video)] })).status,
+    ).toBe(400);
     const url = await post(live, { messages: [wireUser({ type: "input_audio", input_audio: { data: "https://example.org/a.wav" } })] });
     expect(url.status).toBe(400);
     expect(url.json.issues[0].message).toMatch(/base64/);
   });
 
   it("an assistant message with neither content nor tool calls is dropped silently", async () => {
-    const withEmpty = [{ role: "user", content: "hi" }, { role: "assistant", content: "" }, { role: "user", content: "again" }];
+    const withEmpty = [
+      { role: "user", content: "hi" },
+      { role: "assistant", content: "" },
+      { role: "user", content: "again" },
+    ];
     const without = [withEmpty[0], withEmpty[2]];
     const a = await post(live, { messages: withEmpty });
     const b = await post(live, { messages: without });

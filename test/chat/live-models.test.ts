@@ -35,7 +35,14 @@ function wire() {
 }
 
 function chat(fields: Partial<ChatServiceInput> & { model: string }, fetch?: ChatServiceInput["fetch"]) {
-  return new ChatService({ context, apiKey: "k1", baseUrl: emu.url, retry: { baseDelayMs: 1, maxDelayMs: 2 }, ...(fetch ? { fetch } : {}), ...fields });
+  return new ChatService({
+    context,
+    apiKey: "k1",
+    baseUrl: emu.url,
+    retry: { baseDelayMs: 1, maxDelayMs: 2 },
+    ...(fetch ? { fetch } : {}),
+    ...fields,
+  });
 }
 
 describe("an offline model", () => {
@@ -51,7 +58,9 @@ describe("an offline model", () => {
 
   it("answers a 503 that is typed and not retried when the record was not read yet", async () => {
     const { bodies, fetch } = wire();
-    const err = await chat({ model: "emu-offline" }, fetch).invoke("hi").catch((e) => e);
+    const err = await chat({ model: "emu-offline" }, fetch)
+      .invoke("hi")
+      .catch((e) => e);
     expect(err).toBeInstanceOf(ModelOfflineError);
     expect(err.status).toBe(503);
     expect(bodies).toHaveLength(1);
@@ -74,10 +83,15 @@ describe("reasoning efforts", () => {
     const { bodies, fetch } = wire();
     const m = chat({ model: "emu-o-reasoner" }, fetch);
     await m.loadProfile();
-    await expect(m.invoke("hi", { reasoningEffort: "xhigh" })).rejects.toMatchObject({ name: "UnsupportedCapabilityError", field: "reasoning_effort" });
+    await expect(m.invoke("hi", { reasoningEffort: "xhigh" })).rejects.toMatchObject({
+      name: "UnsupportedCapabilityError",
+      field: "reasoning_effort",
+    });
     await expect(m.invoke("hi", { reasoning: { effort: "max" } })).rejects.toMatchObject({ field: "reasoning.effort" });
     // the top-level effort is the one the service reads: a nested one it overrides is not checked
-    await expect(m.invoke("hi", { reasoningEffort: "max", reasoning: { effort: "low" } })).rejects.toBeInstanceOf(UnsupportedCapabilityError);
+    await expect(m.invoke("hi", { reasoningEffort: "max", reasoning: { effort: "low" } })).rejects.toBeInstanceOf(
+      UnsupportedCapabilityError,
+    );
     expect(bodies).toHaveLength(0);
     const ok = await m.invoke("hi", { reasoningEffort: "low", reasoning: { effort: "xhigh" } });
     expect(typeof ok.content).toBe("string");
@@ -85,7 +99,9 @@ describe("reasoning efforts", () => {
   });
 
   it("the service's 400 for one is typed and names the field", async () => {
-    const err = await chat({ model: "emu-o-reasoner" }).invoke("hi", { reasoningEffort: "xhigh" }).catch((e) => e);
+    const err = await chat({ model: "emu-o-reasoner" })
+      .invoke("hi", { reasoningEffort: "xhigh" })
+      .catch((e) => e);
     expect(err).toBeInstanceOf(UnsupportedParameterError);
     expect(err).toMatchObject({ status: 400, field: "reasoning_effort" });
   });

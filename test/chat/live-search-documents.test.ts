@@ -23,7 +23,11 @@ let live: Emulator;
 let seed: Emulator;
 let fx: FixtureServer;
 beforeAll(async () => {
-  [live, seed, fx] = await Promise.all([startEmulator({ apiKeys: ["k1"] }), startEmulator({ apiKeys: ["k1"], mode: "seed" }), startFixtureServer()]);
+  [live, seed, fx] = await Promise.all([
+    startEmulator({ apiKeys: ["k1"] }),
+    startEmulator({ apiKeys: ["k1"], mode: "seed" }),
+    startFixtureServer(),
+  ]);
 });
 afterAll(async () => {
   await Promise.all([live?.close(), seed?.close(), fx?.close()]);
@@ -130,12 +134,32 @@ describe("shapes only a scripted server sends", () => {
     fx.script = (req, res) =>
       req.body.stream
         ? sse(res, [
-            chunk({ role: "assistant", tool_calls: [{ index: 0, id: "ws_1", type: "function", function: { name: "web_search", arguments: args.slice(0, 9) } }] }),
+            chunk({
+              role: "assistant",
+              tool_calls: [{ index: 0, id: "ws_1", type: "function", function: { name: "web_search", arguments: args.slice(0, 9) } }],
+            }),
             chunk({ tool_calls: [{ index: 0, function: { arguments: args.slice(9) } }] }),
             chunk({ content: "alpha it is" }),
             chunk({}, {}, "tool_calls"),
           ])
-        : json(res, { ...completion({ content: "alpha it is", tool_calls: [{ id: "ws_1", type: "function", function: { name: "web_search", arguments: args } }] }), choices: [{ index: 0, finish_reason: "tool_calls", logprobs: null, message: { role: "assistant", content: "alpha it is", tool_calls: [{ id: "ws_1", type: "function", function: { name: "web_search", arguments: args } }] } }] });
+        : json(res, {
+            ...completion({
+              content: "alpha it is",
+              tool_calls: [{ id: "ws_1", type: "function", function: { name: "web_search", arguments: args } }],
+            }),
+            choices: [
+              {
+                index: 0,
+                finish_reason: "tool_calls",
+                logprobs: null,
+                message: {
+                  role: "assistant",
+                  content: "alpha it is",
+                  tool_calls: [{ id: "ws_1", type: "function", function: { name: "web_search", arguments: args } }],
+                },
+              },
+            ],
+          });
     const msg = await model().invoke("q");
     expect(webSearchDocuments(msg)[0]!.pageContent).toBe("alpha");
     expect(md(msg).finish_reason).toBe("stop");
@@ -155,7 +179,12 @@ describe("shapes only a scripted server sends", () => {
             chunk({ tool_calls: [{ index: 0, function: { arguments: 'ry":"news"}' } }] }),
             chunk({}, {}, "tool_calls"),
           ])
-        : json(res, { ...completion({}), choices: [{ index: 0, finish_reason: "tool_calls", logprobs: null, message: { role: "assistant", content: null, tool_calls: [call] } }] });
+        : json(res, {
+            ...completion({}),
+            choices: [
+              { index: 0, finish_reason: "tool_calls", logprobs: null, message: { role: "assistant", content: null, tool_calls: [call] } },
+            ],
+          });
     const msg = await model().invoke("q");
     expect(msg.tool_calls).toEqual([{ name: "web_search", args: search, id: "call_9", type: "tool_call" }]);
     expect(md(msg).finish_reason).toBe("tool_calls");
@@ -175,7 +204,17 @@ describe("shapes only a scripted server sends", () => {
             chunk({ tool_calls: [{ index: 1, ...real }] }),
             chunk({}, {}, "tool_calls"),
           ])
-        : json(res, { ...completion({}), choices: [{ index: 0, finish_reason: "tool_calls", logprobs: null, message: { role: "assistant", content: null, tool_calls: [synthetic, real] } }] });
+        : json(res, {
+            ...completion({}),
+            choices: [
+              {
+                index: 0,
+                finish_reason: "tool_calls",
+                logprobs: null,
+                message: { role: "assistant", content: null, tool_calls: [synthetic, real] },
+              },
+            ],
+          });
     for (const msg of [await model().invoke("q"), (await drain(await model().stream("q"))).merged]) {
       expect(msg.tool_calls!.map((c) => c.name)).toEqual(["get_weather"]);
       expect(md(msg).finish_reason).toBe("tool_calls");
@@ -186,7 +225,13 @@ describe("shapes only a scripted server sends", () => {
 
   it("a web_search call whose arguments never parse is handed on at the end as it came, not dropped", async () => {
     fx.script = (_req, res) =>
-      sse(res, [chunk({ role: "assistant", tool_calls: [{ index: 0, id: "call_x", type: "function", function: { name: "web_search", arguments: '{"query": "ne' } }] }), chunk({}, {}, "tool_calls")]);
+      sse(res, [
+        chunk({
+          role: "assistant",
+          tool_calls: [{ index: 0, id: "call_x", type: "function", function: { name: "web_search", arguments: '{"query": "ne' } }],
+        }),
+        chunk({}, {}, "tool_calls"),
+      ]);
     const { merged } = await drain(await model().stream("q"));
     // LangChain reads the cut arguments leniently (partial JSON)
     expect([...merged.tool_calls!, ...merged.invalid_tool_calls!]).toMatchObject([{ name: "web_search", id: "call_x" }]);

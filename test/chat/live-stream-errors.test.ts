@@ -91,13 +91,17 @@ describe("model_overloaded before any content", () => {
 
   it("the caller's deadline ends the wait as a TimeoutError", async () => {
     const emu = await emulator({ overloadedStreams: 1, overloadedRetryAfterSeconds: 30 });
-    const err = await model(emu, { streaming: true }).invoke("hi", { timeout: 300 }).catch((e) => e);
+    const err = await model(emu, { streaming: true })
+      .invoke("hi", { timeout: 300 })
+      .catch((e) => e);
     expect(err).toBeInstanceOf(TimeoutError);
   });
 
   it("a retry_after beyond the longest wait is not waited for", async () => {
     const emu = await emulator({ overloadedStreams: 1, overloadedRetryAfterSeconds: 120 });
-    const err = await model(emu, { streaming: true }).invoke("hi").catch((e) => e);
+    const err = await model(emu, { streaming: true })
+      .invoke("hi")
+      .catch((e) => e);
     expect(err).toBeInstanceOf(ModelOverloadedError);
     expect(err.retryAfterMs).toBe(120_000);
   });
@@ -147,7 +151,9 @@ describe('finish_reason "content_filter": a typed refusal', () => {
   const refused = `${LONG} [[emu:refuse]]`;
 
   it("invoke throws a ContentFilterError with the partial content and the body (cost)", async () => {
-    const err = await model(emu).invoke(refused).catch((e) => e);
+    const err = await model(emu)
+      .invoke(refused)
+      .catch((e) => e);
     expect(err).toBeInstanceOf(ContentFilterError);
     expect(err.partial).toBe("Echo: a long");
     expect(err.body.cost.usd + err.body.cost.diem).toBeGreaterThan(0);
@@ -167,10 +173,16 @@ describe('finish_reason "content_filter": a typed refusal', () => {
   it("structured output fails with the ContentFilterError, not a parse error", async () => {
     const schema = z.object({ city: z.string() });
     for (const method of ["jsonSchema", "jsonMode"] as const) {
-      const err = await model(emu).withStructuredOutput(schema, { method }).invoke(`city: Paris ${refused}`).catch((e) => e);
+      const err = await model(emu)
+        .withStructuredOutput(schema, { method })
+        .invoke(`city: Paris ${refused}`)
+        .catch((e) => e);
       expect(err, method).toBeInstanceOf(ContentFilterError);
     }
-    const raw = await model(emu).withStructuredOutput(schema, { includeRaw: true }).invoke(`city: Paris ${refused}`).catch((e) => e);
+    const raw = await model(emu)
+      .withStructuredOutput(schema, { includeRaw: true })
+      .invoke(`city: Paris ${refused}`)
+      .catch((e) => e);
     expect(raw).toBeInstanceOf(ContentFilterError);
   });
 });
@@ -178,7 +190,9 @@ describe('finish_reason "content_filter": a typed refusal', () => {
 describe("422 content policy", () => {
   let fx: FixtureServer;
   beforeAll(async () => {
-    fx = await startFixtureServer((_req, res) => json(res, { error: "Prompt violates the content policy", suggested_prompt: "a calmer prompt" }, {}, 422));
+    fx = await startFixtureServer((_req, res) =>
+      json(res, { error: "Prompt violates the content policy", suggested_prompt: "a calmer prompt" }, {}, 422),
+    );
   });
   afterAll(() => fx.close());
 

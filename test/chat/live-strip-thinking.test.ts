@@ -54,24 +54,31 @@ describe("strip_thinking_response on a reasoning model", () => {
     expect(streamingInvoke.text).toBe(json.text);
   });
 
-  it.each(["invoke", "stream", "v3 content-block events"] as const)("%s: an agent's tool-call turns go back with their signed details alone", async (path) => {
-    const weather = tool(async ({ city }) => `It is sunny in ${city}.`, {
-      name: "get_weather",
-      description: "Current weather in a city",
-      schema: z.object({ city: z.string() }),
-    });
-    const agent = createReactAgent({ llm: model(path === "stream" ? { streaming: true } : {}), tools: [weather], checkpointer: new MemorySaver() });
-    const config = { configurable: { thread_id: `t-${path}` } };
-    for (const text of ["Use get_weather for Paris please", "Use get_weather for Rome please"]) {
-      const input = { messages: [new HumanMessage(text)] };
-      if (path === "invoke") await agent.invoke(input, config);
-      else if (path === "stream") for await (const _ of await agent.stream(input, { ...config, streamMode: "messages" }));
-      else for await (const _ of (await agent.streamEvents(input, { ...config, version: "v3" } as never)) as AsyncIterable<unknown>);
-    }
-    const messages = (await agent.getState(config)).values.messages as AIMessage[];
-    const ais = messages.filter((m) => m.getType() === "ai");
-    expect(ais.filter((m) => m.tool_calls?.length)).toHaveLength(2);
-    expect(ais.at(-1)!.text).toContain("Based on get_weather");
-    for (const m of ais) expect(m.additional_kwargs.reasoning_content).toBeUndefined();
-  });
+  it.each(["invoke", "stream", "v3 content-block events"] as const)(
+    "%s: an agent's tool-call turns go back with their signed details alone",
+    async (path) => {
+      const weather = tool(async ({ city }) => `It is sunny in ${city}.`, {
+        name: "get_weather",
+        description: "Current weather in a city",
+        schema: z.object({ city: z.string() }),
+      });
+      const agent = createReactAgent({
+        llm: model(path === "stream" ? { streaming: true } : {}),
+        tools: [weather],
+        checkpointer: new MemorySaver(),
+      });
+      const config = { configurable: { thread_id: `t-${path}` } };
+      for (const text of ["Use get_weather for Paris please", "Use get_weather for Rome please"]) {
+        const input = { messages: [new HumanMessage(text)] };
+        if (path === "invoke") await agent.invoke(input, config);
+        else if (path === "stream") for await (const _ of await agent.stream(input, { ...config, streamMode: "messages" }));
+        else for await (const _ of (await agent.streamEvents(input, { ...config, version: "v3" } as never)) as AsyncIterable<unknown>);
+      }
+      const messages = (await agent.getState(config)).values.messages as AIMessage[];
+      const ais = messages.filter((m) => m.getType() === "ai");
+      expect(ais.filter((m) => m.tool_calls?.length)).toHaveLength(2);
+      expect(ais.at(-1)!.text).toContain("Based on get_weather");
+      for (const m of ais) expect(m.additional_kwargs.reasoning_content).toBeUndefined();
+    },
+  );
 });

@@ -93,8 +93,20 @@ describe("profile", () => {
     });
     expect(m.profile).toEqual(profile); // synchronous from now on
     // neither response formats nor tools: structured output is still delivered (the schema in the prompt)
-    expect((await chat({ model: "emu-basic" }).loadProfile())).toMatchObject({ toolCalling: false, toolChoice: false, structuredOutput: true, responseFormat: false, imageInputs: false, logprobs: false, reasoningOutput: false });
-    expect((await chat({ model: "emu-legacy" }).loadProfile())).toMatchObject({ toolCalling: true, structuredOutput: false, responseFormat: false });
+    expect(await chat({ model: "emu-basic" }).loadProfile()).toMatchObject({
+      toolCalling: false,
+      toolChoice: false,
+      structuredOutput: true,
+      responseFormat: false,
+      imageInputs: false,
+      logprobs: false,
+      reasoningOutput: false,
+    });
+    expect(await chat({ model: "emu-legacy" }).loadProfile()).toMatchObject({
+      toolCalling: true,
+      structuredOutput: false,
+      responseFormat: false,
+    });
     expect((await chat({ model: "emu-reasoner" }).loadProfile()).reasoningOutput).toBe(true);
     // a feature suffix is not part of the id the service lists
     expect((await chat({ model: "emu-basic:enable_web_search=on" }).loadProfile()).toolCalling).toBe(false);
@@ -154,9 +166,45 @@ describe("capability-aware calls", () => {
     ["tools", "toolCalling", (m: ChatService) => m.bindTools([weather]).invoke("Weather in Paris?")],
     ["logprobs", "logprobs", (m: ChatService) => m.invoke("hi", { logprobs: true })],
     ["top_logprobs", "logprobs", (m: ChatService) => m.invoke("hi", { topLogprobs: 2 })],
-    ["an image", "imageInputs", (m: ChatService) => m.invoke([new HumanMessage({ content: [{ type: "text", text: "What is this?" }, { type: "image_url", image_url: { url: IMAGE } }] })])],
-    ["audio", "audioInputs", (m: ChatService) => m.invoke([new HumanMessage({ content: [{ type: "text", text: "Transcribe" }, { type: "audio", source_type: "base64", data: "UklGRg==", mime_type: "audio/wav" } as never] })])],
-    ["video", "videoInputs", (m: ChatService) => m.invoke([new HumanMessage({ content: [{ type: "text", text: "Watch" }, { type: "video_url", video_url: { url: "https://www.youtube.com/watch?v=x" } } as never] })])],
+    [
+      "an image",
+      "imageInputs",
+      (m: ChatService) =>
+        m.invoke([
+          new HumanMessage({
+            content: [
+              { type: "text", text: "What is this?" },
+              { type: "image_url", image_url: { url: IMAGE } },
+            ],
+          }),
+        ]),
+    ],
+    [
+      "audio",
+      "audioInputs",
+      (m: ChatService) =>
+        m.invoke([
+          new HumanMessage({
+            content: [
+              { type: "text", text: "Transcribe" },
+              { type: "audio", source_type: "base64", data: "UklGRg==", mime_type: "audio/wav" } as never,
+            ],
+          }),
+        ]),
+    ],
+    [
+      "video",
+      "videoInputs",
+      (m: ChatService) =>
+        m.invoke([
+          new HumanMessage({
+            content: [
+              { type: "text", text: "Watch" },
+              { type: "video_url", video_url: { url: "https://www.youtube.com/watch?v=x" } } as never,
+            ],
+          }),
+        ]),
+    ],
   ])("%s on a model without it: UnsupportedCapabilityError naming %s, before anything is sent", async (_what, capability, call) => {
     const { seen, fetch } = wire();
     const m = chat({ model: "emu-basic" }, fetch);
@@ -181,7 +229,12 @@ describe("capability-aware calls", () => {
     const basic = chat({ model: "emu-basic" }, fetch);
     await basic.loadProfile();
     const before = budgets();
-    await basic.invoke("Give me Anna as JSON", { response_format: { type: "json_schema", json_schema: { name: "p", schema: { type: "object", properties: { age: { type: "number" } } } } } });
+    await basic.invoke("Give me Anna as JSON", {
+      response_format: {
+        type: "json_schema",
+        json_schema: { name: "p", schema: { type: "object", properties: { age: { type: "number" } } } },
+      },
+    });
     const body = seen.bodies.at(-1);
     expect(body).not.toHaveProperty("response_format");
     expect(body.messages[0]).toMatchObject({ role: "system", content: expect.stringContaining('"age"') });
@@ -191,7 +244,10 @@ describe("capability-aware calls", () => {
   it("without a loaded profile the request goes out, and the service's 400 counts in its unsupported-feature budget", async () => {
     const m = chat({ model: "emu-basic" });
     const before = budgets();
-    const err = await m.bindTools([weather]).invoke("Weather in Paris?").catch((e: unknown) => e);
+    const err = await m
+      .bindTools([weather])
+      .invoke("Weather in Paris?")
+      .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(BadRequestError);
     expect(err).not.toBeInstanceOf(UnsupportedCapabilityError);
     expect(budgets().unsupported).toBe(before.unsupported + 1);
@@ -200,7 +256,10 @@ describe("capability-aware calls", () => {
   it("a profile option is enough to refuse (no read), and toolChoice alone is checked", async () => {
     const { seen, fetch } = wire();
     const m = chat({ model: "emu-s", profile: { toolChoice: false } }, fetch);
-    const err = await m.bindTools([weather], { tool_choice: "get_weather" }).invoke("Weather in Paris?").catch((e: unknown) => e);
+    const err = await m
+      .bindTools([weather], { tool_choice: "get_weather" })
+      .invoke("Weather in Paris?")
+      .catch((e: unknown) => e);
     expect(err).toMatchObject({ name: "UnsupportedCapabilityError", capability: "toolChoice", field: "tool_choice" });
     expect(seen.bodies).toHaveLength(0);
     // what the model has goes through
@@ -248,8 +307,12 @@ describe("structured output picks what the model can do", () => {
   it("an explicit method the model lacks is refused before sending once the profile is known", async () => {
     const m = chat({ model: "emu-legacy" });
     await m.loadProfile();
-    await expect(m.withStructuredOutput(Person, { method: "jsonSchema" }).invoke("Anna is 31.")).rejects.toMatchObject({ capability: "structuredOutput" });
-    expect(await m.withStructuredOutput(Person, { method: "jsonMode", includeRaw: true }).invoke("Anna is 31 years old.")).toMatchObject({ parsed: { name: "Anna", age: 31 } });
+    await expect(m.withStructuredOutput(Person, { method: "jsonSchema" }).invoke("Anna is 31.")).rejects.toMatchObject({
+      capability: "structuredOutput",
+    });
+    expect(await m.withStructuredOutput(Person, { method: "jsonMode", includeRaw: true }).invoke("Anna is 31 years old.")).toMatchObject({
+      parsed: { name: "Anna", age: 31 },
+    });
   });
 });
 

@@ -40,10 +40,21 @@ const model = (fields: Partial<ConstructorParameters<typeof ChatService>[0]> = {
 describe("ChatService on LangChain's public extension points", () => {
   it("overrides none of the public run methods of Runnable and BaseChatModel", () => {
     const own = Object.getOwnPropertyNames(ChatService.prototype);
-    for (const method of ["invoke", "stream", "batch", "transform", "streamEvents", "_streamIterator", "generate", "generatePrompt", "_generateUncached"]) {
+    for (const method of [
+      "invoke",
+      "stream",
+      "batch",
+      "transform",
+      "streamEvents",
+      "_streamIterator",
+      "generate",
+      "generatePrompt",
+      "_generateUncached",
+    ]) {
       expect(own, method).not.toContain(method);
     }
-    for (const hook of ["_generate", "_streamResponseChunks", "invocationParams", "_llmType", "getLsParams"]) expect(own, hook).toContain(hook);
+    for (const hook of ["_generate", "_streamResponseChunks", "invocationParams", "_llmType", "getLsParams"])
+      expect(own, hook).toContain(hook);
   });
 
   it("no source file imports core's internals (the config splitting of Runnable, running code in a config)", () => {
@@ -55,7 +66,8 @@ describe("ChatService on LangChain's public extension points", () => {
   it("no source file uses an `_`-prefixed member of core's classes (`_updateId`...) beyond the hooks it implements", () => {
     // core's underscore members, from its type declarations; the ones src defines itself are the hooks core calls
     const declared = /^\s*(?:(?:protected|public|static|readonly|abstract|override|async)\s+)*(_[A-Za-z]\w*)\??\s*[(<:]/gm;
-    const names = (files: string[]) => new Set(files.flatMap((file) => [...readFileSync(file, "utf8").matchAll(declared)].map((m) => m[1]!)));
+    const names = (files: string[]) =>
+      new Set(files.flatMap((file) => [...readFileSync(file, "utf8").matchAll(declared)].map((m) => m[1]!)));
     const core = names(sources(CORE).filter((file) => file.endsWith(".d.ts")));
     expect(core).toContain("_updateId");
     const hooks = names(sources(SRC));
@@ -72,7 +84,9 @@ describe("ChatService on LangChain's public extension points", () => {
     // src/runtime/run-context.ts reads the run's config (`getRunnableConfig()`, as `dispatchCustomEvent` and
     // LangGraph's `getConfig()` do) and installs AsyncLocalStorage where the runtime has it (as
     // `@langchain/langgraph/setup/async_local_storage` does); nothing else touches the singleton
-    const users = sources(SRC).filter((file) => /@langchain\/core\/singletons|AsyncLocalStorageProviderSingleton/.test(readFileSync(file, "utf8")));
+    const users = sources(SRC).filter((file) =>
+      /@langchain\/core\/singletons|AsyncLocalStorageProviderSingleton/.test(readFileSync(file, "utf8")),
+    );
     expect(users.map((f) => relative(SRC, f))).toEqual(["runtime/run-context.ts"]);
     const text = readFileSync(join(SRC, "runtime/run-context.ts"), "utf8");
     const calls = [...text.matchAll(/AsyncLocalStorageProviderSingleton\.(\w+)/g)].map((m) => m[1]);

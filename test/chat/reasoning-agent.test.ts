@@ -42,7 +42,10 @@ function lastAi(messages: BaseMessage[]): AIMessage {
 }
 
 /** Two user turns, each with a tool round, in one thread: every later request carries the earlier details. */
-async function conversation(run: (agent: ReturnType<typeof createReactAgent>, text: string, config: object) => Promise<void>, llm: ChatService | ChatOpenAI) {
+async function conversation(
+  run: (agent: ReturnType<typeof createReactAgent>, text: string, config: object) => Promise<void>,
+  llm: ChatService | ChatOpenAI,
+) {
   const agent = createReactAgent({ llm, tools: [weather, magic], checkpointer: new MemorySaver() });
   const config = { configurable: { thread_id: `t-${Math.random()}` } };
   await run(agent, "Use get_weather for Paris please", config);
@@ -73,11 +76,14 @@ describe("reasoning_details survive an agent loop", () => {
 
   it("streaming model, streamMode 'messages' (the .stream() chunk path)", async () => {
     const seen: string[] = [];
-    const messages = await conversation(async (agent, text, config) => {
-      for await (const [msg] of await agent.stream({ messages: [new HumanMessage(text)] }, { ...config, streamMode: "messages" })) {
-        seen.push((msg as BaseMessage).getType());
-      }
-    }, reasoner({ streaming: true }));
+    const messages = await conversation(
+      async (agent, text, config) => {
+        for await (const [msg] of await agent.stream({ messages: [new HumanMessage(text)] }, { ...config, streamMode: "messages" })) {
+          seen.push((msg as BaseMessage).getType());
+        }
+      },
+      reasoner({ streaming: true }),
+    );
     checkTranscript(messages);
     expect(seen).toContain("ai");
   });

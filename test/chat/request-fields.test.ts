@@ -78,7 +78,9 @@ describe("request fields", () => {
     const { model } = chat();
     expect((await model.invoke("hi")).additional_kwargs.reasoning_content).toMatch(/^Thinking about/);
     expect((await model.invoke("hi", { reasoning: { enabled: false } })).additional_kwargs.reasoning_content).toBeUndefined();
-    expect((await model.invoke("hi", { reasoning: { enabled: false, effort: "low" } })).additional_kwargs.reasoning_content).toMatch(/^Thinking/);
+    expect((await model.invoke("hi", { reasoning: { enabled: false, effort: "low" } })).additional_kwargs.reasoning_content).toMatch(
+      /^Thinking/,
+    );
   });
 
   it("anonUserId is trimmed, and a blank one is not sent (as the service treats it)", async () => {
@@ -124,7 +126,10 @@ describe("request fields", () => {
 describe("the developer role", () => {
   it("core's developer messages (['developer', …], { role: 'developer' }) go out as role developer; system stays system", async () => {
     const { model, bodies } = chat({ model: "emu-s" });
-    const msg = await model.invoke([["developer", "Be brief."], ["human", "hi"]]);
+    const msg = await model.invoke([
+      ["developer", "Be brief."],
+      ["human", "hi"],
+    ]);
     expect(msg.text).toBe("Echo: hi");
     expect(bodies[0].messages[0]).toEqual({ role: "developer", content: "Be brief." });
     await model.invoke([{ role: "developer", content: "Be brief." }, new SystemMessage("Be kind."), new HumanMessage("hi")]);

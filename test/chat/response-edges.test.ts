@@ -45,7 +45,9 @@ async function drain(stream: AsyncIterable<AIMessageChunk>) {
 describe("absent choices", () => {
   it("JSON without choices is a ResponseFormatError carrying the body", async () => {
     fx.script = (_req, res) => json(res, { id: "x", object: "chat.completion", created: 1, model: "m", usage: {} });
-    const err = await model().invoke("hi").catch((e) => e);
+    const err = await model()
+      .invoke("hi")
+      .catch((e) => e);
     expect(err).toBeInstanceOf(ResponseFormatError);
     expect(err.body).toMatchObject({ id: "x" });
   });
@@ -77,7 +79,11 @@ describe("metadata on JSON and stream", () => {
       reasoning_content: "why",
       reasoning_details: [{ type: "reasoning.text", text: "why", index: 0 }],
       tool_calls: [
-        { id: "d1", type: "function", function: { name: "service_web_search_documents", arguments: JSON.stringify({ documents: citations }) } },
+        {
+          id: "d1",
+          type: "function",
+          function: { name: "service_web_search_documents", arguments: JSON.stringify({ documents: citations }) },
+        },
       ],
     },
     {
@@ -85,7 +91,9 @@ describe("metadata on JSON and stream", () => {
       prompt_logprobs: [{ token: "hi", logprob: -0.1 }],
       service_parameters: { enable_e2ee: true, enable_web_search: "on", web_search_citations: citations },
       usage: {
-        prompt_tokens: 10, completion_tokens: 4, total_tokens: 14,
+        prompt_tokens: 10,
+        completion_tokens: 4,
+        total_tokens: 14,
         prompt_tokens_details: { cached_tokens: 6, cache_creation_input_tokens: 2 },
         completion_tokens_details: { reasoning_tokens: 1 },
       },
@@ -96,16 +104,32 @@ describe("metadata on JSON and stream", () => {
 
   const streamed = [
     // search results first (include_search_results_in_stream)
-    { id: "chatcmpl-fixture", object: "chat.completion.chunk", created: 1, model: "fx-model", choices: [], service_parameters: { web_search_citations: citations } },
+    {
+      id: "chatcmpl-fixture",
+      object: "chat.completion.chunk",
+      created: 1,
+      model: "fx-model",
+      choices: [],
+      service_parameters: { web_search_citations: citations },
+    },
     chunk({ role: "assistant", reasoning_content: "w", reasoning_details: [{ type: "reasoning.text", text: "w", index: 0 }] }),
     chunk({ reasoning_content: "hy", reasoning_details: [{ type: "reasoning.text", text: "hy", index: 0 }] }),
     chunk({ content: "Answer" }, {}, null),
     chunk({ tool_calls: [{ index: 0, id: "d1", type: "function", function: { name: "service_web_search_documents", arguments: "" } }] }),
     chunk({ tool_calls: [{ index: 0, function: { arguments: JSON.stringify({ documents: citations }) } }] }),
-    { ...chunk({ content: "[REF]1[/REF]" }, {}, "stop"), choices: [{ index: 0, delta: { content: "[REF]1[/REF]" }, finish_reason: "stop", stop_reason: "stop", logprobs: null }] },
     {
-      id: "chatcmpl-fixture", object: "chat.completion.chunk", created: 1, model: "fx-model", choices: [],
-      usage: full.usage, cost: full.cost, prompt_logprobs: full.prompt_logprobs,
+      ...chunk({ content: "[REF]1[/REF]" }, {}, "stop"),
+      choices: [{ index: 0, delta: { content: "[REF]1[/REF]" }, finish_reason: "stop", stop_reason: "stop", logprobs: null }],
+    },
+    {
+      id: "chatcmpl-fixture",
+      object: "chat.completion.chunk",
+      created: 1,
+      model: "fx-model",
+      choices: [],
+      usage: full.usage,
+      cost: full.cost,
+      prompt_logprobs: full.prompt_logprobs,
       service_parameters: { enable_e2ee: true, enable_web_search: "on", web_search_citations: citations },
     },
   ];
@@ -131,7 +155,9 @@ describe("metadata on JSON and stream", () => {
     expect(meta.headers.rateLimit.remainingRequests).toBe(49);
     expect(meta.headers.balance.usd).toBe(9.5);
     expect(msg.usage_metadata).toEqual({
-      input_tokens: 10, output_tokens: 4, total_tokens: 14,
+      input_tokens: 10,
+      output_tokens: 4,
+      total_tokens: 14,
       input_token_details: { cache_read: 6, cache_creation: 2 },
       output_token_details: { reasoning: 1 },
     });
@@ -151,7 +177,16 @@ describe("metadata on JSON and stream", () => {
     expect(merged.additional_kwargs.reasoning_content).toBe(json.additional_kwargs.reasoning_content);
     expect(merged.additional_kwargs.reasoning_details).toEqual(json.additional_kwargs.reasoning_details);
     expect(merged.tool_calls).toEqual([]);
-    for (const key of ["cost", "web_search_citations", "service_parameters", "finish_reason", "stop_reason", "model_name", "prompt_logprobs", "usage"]) {
+    for (const key of [
+      "cost",
+      "web_search_citations",
+      "service_parameters",
+      "finish_reason",
+      "stop_reason",
+      "model_name",
+      "prompt_logprobs",
+      "usage",
+    ]) {
       expect(md(merged)[key], key).toEqual(md(json)[key]);
     }
     // the two answers may fall in different seconds: Date is the one header that may differ
@@ -191,8 +226,20 @@ describe("n > 1", () => {
     fx.script = (req, res) => {
       if (req.body.stream) {
         return sse(res, [
-          { ...chunk({}), choices: [{ index: 0, delta: { role: "assistant", content: "A" }, finish_reason: null }, { index: 1, delta: { role: "assistant", content: "B" }, finish_reason: null }] },
-          { ...chunk({}), choices: [{ index: 1, delta: { content: "2" }, finish_reason: "stop" }, { index: 0, delta: { content: "1" }, finish_reason: "stop" }] },
+          {
+            ...chunk({}),
+            choices: [
+              { index: 0, delta: { role: "assistant", content: "A" }, finish_reason: null },
+              { index: 1, delta: { role: "assistant", content: "B" }, finish_reason: null },
+            ],
+          },
+          {
+            ...chunk({}),
+            choices: [
+              { index: 1, delta: { content: "2" }, finish_reason: "stop" },
+              { index: 0, delta: { content: "1" }, finish_reason: "stop" },
+            ],
+          },
           { id: "x", choices: [], usage: { prompt_tokens: 1, completion_tokens: 4, total_tokens: 5 }, cost: { usd: 1, diem: 0 } },
         ]);
       }
@@ -203,9 +250,7 @@ describe("n > 1", () => {
     for (const streaming of [false, true]) {
       const result = await model({ n: 2, streaming }).generate([["hi"]]);
       expect(result.generations[0]!.map((g) => g.text)).toEqual(["A1", "B2"]);
-      expect((result.generations[0]![0] as any).message.response_metadata.cost).toEqual(
-        streaming ? { usd: 1, diem: 0 } : undefined,
-      );
+      expect((result.generations[0]![0] as any).message.response_metadata.cost).toEqual(streaming ? { usd: 1, diem: 0 } : undefined);
     }
     expect(fx.requests.at(-1)!.body.n).toBe(2);
   });
@@ -240,7 +285,11 @@ describe("legacy think tags", () => {
   it("are split into reasoning on both paths unless turned off", async () => {
     fx.script = (req, res) =>
       req.body.stream
-        ? sse(res, [chunk({ role: "assistant", content: "<thi" }), chunk({ content: "nk>plan</th" }), chunk({ content: "ink>\nDone" }, {}, "stop")])
+        ? sse(res, [
+            chunk({ role: "assistant", content: "<thi" }),
+            chunk({ content: "nk>plan</th" }),
+            chunk({ content: "ink>\nDone" }, {}, "stop"),
+          ])
         : json(res, completion({ content: "<think>plan</think>\nDone" }));
     const a = await model().invoke("hi");
     const b = (await drain(await model().stream("hi"))).merged;

@@ -8,7 +8,15 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { z as z3 } from "zod/v3";
 import { StructuredTool, tool, type StructuredToolParams } from "@langchain/core/tools";
-import { AIMessage, AIMessageChunk, HumanMessage, SystemMessage, ToolMessage, getBufferString, type BaseMessage } from "@langchain/core/messages";
+import {
+  AIMessage,
+  AIMessageChunk,
+  HumanMessage,
+  SystemMessage,
+  ToolMessage,
+  getBufferString,
+  type BaseMessage,
+} from "@langchain/core/messages";
 import { BaseCallbackHandler } from "@langchain/core/callbacks/base";
 import { ChatPromptTemplate } from "@langchain/core/prompts";
 import { RunnableLambda } from "@langchain/core/runnables";
@@ -172,7 +180,12 @@ describe("basic calls", () => {
     expect(msg.contentBlocks.find((b) => b.type === "text")).toBeDefined();
     const plain = await chat({ model: "emu-m" }).invoke("just text");
     const withImage = await chat({ model: "emu-m" }).invoke([
-      new HumanMessage({ content: [{ type: "text", text: "just text" }, { type: "image_url", image_url: { url: "data:image/png;base64,AAAA" } }] }),
+      new HumanMessage({
+        content: [
+          { type: "text", text: "just text" },
+          { type: "image_url", image_url: { url: "data:image/png;base64,AAAA" } },
+        ],
+      }),
     ]);
     expect(withImage.usage_metadata!.input_tokens).toBeGreaterThan(plain.usage_metadata!.input_tokens);
   });
@@ -301,7 +314,10 @@ describe("service features end to end", () => {
   it("include_search_results_in_stream: search results once, after the content (live) or first (seed)", async () => {
     const seed = await startEmulator({ apiKeys: ["k1"], mode: "seed" });
     try {
-      for (const [url, live] of [[emu.url, true], [seed.url, false]] as const) {
+      for (const [url, live] of [
+        [emu.url, true],
+        [seed.url, false],
+      ] as const) {
         const m = chat({ model: "emu-s", baseUrl: url, serviceParameters: { enableWebSearch: "on", includeSearchResultsInStream: true } });
         const chunks: AIMessageChunk[] = [];
         for await (const c of await m.stream("Tell me about USDC decimals")) chunks.push(c);
@@ -323,7 +339,9 @@ describe("service features end to end", () => {
     expect(split.additional_kwargs.reasoning_content).toBeTruthy();
     const raw = await chat({ model: "emu-thinker", splitThinkTags: false }).invoke("why");
     expect(String(raw.content)).toContain("<think>");
-    const stripped = await chat({ model: "emu-thinker", splitThinkTags: false, serviceParameters: { stripThinkingResponse: true } }).invoke("why");
+    const stripped = await chat({ model: "emu-thinker", splitThinkTags: false, serviceParameters: { stripThinkingResponse: true } }).invoke(
+      "why",
+    );
     expect(String(stripped.content)).not.toContain("<think>");
     const { message } = await merged(await chat({ model: "emu-thinker" }).stream("why"));
     expect(message.content).toBe(split.content);
@@ -377,8 +395,7 @@ describe("service features end to end", () => {
 // ---------------------------------------------------------------------------------------------------------
 
 const TEST_IMAGE_URL = "https://upload.wikimedia.org/wikipedia/commons/thumb/3/30/RedDisc.svg/24px-RedDisc.svg.png";
-const TEST_IMAGE_BASE64 =
-  "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAQAAAC1HAwCAAAAC0lEQVR42mNkYAAAAAYAAjCB0C8AAAAASUVORK5CYII=";
+const TEST_IMAGE_BASE64 = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAQAAAC1HAwCAAAAC0lEQVR42mNkYAAAAAYAAjCB0C8AAAAASUVORK5CYII=";
 const TEST_AUDIO_BASE64 = "UklGRigAAABXQVZFZm10IBAAAAABAAEARKwAAIhYAQACABAAAABkYXRhAgAAAAEA";
 const TEST_FILE_URL = "https://www.w3.org/WAI/ER/tests/xhtml/testfiles/resources/pdf/dummy.pdf";
 const TEST_FILE_TEXT_DATA_URL = "data:text/plain;base64,SGVsbG8sIFdvcmxkIQ=="; // "Hello, World!"
@@ -409,7 +426,13 @@ const MATH_ADDITION_PROMPT = ChatPromptTemplate.fromMessages([
 class ExtraParamsHandler extends BaseCallbackHandler {
   name = "ExtraParamsHandler";
   starts: Array<Record<string, any>> = [];
-  override handleChatModelStart(_llm: unknown, _messages: unknown, _runId: string, _parentRunId?: string, extraParams?: Record<string, unknown>) {
+  override handleChatModelStart(
+    _llm: unknown,
+    _messages: unknown,
+    _runId: string,
+    _parentRunId?: string,
+    extraParams?: Record<string, unknown>,
+  ) {
     if (extraParams) this.starts.push(extraParams);
   }
 }
@@ -494,7 +517,10 @@ describe("LangChain standard integration tests (ChatModelIntegrationTests)", () 
     expect(events.at(-1).event).toBe("on_chat_model_end");
     expect(events[Math.floor(events.length / 2)].event).toBe("on_chat_model_stream");
     // the suite reads `data.output` of stream events as a string; v2 puts an AIMessageChunk in `data.chunk`
-    const streamed = events.filter((e) => e.event === "on_chat_model_stream").map((e) => e.data.chunk.text).join("");
+    const streamed = events
+      .filter((e) => e.event === "on_chat_model_stream")
+      .map((e) => e.data.chunk.text)
+      .join("");
     expect(streamed).toBe("Echo: Hello");
     expect(events.at(-1).data.output.text).toBe(streamed);
   });
@@ -594,7 +620,11 @@ describe("LangChain standard integration tests (ChatModelIntegrationTests)", () 
     const m = chat().bindTools([
       {
         type: "function",
-        function: { name: "math_addition", description: adderSchema.description, parameters: toJsonSchema(adderSchema) as Record<string, any> },
+        function: {
+          name: "math_addition",
+          description: adderSchema.description,
+          parameters: toJsonSchema(adderSchema) as Record<string, any>,
+        },
       },
     ]);
     const result = await MATH_ADDITION_PROMPT.pipe(m).invoke({ toolName: "math_addition" });
@@ -673,13 +703,21 @@ describe("LangChain standard integration tests (ChatModelIntegrationTests)", () 
     // jsonMode: the emulator answers {"answer": ...} in JSON mode
     const Answer = z.object({ answer: z.string() });
     const handler = new ExtraParamsHandler();
-    const out = await chat().withStructuredOutput(Answer, { method: "jsonMode" }).invoke("Hello", { callbacks: [handler] });
+    const out = await chat()
+      .withStructuredOutput(Answer, { method: "jsonMode" })
+      .invoke("Hello", { callbacks: [handler] });
     expect(out).toEqual({ answer: "Echo: Hello" });
-    expect(handler.starts[0]!.options.ls_structured_output_format).toEqual({ kwargs: { method: "jsonMode" }, schema: toJsonSchema(Answer) });
+    expect(handler.starts[0]!.options.ls_structured_output_format).toEqual({
+      kwargs: { method: "jsonMode" },
+      schema: toJsonSchema(Answer),
+    });
     // a plain JSON schema, and a configured model (binding) report it too
     const plain = { title: "city", type: "object", properties: { city: { type: "string" } }, required: ["city"] };
     const h2 = new ExtraParamsHandler();
-    await chat().withConfig({ promptCacheKey: "x" }).withStructuredOutput(plain, { method: "functionCalling" }).invoke("city: Paris", { callbacks: [h2] });
+    await chat()
+      .withConfig({ promptCacheKey: "x" })
+      .withStructuredOutput(plain, { method: "functionCalling" })
+      .invoke("city: Paris", { callbacks: [h2] });
     expect(h2.starts[0]!.options.ls_structured_output_format).toEqual({ kwargs: { method: "functionCalling" }, schema: plain });
   });
 
@@ -728,7 +766,9 @@ describe("LangChain standard integration tests (ChatModelIntegrationTests)", () 
     expect(result.tool_calls![0]!.name).toBe("get_current_weather");
     messages.push(result);
     const call = result.tool_calls![0]!;
-    messages.push(new ToolMessage({ tool_call_id: call.id ?? "", name: call.name, content: await currentWeather.invoke(call.args as never) }));
+    messages.push(
+      new ToolMessage({ tool_call_id: call.id ?? "", name: call.name, content: await currentWeather.invoke(call.args as never) }),
+    );
     const finalResult = await m.invoke(messages);
     expect(finalResult.content).not.toBe("");
     expect(finalResult.text).toContain("70 degrees and sunny");
@@ -744,7 +784,9 @@ describe("LangChain standard integration tests (ChatModelIntegrationTests)", () 
     const call = result!.tool_calls![0]!;
     expect(call.name).toBe("get_current_weather");
     messages.push(result!);
-    messages.push(new ToolMessage({ tool_call_id: call.id ?? "", name: call.name, content: await currentWeather.invoke(call.args as never) }));
+    messages.push(
+      new ToolMessage({ tool_call_id: call.id ?? "", name: call.name, content: await currentWeather.invoke(call.args as never) }),
+    );
     let finalResult: AIMessageChunk | undefined;
     for await (const chunk of await m.stream(messages)) finalResult = finalResult ? concat(finalResult, chunk) : chunk;
     expect(finalResult!.content).not.toBe("");
@@ -782,7 +824,9 @@ Extraction path: {extractionPath}`,
     };
     // the default method (jsonSchema) and the tool the suite has in mind (functionCalling)
     for (const method of [undefined, "functionCalling"] as const) {
-      const result = await prompt.pipe(chat().withStructuredOutput(complexSchema, { name: "service_tool", ...(method ? { method } : {}) })).invoke(values);
+      const result = await prompt
+        .pipe(chat().withStructuredOutput(complexSchema, { name: "service_tool", ...(method ? { method } : {}) }))
+        .invoke(values);
       expect(result.decision, method).toBe("UseAPI");
       expect(typeof result.explanation).toBe("string");
       expect(typeof result.apiDetails).toBe("object");
@@ -820,8 +864,16 @@ Extraction path: {extractionPath}`,
     const result = await m.invoke([
       new HumanMessage(prompt),
       invoked,
-      new ToolMessage({ name: weatherTool.name, tool_call_id: weatherCall!.id!, content: "It is currently 24 degrees with hail in San Francisco." }),
-      new ToolMessage({ name: currentTimeTool.name, tool_call_id: timeCall!.id!, content: "The current time in San Francisco is 12:02 PM." }),
+      new ToolMessage({
+        name: weatherTool.name,
+        tool_call_id: weatherCall!.id!,
+        content: "It is currently 24 degrees with hail in San Francisco.",
+      }),
+      new ToolMessage({
+        name: currentTimeTool.name,
+        tool_call_id: timeCall!.id!,
+        content: "The current time in San Francisco is 12:02 PM.",
+      }),
     ]);
     expect(result.tool_calls ?? []).toHaveLength(0); // no new call given the results
     expect(result.text).toContain("24 degrees with hail");
@@ -893,7 +945,13 @@ Extraction path: {extractionPath}`,
     const dataUrl = await chat().invoke([
       new HumanMessage({
         content: [
-          { type: "file", source_type: "url", url: TEST_FILE_TEXT_DATA_URL, mime_type: "text/plain", metadata: { filename: "hello.txt" } } as never,
+          {
+            type: "file",
+            source_type: "url",
+            url: TEST_FILE_TEXT_DATA_URL,
+            mime_type: "text/plain",
+            metadata: { filename: "hello.txt" },
+          } as never,
         ],
       }),
     ]);
@@ -902,7 +960,13 @@ Extraction path: {extractionPath}`,
     const url = await chat().invoke([
       new HumanMessage({
         content: [
-          { type: "file", source_type: "url", url: TEST_FILE_URL, mime_type: "application/pdf", metadata: { filename: "dummy.pdf" } } as never,
+          {
+            type: "file",
+            source_type: "url",
+            url: TEST_FILE_URL,
+            mime_type: "application/pdf",
+            metadata: { filename: "dummy.pdf" },
+          } as never,
         ],
       }),
     ]);

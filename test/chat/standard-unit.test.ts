@@ -109,23 +109,59 @@ describe("LangChain conventions", () => {
     controller.abort();
     await expect(model().invoke("hi", { signal: controller.signal })).rejects.toThrow();
     const stream = model().stream("hi", { signal: controller.signal });
-    await expect((async () => { for await (const _ of await stream); })()).rejects.toThrow();
+    await expect(
+      (async () => {
+        for await (const _ of await stream);
+      })(),
+    ).rejects.toThrow();
   });
 });
 
 describe("request building", () => {
   it("sends every sampling option under its wire name", () => {
     const m = model({
-      temperature: 0.5, topP: 0.9, maxTokens: 100, maxCompletionTokens: 120, stop: ["END"], seed: 7,
-      frequencyPenalty: 0.1, presencePenalty: 0.2, repetitionPenalty: 1.1, topK: 40, minP: 0.05,
-      reasoningEffort: "low", responseFormat: { type: "json_object" }, logprobs: true, topLogprobs: 2, n: 2,
-      parallelToolCalls: false, promptCacheKey: "conv-1", modelKwargs: { max_temp: 1.5, user: "u1" },
+      temperature: 0.5,
+      topP: 0.9,
+      maxTokens: 100,
+      maxCompletionTokens: 120,
+      stop: ["END"],
+      seed: 7,
+      frequencyPenalty: 0.1,
+      presencePenalty: 0.2,
+      repetitionPenalty: 1.1,
+      topK: 40,
+      minP: 0.05,
+      reasoningEffort: "low",
+      responseFormat: { type: "json_object" },
+      logprobs: true,
+      topLogprobs: 2,
+      n: 2,
+      parallelToolCalls: false,
+      promptCacheKey: "conv-1",
+      modelKwargs: { max_temp: 1.5, user: "u1" },
     });
     expect(m.invocationParams({ tools: [weather] } as never)).toMatchObject({
-      model: "emu-s", temperature: 0.5, top_p: 0.9, max_tokens: 100, max_completion_tokens: 120, stop: ["END"],
-      seed: 7, frequency_penalty: 0.1, presence_penalty: 0.2, repetition_penalty: 1.1, top_k: 40, min_p: 0.05,
-      reasoning_effort: "low", response_format: { type: "json_object" }, logprobs: true, top_logprobs: 2, n: 2,
-      parallel_tool_calls: false, prompt_cache_key: "conv-1", max_temp: 1.5, user: "u1",
+      model: "emu-s",
+      temperature: 0.5,
+      top_p: 0.9,
+      max_tokens: 100,
+      max_completion_tokens: 120,
+      stop: ["END"],
+      seed: 7,
+      frequency_penalty: 0.1,
+      presence_penalty: 0.2,
+      repetition_penalty: 1.1,
+      top_k: 40,
+      min_p: 0.05,
+      reasoning_effort: "low",
+      response_format: { type: "json_object" },
+      logprobs: true,
+      top_logprobs: 2,
+      n: 2,
+      parallel_tool_calls: false,
+      prompt_cache_key: "conv-1",
+      max_temp: 1.5,
+      user: "u1",
     });
   });
   it("call options override serviceParameters (merged) and promptCacheKey; extraBody passes through", () => {
@@ -139,10 +175,9 @@ describe("request building", () => {
     expect(p.prompt_cache_key).toBe("b");
     expect(p.custom_field).toEqual({ x: 1 });
     expect(() => m.invocationParams({ serviceParameters: { enableWebSearch: 1 } } as never)).toThrow(ValidationError);
-    expect(model({ brand: "acme", serviceParameters: { enableWebSearch: "on" } }).invocationParams()).toHaveProperty(
-      "acme_parameters",
-      { enable_web_search: "on" },
-    );
+    expect(model({ brand: "acme", serviceParameters: { enableWebSearch: "on" } }).invocationParams()).toHaveProperty("acme_parameters", {
+      enable_web_search: "on",
+    });
   });
   it("sends reasoning_content and reasoning_details back on assistant messages, unchanged", () => {
     const details = [
@@ -209,14 +244,15 @@ describe("request building", () => {
     expect(fetchSpy).not.toHaveBeenCalled();
   });
   it("abort during the request gives an AbortError", async () => {
-    const m = model({ fetch: (_u, init) => new Promise((_r, reject) => init?.signal?.addEventListener("abort", () => reject(init.signal!.reason))) });
+    const m = model({
+      fetch: (_u, init) => new Promise((_r, reject) => init?.signal?.addEventListener("abort", () => reject(init.signal!.reason))),
+    });
     const controller = new AbortController();
     const p = m.invoke("hi", { signal: controller.signal });
     setTimeout(() => controller.abort(), 10);
     await expect(p).rejects.toBeInstanceOf(AbortError);
   });
 });
-
 
 // ---------------------------------------------------------------------------------------------------------
 // LangChain's standard chat-model unit tests (`ChatModelUnitTests`, `internal/standard-tests` in the
@@ -279,7 +315,13 @@ describe("LangChain standard unit tests (ChatModelUnitTests)", () => {
     expect(Object.keys(params).sort()).toEqual(
       ["ls_provider", "ls_model_name", "ls_model_type", "ls_temperature", "ls_max_tokens", "ls_stop"].sort(),
     );
-    expect(params).toMatchObject({ ls_provider: "service", ls_model_name: "emu-s", ls_model_type: "chat", ls_temperature: 0, ls_max_tokens: 100 });
+    expect(params).toMatchObject({
+      ls_provider: "service",
+      ls_model_name: "emu-s",
+      ls_model_type: "chat",
+      ls_temperature: 0,
+      ls_max_tokens: 100,
+    });
   });
   it("testInvokeThrowsWithAbortedSignal: invoke should throw when signal is already aborted", async () => {
     const fetchSpy = vi.fn(globalThis.fetch);

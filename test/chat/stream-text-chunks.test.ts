@@ -11,7 +11,8 @@ import { startFixtureServer, type FixtureServer } from "./fixture-server.js";
 const EVENTS = 200;
 const base = { id: "chatcmpl-cost", object: "chat.completion.chunk", created: 1, model: "m" };
 let sse = `data: ${JSON.stringify({ ...base, choices: [{ index: 0, delta: { role: "assistant", content: "" }, finish_reason: null }] })}\n\n`;
-for (let i = 0; i < EVENTS; i++) sse += `data: ${JSON.stringify({ ...base, choices: [{ index: 0, delta: { content: `w${i} ` }, finish_reason: null }] })}\n\n`;
+for (let i = 0; i < EVENTS; i++)
+  sse += `data: ${JSON.stringify({ ...base, choices: [{ index: 0, delta: { content: `w${i} ` }, finish_reason: null }] })}\n\n`;
 sse += `data: ${JSON.stringify({ ...base, choices: [{ index: 0, delta: {}, finish_reason: "stop" }] })}\n\ndata: [DONE]\n\n`;
 const body = Buffer.from(sse);
 

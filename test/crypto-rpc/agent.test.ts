@@ -41,7 +41,11 @@ describe("a tool-calling agent", () => {
     const toolMessages = messages.filter((m): m is ToolMessage => m instanceof ToolMessage);
     const balanceAnswer = toolMessages.find((m) => m.name === "native_balance");
     expect(balanceAnswer, "the agent called native_balance").toBeDefined();
-    expect(JSON.parse(balanceAnswer!.content as string).balance).toEqual({ wei: parseEther("1.5").toString(), formatted: "1.5", symbol: "ETH" });
+    expect(JSON.parse(balanceAnswer!.content as string).balance).toEqual({
+      wei: parseEther("1.5").toString(),
+      formatted: "1.5",
+      symbol: "ETH",
+    });
     expect(balanceAnswer!.artifact).toMatchObject({ network: "base-mainnet", request: { method: "eth_getBalance" } });
     const final = messages.at(-1) as AIMessage;
     expect(final).toBeInstanceOf(AIMessage);

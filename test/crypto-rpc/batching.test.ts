@@ -43,15 +43,21 @@ beforeAll(async () => {
       const held = holdNext ?? Promise.resolve();
       holdNext = undefined;
       // a little latency, so a call sent beside another would meet the proxy's one-at-a-time rule
-      void held.then(() => setTimeout(() => {
-        res.writeHead(200, { "content-type": "application/json" });
-        res.end(JSON.stringify(Array.isArray(body) ? answers : answers[0]));
-      }, 50));
+      void held.then(() =>
+        setTimeout(() => {
+          res.writeHead(200, { "content-type": "application/json" });
+          res.end(JSON.stringify(Array.isArray(body) ? answers : answers[0]));
+        }, 50),
+      );
     });
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   nodeUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  emu = await startEmulator({ apiKeys: ["k1", "k2", "k3", "k4"], upstreams: { "base-mainnet": nodeUrl, "solana-devnet": nodeUrl }, networks: ["base-mainnet", "solana-devnet"] });
+  emu = await startEmulator({
+    apiKeys: ["k1", "k2", "k3", "k4"],
+    upstreams: { "base-mainnet": nodeUrl, "solana-devnet": nodeUrl },
+    networks: ["base-mainnet", "solana-devnet"],
+  });
 });
 
 afterAll(async () => {
@@ -67,7 +73,8 @@ function client(apiKey: string, extra: Record<string, unknown> = {}) {
     baseUrl: emu.url,
     fetch: async (input, init) => {
       const res = await globalThis.fetch(input, init);
-      if (/\/crypto\/rpc\/(?!networks)/.test(typeof input === "string" ? input : input instanceof URL ? input.href : input.url)) statuses.push(res.status);
+      if (/\/crypto\/rpc\/(?!networks)/.test(typeof input === "string" ? input : input instanceof URL ? input.href : input.url))
+        statuses.push(res.status);
       return res;
     },
     ...extra,
@@ -76,7 +83,12 @@ function client(apiKey: string, extra: Record<string, unknown> = {}) {
 }
 
 async function toolCall(tool: { invoke(call: unknown): Promise<unknown> }, i: number, method: string, params: unknown[]) {
-  const message = (await tool.invoke({ type: "tool_call", id: `call_${i}`, name: "crypto_rpc", args: { network: "base-mainnet", method, params } })) as ToolMessage;
+  const message = (await tool.invoke({
+    type: "tool_call",
+    id: `call_${i}`,
+    name: "crypto_rpc",
+    args: { network: "base-mainnet", method, params },
+  })) as ToolMessage;
   return String(message.content);
 }
 
@@ -130,7 +142,12 @@ describe("parallel single calls become one batch", () => {
       c.cryptoRpc("base-mainnet", { method: "eth_gasPrice", id: 1 }),
       c.cryptoRpc("base-mainnet", { method: "eth_chainId", id: 1 }),
     ]);
-    expect(results.map((r) => r.result)).toEqual(["eth_blockNumber:[]", 'eth_sendRawTransaction:["0xf00d"]', "eth_gasPrice:[]", "eth_chainId:[]"]);
+    expect(results.map((r) => r.result)).toEqual([
+      "eth_blockNumber:[]",
+      'eth_sendRawTransaction:["0xf00d"]',
+      "eth_gasPrice:[]",
+      "eth_chainId:[]",
+    ]);
     expect(results.map((r) => r.response.id)).toEqual([1, 1, 1, 1]);
     expect(statuses).toEqual([200, 200]);
     const alone = received.find((r) => r.single)!;
@@ -160,7 +177,10 @@ describe("parallel single calls become one batch", () => {
     expect(received.flatMap((r) => r.items.map((i) => i.method))).toEqual(["eth_blockNumber", "eth_chainId"]);
 
     const off = client("k3", { concurrency: { cryptoRpcBatchMaxCount: 1 } });
-    await Promise.all([off.client.cryptoRpc("base-mainnet", { method: "eth_chainId" }), off.client.cryptoRpc("base-mainnet", { method: "eth_gasPrice" })]);
+    await Promise.all([
+      off.client.cryptoRpc("base-mainnet", { method: "eth_chainId" }),
+      off.client.cryptoRpc("base-mainnet", { method: "eth_gasPrice" }),
+    ]);
     expect(off.statuses).toEqual([200, 200]);
   });
 
@@ -212,7 +232,10 @@ describe("parallel single calls become one batch", () => {
     release();
     const answers = await Promise.all([first, ...later]);
     expect(answers.map((a) => a.result)).toEqual(["eth_blockNumber:[]", "eth_gasPrice:[]", "eth_chainId:[]", "net_version:[]"]);
-    expect(received.map((r) => r.items.map((i) => i.method))).toEqual([["eth_blockNumber"], ["eth_gasPrice", "eth_chainId", "net_version"]]);
+    expect(received.map((r) => r.items.map((i) => i.method))).toEqual([
+      ["eth_blockNumber"],
+      ["eth_gasPrice", "eth_chainId", "net_version"],
+    ]);
     expect(statuses.filter((s) => s === 429)).toEqual([]);
   });
 });

@@ -29,7 +29,12 @@ function wallet(i: number): Wallet {
   return new Wallet(a.privateKey, provider);
 }
 
-async function signAuthorization(from: Wallet, to: string, value: bigint, opts: { validAfter?: bigint; validBefore?: bigint; nonce?: string } = {}) {
+async function signAuthorization(
+  from: Wallet,
+  to: string,
+  value: bigint,
+  opts: { validAfter?: bigint; validBefore?: bigint; nonce?: string } = {},
+) {
   const message = {
     from: from.address,
     to,
@@ -99,7 +104,9 @@ describe("local chain", () => {
     const packed = usdc.getFunction("transferWithAuthorization(address,address,uint256,uint256,uint256,bytes32,bytes)");
     const m = second.message;
     expect((await (await packed(m.from, m.to, m.value, m.validAfter, m.validBefore, m.nonce, second.signature)).wait())?.status).toBe(1);
-    await expect(packed.staticCall(m.from, m.to, m.value, m.validAfter, m.validBefore, m.nonce, second.signature)).rejects.toThrow(/used or canceled/);
+    await expect(packed.staticCall(m.from, m.to, m.value, m.validAfter, m.validBefore, m.nonce, second.signature)).rejects.toThrow(
+      /used or canceled/,
+    );
   });
 
   it("rejects expired, not-yet-valid, wrongly signed and overspending authorizations", async () => {
@@ -107,11 +114,21 @@ describe("local chain", () => {
     const usdc = new Contract(chain.usdc.address, USDC_ABI, wallet(0));
     const packed = usdc.getFunction("transferWithAuthorization(address,address,uint256,uint256,uint256,bytes32,bytes)");
     const call = (a: Awaited<ReturnType<typeof signAuthorization>>) =>
-      packed.staticCall(a.message.from, a.message.to, a.message.value, a.message.validAfter, a.message.validBefore, a.message.nonce, a.signature);
+      packed.staticCall(
+        a.message.from,
+        a.message.to,
+        a.message.value,
+        a.message.validAfter,
+        a.message.validBefore,
+        a.message.nonce,
+        a.signature,
+      );
 
     await expect(call(await signAuthorization(payer, chain.treasury, 1n, { validBefore: 1n }))).rejects.toThrow(/expired/);
     const future = BigInt(Math.floor(Date.now() / 1000) + 86_400);
-    await expect(call(await signAuthorization(payer, chain.treasury, 1n, { validAfter: future, validBefore: future + 10n }))).rejects.toThrow(/not yet valid/);
+    await expect(
+      call(await signAuthorization(payer, chain.treasury, 1n, { validAfter: future, validBefore: future + 10n })),
+    ).rejects.toThrow(/not yet valid/);
     const forged = await signAuthorization(wallet(5), chain.treasury, 1n);
     await expect(call({ ...forged, message: { ...forged.message, from: payer.address } })).rejects.toThrow(/invalid signature/);
     await expect(call(await signAuthorization(payer, chain.treasury, parseUnits("2000000", 6)))).rejects.toThrow(/exceeds balance/);

@@ -21,7 +21,11 @@ let solana: Awaited<ReturnType<typeof startSolanaStandIn>>;
 beforeAll(async () => {
   solana = await startSolanaStandIn({ [SOL_ADDRESS]: 2_500_000_000 });
   // starknet-mainnet: an upstream that is down (nothing listens on port 1), so the slug is listed and its calls fail 500
-  emu = await startEmulator({ chain: true, apiKeys: [KEY], upstreams: { "solana-devnet": solana.url, "starknet-mainnet": "http://127.0.0.1:1" } });
+  emu = await startEmulator({
+    chain: true,
+    apiKeys: [KEY],
+    upstreams: { "solana-devnet": solana.url, "starknet-mainnet": "http://127.0.0.1:1" },
+  });
 });
 afterAll(async () => {
   await emu?.close();
@@ -74,7 +78,9 @@ describe("cryptoRpc", () => {
     expect(again.idempotentReplayed).toBe(true);
     expect(again.result).toBe(first.result);
     const sent = total();
-    await expect(cryptoRpc(client, "base-mainnet", { method: "eth_blockNumber" }, { idempotencyKey: "no spaces" })).rejects.toThrow(ValidationError);
+    await expect(cryptoRpc(client, "base-mainnet", { method: "eth_blockNumber" }, { idempotencyKey: "no spaces" })).rejects.toThrow(
+      ValidationError,
+    );
     const generated = await cryptoRpc(client, "base-mainnet", { method: "eth_blockNumber" }, { idempotencyKey: true });
     expect(generated.idempotentReplayed).toBe(false);
     expect(total()).toBe(sent + 1);
@@ -85,7 +91,12 @@ describe("cryptoRpc", () => {
     const tooMany = Array.from({ length: 101 }, () => ({ method: "eth_chainId" }));
     await expect(cryptoRpc(client, "base-mainnet", tooMany)).rejects.toThrow(/at most 100/);
     await expect(cryptoRpc(client, "base-mainnet", [])).rejects.toThrow(ValidationError);
-    await expect(cryptoRpc(client, "base-mainnet", [{ method: "a", id: 1 }, { method: "b", id: 1 }])).rejects.toThrow(/duplicate id/);
+    await expect(
+      cryptoRpc(client, "base-mainnet", [
+        { method: "a", id: 1 },
+        { method: "b", id: 1 },
+      ]),
+    ).rejects.toThrow(/duplicate id/);
     await expect(cryptoRpc(client, "base-mainnet", { method: "" })).rejects.toThrow(/method/);
     await expect(cryptoRpc(client, "base-mainnet", { method: "eth_call", params: "0x" as never })).rejects.toThrow(/params/);
     await expect(cryptoRpc(client, "base-mainnet", { method: "eth_call", extra: 1 } as never)).rejects.toThrow(ValidationError);
@@ -116,7 +127,10 @@ describe("cryptoRpc", () => {
     const bad = new ServiceClient({ baseUrl: emu.url, apiKey: "wrong-key", retry: false });
     await expect(cryptoRpc(bad, "base-mainnet", { method: "eth_chainId" })).rejects.toThrow(AuthenticationError);
     const { client } = countingClient(emu, KEY);
-    await expect(cryptoRpc(client, "starknet-mainnet", { method: "starknet_blockNumber" })).rejects.toMatchObject({ name: "ServerError", status: 500 });
+    await expect(cryptoRpc(client, "starknet-mainnet", { method: "starknet_blockNumber" })).rejects.toMatchObject({
+      name: "ServerError",
+      status: 500,
+    });
   });
 
   it("reports a batch answered with one error object as a format error, not a crash", async () => {
@@ -232,7 +246,12 @@ describe("wallet callers", () => {
   it("a wallet signed in with SIWX pays per call from its credit and sees X-Balance-Remaining", async () => {
     const { createWalletAuth } = await import("../../src/x402/index.js");
     const { EvmWallet } = await import("../../src/evm/index.js");
-    const walletEmu = await startEmulator({ apiKeys: ["unused"], walletStartingUsd: 1, upstreams: { "base-mainnet": emu.chain!.rpcUrl }, x402: { balanceHeader: true } }); // the seed's header
+    const walletEmu = await startEmulator({
+      apiKeys: ["unused"],
+      walletStartingUsd: 1,
+      upstreams: { "base-mainnet": emu.chain!.rpcUrl },
+      x402: { balanceHeader: true },
+    }); // the seed's header
     try {
       const wallet = new EvmWallet(Wallet.createRandom().privateKey);
       const client = new ServiceClient({ baseUrl: walletEmu.url, auth: createWalletAuth(wallet) });

@@ -15,7 +15,11 @@ let emu: Emulator;
 
 beforeAll(async () => {
   node = await startStatusNode();
-  emu = await startEmulator({ apiKeys: ["k", "k2", "k3", "k5", { key: "poor", usd: 0.00001, diem: 0 }], upstreams: { "base-mainnet": node.url }, networks: ["base-mainnet"] });
+  emu = await startEmulator({
+    apiKeys: ["k", "k2", "k3", "k5", { key: "poor", usd: 0.00001, diem: 0 }],
+    upstreams: { "base-mainnet": node.url },
+    networks: ["base-mainnet"],
+  });
 });
 
 afterAll(async () => {

@@ -58,7 +58,9 @@ export async function transferUsdc(chain: LocalChain, fromIndex: number, to: str
  * some real nodes have, for the client's error handling: a batch holding `getHealth` is answered with a single
  * error object instead of an array.
  */
-export async function startSolanaStandIn(balances: Record<string, number>): Promise<{ url: string; ledger: SolanaLedger; close(): Promise<void> }> {
+export async function startSolanaStandIn(
+  balances: Record<string, number>,
+): Promise<{ url: string; ledger: SolanaLedger; close(): Promise<void> }> {
   const ledger = await createSolanaLedger();
   for (const [address, lamports] of Object.entries(balances)) ledger.setLamports(address, BigInt(lamports));
   const server: Server = createServer((req, res) => {

@@ -50,7 +50,9 @@ async function startScriptedNode(): Promise<ScriptedNode> {
     req.on("end", async () => {
       active++;
       node.maxActive = Math.max(node.maxActive, active);
-      const body = JSON.parse(Buffer.concat(chunks).toString("utf8")) as { id: unknown; method: string; params?: unknown[] } | { id: unknown; method: string; params?: unknown[] }[];
+      const body = JSON.parse(Buffer.concat(chunks).toString("utf8")) as
+        | { id: unknown; method: string; params?: unknown[] }
+        | { id: unknown; method: string; params?: unknown[] }[];
       const items = Array.isArray(body) ? body : [body];
       node.seen.push(...items.map((i) => i.method));
       const held = hold;
@@ -107,7 +109,8 @@ function call(method: string, params: unknown[] = []) {
 /** `key`: an API key, or a wallet signing in with SIWX */
 async function rpc(emu: Emulator, network: string, body: unknown, key: string | EvmWallet = "k1") {
   const url = `${emu.url}/crypto/rpc/${network}`;
-  const auth: Record<string, string> = typeof key === "string" ? { authorization: `Bearer ${key}` } : { "sign-in-with-x": await createSiwxHeader(key, url) };
+  const auth: Record<string, string> =
+    typeof key === "string" ? { authorization: `Bearer ${key}` } : { "sign-in-with-x": await createSiwxHeader(key, url) };
   const res = await fetch(url, { method: "POST", headers: { "content-type": "application/json", ...auth }, body: JSON.stringify(body) });
   return { status: res.status, headers: res.headers, json: (await res.json()) as any };
 }
@@ -211,7 +214,20 @@ describe("one request at a time per caller (live)", () => {
 describe("explicit method lists (live)", () => {
   it("the proxy refuses unlisted names in listed namespaces, naming them, and whole batches with them", async () => {
     const emu = await emulator();
-    const evmRefused = ["debug_notAMethod", "trace_notAMethod", "zks_notAMethod", "txpool_notAMethod", "eth_sign", "eth_accounts", "eth_getWork", "eth_submitWork", "eth_mining", "eth_hashrate", "getBalance", "starknet_call"];
+    const evmRefused = [
+      "debug_notAMethod",
+      "trace_notAMethod",
+      "zks_notAMethod",
+      "txpool_notAMethod",
+      "eth_sign",
+      "eth_accounts",
+      "eth_getWork",
+      "eth_submitWork",
+      "eth_mining",
+      "eth_hashrate",
+      "getBalance",
+      "starknet_call",
+    ];
     for (const method of evmRefused) {
       const r = await rpc(emu, "base-mainnet", call(method));
       expect(r.status, method).toBe(400);
@@ -229,9 +245,17 @@ describe("explicit method lists (live)", () => {
   it("the proxy forwards listed methods on any EVM chain (bundler and chain extensions too) and bills their tiers", async () => {
     const emu = await emulator();
     const standard = [
-      "eth_sendUserOperation", "eth_estimateUserOperationGas", "eth_getUserOperationByHash", "eth_getUserOperationReceipt",
-      "eth_supportedEntryPoints", "pimlico_getUserOperationGasPrice", "pimlico_getUserOperationStatus",
-      "zks_getL1GasPrice", "linea_estimateGas", "bor_getAuthor", "eth_simulateV1",
+      "eth_sendUserOperation",
+      "eth_estimateUserOperationGas",
+      "eth_getUserOperationByHash",
+      "eth_getUserOperationReceipt",
+      "eth_supportedEntryPoints",
+      "pimlico_getUserOperationGasPrice",
+      "pimlico_getUserOperationStatus",
+      "zks_getL1GasPrice",
+      "linea_estimateGas",
+      "bor_getAuthor",
+      "eth_simulateV1",
     ];
     for (const method of standard) {
       const r = await rpc(emu, "blast-mainnet", call(method));
@@ -269,7 +293,12 @@ describe("explicit method lists (live)", () => {
       const counting = countingClient(emu, "k1", { retry: false });
       const tool = new CryptoRpcToolkit({ client: counting.client, ...options }).getTools().find((t) => t.name === "crypto_rpc")!;
       const invoke = async (method: string, network = "base-mainnet") => {
-        const message = (await tool.invoke({ type: "tool_call", id: "c", name: "crypto_rpc", args: { network, method, params: [] } })) as ToolMessage;
+        const message = (await tool.invoke({
+          type: "tool_call",
+          id: "c",
+          name: "crypto_rpc",
+          args: { network, method, params: [] },
+        })) as ToolMessage;
         return JSON.parse(message.content as string);
       };
       return { invoke, sent: () => counting.counts["/crypto/rpc/base-mainnet"] ?? 0 };
@@ -306,7 +335,15 @@ describe("networks (live)", () => {
     const emu = await emulator();
     const listed = ((await (await fetch(`${emu.url}/crypto/rpc/networks`)).json()) as { networks: string[] }).networks;
     // (solana-mainnet: the emulator's Solana rail serves it)
-    expect(listed).toEqual(["base-mainnet", "blast-mainnet", "blast-sepolia", "robinhood-mainnet", "robinhood-testnet", "solana-devnet", "solana-mainnet"]);
+    expect(listed).toEqual([
+      "base-mainnet",
+      "blast-mainnet",
+      "blast-sepolia",
+      "robinhood-mainnet",
+      "robinhood-testnet",
+      "solana-devnet",
+      "solana-mainnet",
+    ]);
     for (const slug of ["blast-mainnet", "blast-sepolia", "robinhood-mainnet", "robinhood-testnet"]) {
       expect(describeNetwork(slug).family).toBe("evm");
       const r = await rpc(emu, slug, call("eth_chainId"));
@@ -341,11 +378,24 @@ describe("Idempotency-Key (live: a malformed one is silently ignored, so the cli
     const attempts: Promise<unknown>[] = [
       client.cryptoRpc("base-mainnet", { method: "eth_blockNumber" }, { idempotencyKey: "no spaces!", networks: false }),
       client.request("/crypto/rpc/base-mainnet", { method: "POST", body, headers: { "Idempotency-Key": "no spaces!" } }),
-      client.fetch(`${emu.url}/crypto/rpc/base-mainnet`, { method: "POST", headers: { "idempotency-key": "x".repeat(256) }, body: JSON.stringify(body) }),
-      client.fetch(new Request(`${emu.url}/crypto/rpc/base-mainnet`, { method: "POST", headers: { "Idempotency-Key": "" }, body: JSON.stringify(body) })),
+      client.fetch(`${emu.url}/crypto/rpc/base-mainnet`, {
+        method: "POST",
+        headers: { "idempotency-key": "x".repeat(256) },
+        body: JSON.stringify(body),
+      }),
+      client.fetch(
+        new Request(`${emu.url}/crypto/rpc/base-mainnet`, {
+          method: "POST",
+          headers: { "Idempotency-Key": "" },
+          body: JSON.stringify(body),
+        }),
+      ),
     ];
     for (const attempt of attempts) {
-      const err = await attempt.then(() => undefined, (e: unknown) => e);
+      const err = await attempt.then(
+        () => undefined,
+        (e: unknown) => e,
+      );
       expect(err).toBeInstanceOf(ValidationError);
       expect((err as Error).message).toMatch(/Idempotency-Key.*\[A-Za-z0-9_-\]\{1,255\}/);
     }
@@ -353,7 +403,11 @@ describe("Idempotency-Key (live: a malformed one is silently ignored, so the cli
     expect(emu.ledger.totals(emu.account("k1")!).charges).toBe(charges);
     // a well-formed key by hand goes, and is replayed the second time; another route's header is not the proxy's
     const sent = () =>
-      client.fetch(`${emu.url}/crypto/rpc/base-mainnet`, { method: "POST", headers: { "idempotency-key": "by-hand-1" }, body: JSON.stringify(body) });
+      client.fetch(`${emu.url}/crypto/rpc/base-mainnet`, {
+        method: "POST",
+        headers: { "idempotency-key": "by-hand-1" },
+        body: JSON.stringify(body),
+      });
     expect((await sent()).headers.get("idempotent-replayed")).toBeNull();
     expect((await sent()).headers.get("idempotent-replayed")).toBe("true");
     expect((await client.fetch(`${emu.url}/models`, { headers: { "idempotency-key": "not checked here" } })).status).toBe(200);

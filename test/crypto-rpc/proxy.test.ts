@@ -6,7 +6,12 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startEmulator, type Emulator } from "langchain-service-emulator";
-import { RPC_PRICE_PER_CREDIT_USD, methodTier, rpcCredits, unsupportedReason } from "../../packages/langchain-service-emulator/src/routes/crypto-rpc.js";
+import {
+  RPC_PRICE_PER_CREDIT_USD,
+  methodTier,
+  rpcCredits,
+  unsupportedReason,
+} from "../../packages/langchain-service-emulator/src/routes/crypto-rpc.js";
 
 const KEY = "proxy-key";
 let emu: Emulator;
@@ -171,7 +176,11 @@ describe("POST /crypto/rpc/{network}", () => {
     const charges = account.entries.length;
     // move the chain on: a fresh request would see a later block
     const chain = emu.chain!;
-    await fetch(chain.rpcUrl, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "evm_mine" }) });
+    await fetch(chain.rpcUrl, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "evm_mine" }),
+    });
     const replay = await rpc("base-mainnet", body, { "idempotency-key": "idem-1" });
     expect(replay.status).toBe(200);
     expect(replay.headers.get("idempotent-replayed")).toBe("true");

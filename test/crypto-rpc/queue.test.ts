@@ -50,7 +50,8 @@ function wire() {
   const statuses: number[] = [];
   const fetch = async (input: string | URL | Request, init?: RequestInit) => {
     const res = await globalThis.fetch(input, init);
-    if (String(typeof input === "string" ? input : input instanceof URL ? input.href : input.url).includes("/crypto/rpc/base-mainnet")) statuses.push(res.status);
+    if (String(typeof input === "string" ? input : input instanceof URL ? input.href : input.url).includes("/crypto/rpc/base-mainnet"))
+      statuses.push(res.status);
     return res;
   };
   return { fetch, statuses };
@@ -83,7 +84,12 @@ describe("crypto RPC, one call at a time per credential", () => {
     await client.cryptoRpc("base-mainnet", { method: "eth_chainId" });
     const outputs = await Promise.all(
       [1, 2, 3].map((i) =>
-        rpc.invoke({ id: `call_${i}`, name: "crypto_rpc", args: { network: "base-mainnet", method: "eth_chainId", params: [] }, type: "tool_call" }),
+        rpc.invoke({
+          id: `call_${i}`,
+          name: "crypto_rpc",
+          args: { network: "base-mainnet", method: "eth_chainId", params: [] },
+          type: "tool_call",
+        }),
       ),
     );
     for (const out of outputs) expect(String((out as { content: unknown }).content)).toContain("0x2105");

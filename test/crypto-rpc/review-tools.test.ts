@@ -34,9 +34,17 @@ describe("arguments as models send them", () => {
     expect((await call("crypto_networks", { family: null, includeTestnets: null })).json.networks.evm).toBeDefined();
     expect((await call("native_balance", { network: "base-mainnet", address: holder, blockTag: null })).json.blockTag).toBe("latest");
     expect((await call("erc20_balance", { network: "base-mainnet", token: usdc, owner: holder, blockTag: null })).json.symbol).toBe("USDC");
-    const read = await call("contract_read", { network: "base-mainnet", address: usdc, function: "decimals() view returns (uint8)", args: null, blockTag: null });
+    const read = await call("contract_read", {
+      network: "base-mainnet",
+      address: usdc,
+      function: "decimals() view returns (uint8)",
+      args: null,
+      blockTag: null,
+    });
     expect(read.json.result).toBe("6");
-    expect((await call("crypto_rpc", { network: "base-mainnet", method: "eth_blockNumber", params: null })).json.resultDecimal).toMatch(/^\d+$/);
+    expect((await call("crypto_rpc", { network: "base-mainnet", method: "eth_blockNumber", params: null })).json.resultDecimal).toMatch(
+      /^\d+$/,
+    );
   });
 
   it("numbers as strings and block numbers as numbers or padded hex", async () => {
@@ -57,7 +65,12 @@ describe("arguments as models send them", () => {
       args: JSON.stringify([holder]),
     });
     expect(args.json.result).toMatch(/^\d+$/);
-    const bad = await call("contract_read", { network: "base-mainnet", address: emu.chain!.usdc.address, function: "balanceOf(address) view returns (uint256)", args: "owner" });
+    const bad = await call("contract_read", {
+      network: "base-mainnet",
+      address: emu.chain!.usdc.address,
+      function: "balanceOf(address) view returns (uint256)",
+      args: "owner",
+    });
     expect(bad.json.error.code).toBe("INVALID_ARGS");
   });
 

@@ -24,7 +24,11 @@ const AMOUNT = parseUnits("12.5", 6);
 beforeAll(async () => {
   solana = await startSolanaStandIn({ [SOL_ADDRESS]: 1_250_000_000 });
   // starknet-mainnet: an upstream that is down (nothing listens on port 1), so the slug is listed and its calls fail 500
-  emu = await startEmulator({ chain: true, apiKeys: [KEY], upstreams: { "solana-devnet": solana.url, "starknet-mainnet": "http://127.0.0.1:1" } });
+  emu = await startEmulator({
+    chain: true,
+    apiKeys: [KEY],
+    upstreams: { "solana-devnet": solana.url, "starknet-mainnet": "http://127.0.0.1:1" },
+  });
   const chain = emu.chain!;
   const receipt = await transferUsdc(chain, 1, chain.accounts[2]!.address, AMOUNT);
   transferHash = receipt.hash;
@@ -82,7 +86,15 @@ describe("crypto_networks", () => {
     const { json, artifact } = await call("crypto_networks", {});
     expect(json.networks.evm.mainnet).toContain("base-mainnet");
     expect(json.networks.evm.testnet).toEqual(
-      expect.arrayContaining(["base-sepolia", "ethereum-holesky", "avalanche-fuji", "polygon-amoy", "bsc-testnet", "blast-sepolia", "robinhood-testnet"]),
+      expect.arrayContaining([
+        "base-sepolia",
+        "ethereum-holesky",
+        "avalanche-fuji",
+        "polygon-amoy",
+        "bsc-testnet",
+        "blast-sepolia",
+        "robinhood-testnet",
+      ]),
     );
     expect(json.networks.evm.mainnet).toEqual(expect.arrayContaining(["blast-mainnet", "robinhood-mainnet"]));
     expect(json.networks.evm.mainnet).not.toContain("base-sepolia");
@@ -185,7 +197,11 @@ describe("typed reads", () => {
       args: [chain.accounts[2]!.address],
     });
     expect(bal.json.result).toBe((parseUnits("1000000", 6) + AMOUNT).toString());
-    const name = await call("contract_read", { network: "base-mainnet", address: chain.usdc.address, function: "name() view returns (string)" });
+    const name = await call("contract_read", {
+      network: "base-mainnet",
+      address: chain.usdc.address,
+      function: "name() view returns (string)",
+    });
     expect(name.json.result).toBe("USD Coin");
     const state = await call("contract_read", {
       network: "base-mainnet",
@@ -201,11 +217,19 @@ describe("crypto_rpc (generic)", () => {
   it("eth_getBalance with the decimal copy; eth_call of balanceOf", async () => {
     const { call } = toolkit();
     const chain = emu.chain!;
-    const r = await call("crypto_rpc", { network: "base-mainnet", method: "eth_getBalance", params: [chain.accounts[0]!.address, "latest"] });
+    const r = await call("crypto_rpc", {
+      network: "base-mainnet",
+      method: "eth_getBalance",
+      params: [chain.accounts[0]!.address, "latest"],
+    });
     expect(r.json.result).toMatch(/^0x/);
     expect(r.json.resultDecimal).toBe(BigInt(r.json.result).toString());
     const data = usdcInterface.encodeFunctionData("balanceOf", [chain.accounts[2]!.address]);
-    const c = await call("crypto_rpc", { network: "base-mainnet", method: "eth_call", params: [{ to: chain.usdc.address, data }, "latest"] });
+    const c = await call("crypto_rpc", {
+      network: "base-mainnet",
+      method: "eth_call",
+      params: [{ to: chain.usdc.address, data }, "latest"],
+    });
     expect(BigInt(c.json.result)).toBe(parseUnits("1000000", 6) + AMOUNT);
   });
 
@@ -240,7 +264,11 @@ describe("crypto_rpc (generic)", () => {
 
   it("refuses a too-wide eth_getLogs range before sending, with a hint", async () => {
     const { call, counts } = toolkit({ maxLogBlockRange: 3 });
-    const r = await call("crypto_rpc", { network: "base-mainnet", method: "eth_getLogs", params: [{ fromBlock: "earliest", toBlock: "latest" }] });
+    const r = await call("crypto_rpc", {
+      network: "base-mainnet",
+      method: "eth_getLogs",
+      params: [{ fromBlock: "earliest", toBlock: "latest" }],
+    });
     expect(r.json.error.code).toBe("RANGE_TOO_WIDE");
     expect(r.json.error.message).toMatch(/limit is 3/);
     // only eth_blockNumber (to resolve "latest") was sent, not the logs query
@@ -249,7 +277,11 @@ describe("crypto_rpc (generic)", () => {
 
   it("caps long output and says how to narrow the query; the artifact keeps everything", async () => {
     const { call } = toolkit({ maxOutputChars: 1500 });
-    const r = await call("crypto_rpc", { network: "base-mainnet", method: "eth_getLogs", params: [{ fromBlock: "0x0", toBlock: "latest", address: emu.chain!.usdc.address }] });
+    const r = await call("crypto_rpc", {
+      network: "base-mainnet",
+      method: "eth_getLogs",
+      params: [{ fromBlock: "0x0", toBlock: "latest", address: emu.chain!.usdc.address }],
+    });
     expect(r.text.length).toBeLessThanOrEqual(1500);
     expect(r.json.result.length).toBeGreaterThan(1); // whole logs kept, then the marker
     expect(r.json.truncated).toBe(true);
@@ -275,16 +307,24 @@ describe("crypto_rpc (generic)", () => {
 
   it("is read-only by default: writes, signing, admin, filters and cross-family calls are refused before sending", async () => {
     const { call, counts } = toolkit();
-    expect((await call("crypto_rpc", { network: "base-mainnet", method: "eth_sendRawTransaction", params: ["0x00"] })).json.error.code).toBe("METHOD_NOT_ALLOWED");
+    expect(
+      (await call("crypto_rpc", { network: "base-mainnet", method: "eth_sendRawTransaction", params: ["0x00"] })).json.error.code,
+    ).toBe("METHOD_NOT_ALLOWED");
     // methods the service does not serve at all are refused as such
     for (const method of ["eth_sign", "personal_sign", "admin_peers", "eth_sendTransaction"]) {
       const r = await call("crypto_rpc", { network: "base-mainnet", method, params: ["0x00"] });
       expect(r.json.error.code, method).toBe("UNSUPPORTED_METHOD");
     }
-    expect((await call("crypto_rpc", { network: "base-mainnet", method: "eth_newFilter", params: [{}] })).json.error.code).toBe("UNSUPPORTED_METHOD");
-    expect((await call("crypto_rpc", { network: "solana-devnet", method: "sendTransaction", params: ["x"] })).json.error.code).toBe("METHOD_NOT_ALLOWED");
+    expect((await call("crypto_rpc", { network: "base-mainnet", method: "eth_newFilter", params: [{}] })).json.error.code).toBe(
+      "UNSUPPORTED_METHOD",
+    );
+    expect((await call("crypto_rpc", { network: "solana-devnet", method: "sendTransaction", params: ["x"] })).json.error.code).toBe(
+      "METHOD_NOT_ALLOWED",
+    );
     expect((await call("crypto_rpc", { network: "solana-devnet", method: "eth_call", params: [] })).json.error.code).toBe("WRONG_FAMILY");
-    expect((await call("crypto_rpc", { network: "starknet-mainnet", method: "starknet_addInvokeTransaction", params: [] })).json.error.code).toBe("METHOD_NOT_ALLOWED");
+    expect(
+      (await call("crypto_rpc", { network: "starknet-mainnet", method: "starknet_addInvokeTransaction", params: [] })).json.error.code,
+    ).toBe("METHOD_NOT_ALLOWED");
     expect(counts["/crypto/rpc/base-mainnet"]).toBeUndefined();
   });
 
@@ -314,7 +354,9 @@ describe("crypto_rpc (generic)", () => {
     expect(status.json.status).toBe("success");
     expect(await usdc.getFunction("balanceOf")(recipient)).toBe(before + 777n);
     provider.destroy();
-    expect((await call("crypto_rpc", { network: "base-mainnet", method: "eth_subscribe", params: ["newHeads"] })).json.error.code).toBe("UNSUPPORTED_METHOD");
+    expect((await call("crypto_rpc", { network: "base-mainnet", method: "eth_subscribe", params: ["newHeads"] })).json.error.code).toBe(
+      "UNSUPPORTED_METHOD",
+    );
   });
 });
 
@@ -324,7 +366,11 @@ describe("bad input and failures", () => {
     const chain = emu.chain!;
     const cases: [string, Record<string, unknown>, string][] = [
       ["native_balance", { network: "base-mainnet", address: "0x123" }, "INVALID_ADDRESS"],
-      ["native_balance", { network: "base-mainnet", address: chain.accounts[0]!.address.replace(/[a-f]/, (c) => c.toUpperCase()).replace(/^0X/, "0x") }, "INVALID_ADDRESS"],
+      [
+        "native_balance",
+        { network: "base-mainnet", address: chain.accounts[0]!.address.replace(/[a-f]/, (c) => c.toUpperCase()).replace(/^0X/, "0x") },
+        "INVALID_ADDRESS",
+      ],
       ["native_balance", { network: "solana-devnet", address: "0OIl-not-base58" }, "INVALID_ADDRESS"],
       ["native_balance", { network: "starknet-mainnet", address: "0x1" }, "UNSUPPORTED_FAMILY"],
       ["erc20_balance", { network: "base-mainnet", token: "usdc", owner: chain.accounts[0]!.address }, "INVALID_ADDRESS"],
@@ -332,7 +378,11 @@ describe("bad input and failures", () => {
       ["transaction_status", { network: "base-mainnet", hash: "0x1234" }, "INVALID_PARAMS"],
       ["contract_read", { network: "base-mainnet", address: chain.usdc.address, function: "balanceOf(address" }, "INVALID_ABI"],
       ["contract_read", { network: "base-mainnet", address: chain.usdc.address, function: "balanceOf(address)" }, "INVALID_ABI"],
-      ["contract_read", { network: "base-mainnet", address: chain.usdc.address, function: "balanceOf(address) view returns (uint256)", args: ["nope"] }, "INVALID_ARGS"],
+      [
+        "contract_read",
+        { network: "base-mainnet", address: chain.usdc.address, function: "balanceOf(address) view returns (uint256)", args: ["nope"] },
+        "INVALID_ARGS",
+      ],
       ["native_balance", { network: "base-mainnet", address: chain.accounts[0]!.address, blockTag: "yesterday" }, "INVALID_PARAMS"],
     ];
     for (const [name, args, code] of cases) {

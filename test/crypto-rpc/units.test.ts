@@ -58,11 +58,20 @@ describe("method policy", () => {
     expect(checkMethod("solana", "sendTransaction", { allowWrites: true }).allowed).toBe(true);
     expect(checkMethod("evm", "eth_newBlockFilter", { allowWrites: true })).toMatchObject({ allowed: false, code: "UNSUPPORTED_METHOD" });
     expect(checkMethod("solana", "logsSubscribe", { allowWrites: true })).toMatchObject({ allowed: false, code: "UNSUPPORTED_METHOD" });
-    expect(checkMethod("evm", "debug_traceTransaction", { extraMethods: ["debug_traceTransaction"] })).toEqual({ allowed: true, kind: "read" });
+    expect(checkMethod("evm", "debug_traceTransaction", { extraMethods: ["debug_traceTransaction"] })).toEqual({
+      allowed: true,
+      kind: "read",
+    });
   });
 
   it("checks explicit names per family, not namespaces, as the live proxy does", () => {
-    for (const method of ["zks_getL1GasPrice", "zks_L1ChainId", "linea_getTransactionExclusionStatusV1", "bor_getSnapshotProposerSequence", "pimlico_getUserOperationStatus"]) {
+    for (const method of [
+      "zks_getL1GasPrice",
+      "zks_L1ChainId",
+      "linea_getTransactionExclusionStatusV1",
+      "bor_getSnapshotProposerSequence",
+      "pimlico_getUserOperationStatus",
+    ]) {
       expect(checkMethod("evm", method), method).toEqual({ allowed: true, kind: "read" });
     }
     for (const method of ["zks_notAMethod", "linea_notAMethod", "bor_notAMethod"]) {
@@ -75,12 +84,21 @@ describe("method policy", () => {
     expect(checkMethod("evm", "trace_replayTransaction", { allowWrites: true })).toEqual({ allowed: true, kind: "write" });
     expect(checkMethod("evm", "zks_sendRawTransactionWithDetailedOutput", { allowWrites: true })).toEqual({ allowed: true, kind: "write" });
     // the reasons say what it costs or what to do instead
-    expect(checkMethod("evm", "trace_replayTransaction")).toMatchObject({ code: "METHOD_NOT_ALLOWED", reason: expect.stringMatching(/billed 4×/) });
-    expect(checkMethod("evm", "eth_sign", { allowWrites: true })).toMatchObject({ code: "UNSUPPORTED_METHOD", reason: expect.stringMatching(/sign locally/) });
+    expect(checkMethod("evm", "trace_replayTransaction")).toMatchObject({
+      code: "METHOD_NOT_ALLOWED",
+      reason: expect.stringMatching(/billed 4×/),
+    });
+    expect(checkMethod("evm", "eth_sign", { allowWrites: true })).toMatchObject({
+      code: "UNSUPPORTED_METHOD",
+      reason: expect.stringMatching(/sign locally/),
+    });
     expect(checkMethod("solana", "getConfirmedBlock", { allowWrites: true }).allowed).toBe(false);
     expect(checkMethod("solana", "getAssetsByOwner", { allowWrites: true }).allowed).toBe(false);
     // filters stay refused even when named as extra methods
-    expect(checkMethod("evm", "eth_newFilter", { extraMethods: ["eth_newFilter"] })).toMatchObject({ allowed: false, code: "UNSUPPORTED_METHOD" });
+    expect(checkMethod("evm", "eth_newFilter", { extraMethods: ["eth_newFilter"] })).toMatchObject({
+      allowed: false,
+      code: "UNSUPPORTED_METHOD",
+    });
   });
 
   it("refuses a method of another family", () => {
@@ -132,7 +150,12 @@ describe("result formatting", () => {
 describe("request checks", () => {
   it("normalizes a request and names what is wrong with a bad one", () => {
     expect(normalizeRequest({ method: "eth_chainId" }, 5)).toEqual({ jsonrpc: "2.0", method: "eth_chainId", id: 5 });
-    expect(normalizeRequest({ method: "getBalance", params: ["x"], id: "a" }, 1)).toEqual({ jsonrpc: "2.0", method: "getBalance", params: ["x"], id: "a" });
+    expect(normalizeRequest({ method: "getBalance", params: ["x"], id: "a" }, 1)).toEqual({
+      jsonrpc: "2.0",
+      method: "getBalance",
+      params: ["x"],
+      id: "a",
+    });
     expect(() => normalizeRequest({ params: [] }, 1)).toThrow(ValidationError);
     expect(() => normalizeRequest({ method: "x", params: 5 }, 1)).toThrow(/params/);
     expect(() => normalizeRequest({ method: "x", id: 1.5 }, 1)).toThrow(/id/);

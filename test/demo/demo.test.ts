@@ -42,10 +42,22 @@ describe("npm run demo", () => {
     expect(result.wire.refused429).toBe(0);
     expect(out).toContain("refused with 429: 0");
     // it ends with its receipts proved against the service's ledger: nothing differs
-    expect(result.reconciliation).toMatchObject({ ok: true, unseenCharges: [], missingFromLedger: [], amountMismatches: [], unseenTopUps: [], missingTopUps: [] });
+    expect(result.reconciliation).toMatchObject({
+      ok: true,
+      unseenCharges: [],
+      missingFromLedger: [],
+      amountMismatches: [],
+      unseenTopUps: [],
+      missingTopUps: [],
+    });
     expect(result.reconciliation!.run.charges).toBe(result.modelCalls + result.toolCalls.length); // each model call and each RPC read
     expect(result.reconciliation!.run.chargedUsd).toBeCloseTo(result.ledger!.charged, 6);
-    expect(result.receipts.trim().split("\n").map((l) => JSON.parse(l).type)).toContain("payment");
+    expect(
+      result.receipts
+        .trim()
+        .split("\n")
+        .map((l) => JSON.parse(l).type),
+    ).toContain("payment");
     expect(out).toMatch(/reconciled with the service's ledger: 0 difference\(s\)/);
   });
 });

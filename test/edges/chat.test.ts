@@ -6,14 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ServerResponse } from "node:http";
 import { ChatService } from "../../src/chat/index.js";
 import { createServiceFetch, ServiceClient } from "../../src/index.js";
-import {
-  ConfigurationError,
-  ResponseFormatError,
-  ServerError,
-  ServiceError,
-  StreamError,
-  ValidationError,
-} from "../../src/http/errors.js";
+import { ConfigurationError, ResponseFormatError, ServerError, ServiceError, StreamError, ValidationError } from "../../src/http/errors.js";
 import { chunk, completion, json, sse, startFixtureServer, type FixtureServer } from "../chat/fixture-server.js";
 
 let fx: FixtureServer;
@@ -98,7 +91,16 @@ describe("malformed JSON answers are ResponseFormatError", () => {
   });
 
   it("content as an array of text parts (the spec allows it) is still an answer", async () => {
-    fx.script = (_req, res) => json(res, completion({ content: [{ type: "text", text: "Hel" }, { type: "text", text: "lo" }] }));
+    fx.script = (_req, res) =>
+      json(
+        res,
+        completion({
+          content: [
+            { type: "text", text: "Hel" },
+            { type: "text", text: "lo" },
+          ],
+        }),
+      );
     const answer = await model().invoke("hi");
     expect(answer.text).toBe("Hello");
   });
@@ -110,7 +112,13 @@ describe("malformed JSON answers are ResponseFormatError", () => {
     expectTyped(err, ResponseFormatError);
     expect(err.message).toContain("usage.completion_tokens");
     fx.script = (_req, res) =>
-      json(res, completion({ content: "x" }, { usage: { prompt_tokens: 1, completion_tokens: 2, total_tokens: 3, prompt_tokens_details: { cached_tokens: "1" } } }));
+      json(
+        res,
+        completion(
+          { content: "x" },
+          { usage: { prompt_tokens: 1, completion_tokens: 2, total_tokens: 3, prompt_tokens_details: { cached_tokens: "1" } } },
+        ),
+      );
     expect((await errorOf(model().invoke("hi"))).message).toContain("usage.prompt_tokens_details.cached_tokens");
   });
 
@@ -145,7 +153,10 @@ describe("malformed stream events are ResponseFormatError", () => {
     ["choices: [null]", [{ ...chunk({}), choices: [null] }]],
     ["a null tool call", [chunk({ tool_calls: [null] })]],
     ["content: 42", [chunk({ content: 42 })]],
-    ["usage with a string count", [chunk({ content: "x" }), { ...chunk({}), choices: [], usage: { prompt_tokens: "many", completion_tokens: 1, total_tokens: 1 } }]],
+    [
+      "usage with a string count",
+      [chunk({ content: "x" }), { ...chunk({}), choices: [], usage: { prompt_tokens: "many", completion_tokens: 1, total_tokens: 1 } }],
+    ],
   ])("%s", async (_name, events) => {
     fx.script = (_req, res) => sse(res, events as unknown[]);
     expectTyped(await errorOf(drain(model())), ResponseFormatError);

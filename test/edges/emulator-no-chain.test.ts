@@ -16,7 +16,8 @@ import { EvmWallet } from "../../src/evm/index.js";
 
 const KEY = "no-chain-key";
 /** what `import("litesvm")` throws when the optional package is absent */
-const missingLiteSvm = () => Promise.reject(Object.assign(new Error("Cannot find package 'litesvm' imported from x"), { code: "ERR_MODULE_NOT_FOUND" }));
+const missingLiteSvm = () =>
+  Promise.reject(Object.assign(new Error("Cannot find package 'litesvm' imported from x"), { code: "ERR_MODULE_NOT_FOUND" }));
 const CHAT = JSON.stringify({ model: "emu-xs", messages: [{ role: "user", content: "hello" }] });
 /** a client error that arrives within this is "at once": no backoff series (the default client retries 4 times from 250 ms) */
 const FAST_MS = 1_500;
@@ -106,7 +107,12 @@ describe.each([
   });
 
   it("the discovery 402 offers no payment option", async () => {
-    const res = await fetch(`${emu.url}/chat/completions`, { method: "POST", headers: { "content-type": "application/json" }, body: CHAT, signal: AbortSignal.timeout(5_000) });
+    const res = await fetch(`${emu.url}/chat/completions`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: CHAT,
+      signal: AbortSignal.timeout(5_000),
+    });
     expect(res.status).toBe(402);
     expect(((await res.json()) as { accepts: unknown[] }).accepts).toEqual([]);
     expect(decode(res.headers.get("payment-required")).accepts).toEqual([]);
@@ -121,7 +127,12 @@ describe.each([
       signal: AbortSignal.timeout(5_000),
     });
     expect(res.status).toBe(402);
-    const body = (await res.json()) as { code: string; message: string; supportedChains: string[]; topUpInstructions: Record<string, unknown> };
+    const body = (await res.json()) as {
+      code: string;
+      message: string;
+      supportedChains: string[];
+      topUpInstructions: Record<string, unknown>;
+    };
     expect(body.code).toBe("PAYMENT_REQUIRED");
     expect(body.message).toMatch(/no payment rail is available in this emulator/i);
     expect(body.supportedChains).toEqual([]);
@@ -131,7 +142,11 @@ describe.each([
   });
 
   it("ServiceClient.topUp with a wallet fails at once with PaymentFailedError", async () => {
-    const client = new ServiceClient({ baseUrl: emu.url, wallet: EvmWallet.random(), payment: { allowedPayees: ["0x000000000000000000000000000000000000dEaD"] } });
+    const client = new ServiceClient({
+      baseUrl: emu.url,
+      wallet: EvmWallet.random(),
+      payment: { allowedPayees: ["0x000000000000000000000000000000000000dEaD"] },
+    });
     const { error, ms } = await timedFailure(() => client.topUp(5));
     expect(error).toBeInstanceOf(PaymentFailedError);
     expect((error as PaymentFailedError).status).toBe(402);
@@ -168,7 +183,9 @@ describe.each([
     expect((listed.error as UnsupportedNetworkError).validNetworks).toEqual([]);
     expect(listed.ms).toBeLessThan(FAST_MS);
     // without the list check: the proxy's own 400, never retried, turned into the same typed error
-    const unchecked = await timedFailure((signal) => client.cryptoRpc("base-mainnet", { method: "eth_chainId" }, { signal, networks: false }));
+    const unchecked = await timedFailure((signal) =>
+      client.cryptoRpc("base-mainnet", { method: "eth_chainId" }, { signal, networks: false }),
+    );
     expect(unchecked.error).toBeInstanceOf(UnsupportedNetworkError);
     expect((unchecked.error as Error).cause).toBeInstanceOf(BadRequestError);
     expect(((unchecked.error as Error).cause as BadRequestError).status).toBe(400);
@@ -224,7 +241,9 @@ describe("the CLI with --no-chain", () => {
   it("prints the rails and networks it really has", async () => {
     const out: string[] = [];
     const err: string[] = [];
-    const emu = await main(["emulator", "--port", "0", "--no-chain", "--api-key", KEY], { io: { out: (l) => out.push(l), err: (l) => err.push(l) } });
+    const emu = await main(["emulator", "--port", "0", "--no-chain", "--api-key", KEY], {
+      io: { out: (l) => out.push(l), err: (l) => err.push(l) },
+    });
     try {
       const text = out.join("\n");
       expect(text).toMatch(/^x402 top-ups: Solana \(LiteSVM\) only/m);

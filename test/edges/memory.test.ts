@@ -25,7 +25,6 @@ const TENANTS = 20_000;
 
 const turn = (ms = 0) => new Promise<void>((r) => setTimeout(r, ms));
 
-
 // ---- a tiny loopback service: answers by key, counts requests for the keys the sharing tests watch ----
 
 const PINNED = "0x1111111111111111111111111111111111111111";
@@ -152,7 +151,9 @@ describe("20,000 tenants", () => {
     const after = await settledHeap();
 
     const grown = after - before;
-    console.log(`heap before ${(before / MB).toFixed(1)} MB, after ${TENANTS} tenants ${(after / MB).toFixed(1)} MB: +${(grown / MB).toFixed(2)} MB`);
+    console.log(
+      `heap before ${(before / MB).toFixed(1)} MB, after ${TENANTS} tenants ${(after / MB).toFixed(1)} MB: +${(grown / MB).toFixed(2)} MB`,
+    );
     // today's maps kept ~800 bytes a key (~16 MB); bounded, what stays is noise and caches of fixed size
     expect(grown).toBeLessThan((gc ? 3 : 12) * MB);
   });
@@ -261,7 +262,11 @@ describe("the bounded maps", () => {
       r.keep(v, Number.POSITIVE_INFINITY); // e.g. a pending payment
       return v.n;
     })();
-    (() => r.keep(r.get("d", () => ({ n: ++made })), Date.now() + 2_000))(); // matters for 2 s
+    (() =>
+      r.keep(
+        r.get("d", () => ({ n: ++made })),
+        Date.now() + 2_000,
+      ))(); // matters for 2 s
     await settledHeap();
     expect(r.get("a", () => ({ n: ++made }))).toBe(owner.v); // shared while owned
     expect(r.peek("c")?.n).toBe(kept);

@@ -117,7 +117,15 @@ describe("ChatService options", () => {
   });
 
   it("maxTokens: -1 keeps ChatOpenAI's meaning (no limit): nothing is sent", async () => {
-    const m = new ChatService({ model: "fx-model", baseUrl: fx.url, apiKey: "k", retry: false, pacing: false, abuseGuard: false, maxTokens: -1 });
+    const m = new ChatService({
+      model: "fx-model",
+      baseUrl: fx.url,
+      apiKey: "k",
+      retry: false,
+      pacing: false,
+      abuseGuard: false,
+      maxTokens: -1,
+    });
     await m.invoke("hi");
     const body = fx.requests.at(-1)!.body;
     expect(body).not.toHaveProperty("max_tokens");

@@ -116,7 +116,7 @@ describe("line endings", () => {
   });
 
   it("CRLF split between two reads is one line ending, not two", { timeout: BOUND }, async () => {
-    fx.script = (_req, res) => writeParts(res, ['data: {"a":\r', '\ndata: 1}\r', "\n\r", "\ndata: [DONE]\r\n\r\n"]);
+    fx.script = (_req, res) => writeParts(res, ['data: {"a":\r', "\ndata: 1}\r", "\n\r", "\ndata: [DONE]\r\n\r\n"]);
     expect(await events()).toEqual([{ a: 1 }]);
   });
 

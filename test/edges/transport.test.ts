@@ -80,7 +80,8 @@ describe("a body that stalls after the headers", () => {
   });
 
   it(".stream() ends with TimeoutError after idleTimeout, after the chunks that came", { timeout: BOUND }, async () => {
-    fx.script = (_req, res) => stallAfter(res, "text/event-stream", `data: ${JSON.stringify(chunk({ role: "assistant", content: "He" }))}\n\n`);
+    fx.script = (_req, res) =>
+      stallAfter(res, "text/event-stream", `data: ${JSON.stringify(chunk({ role: "assistant", content: "He" }))}\n\n`);
     const got: string[] = [];
     const err = await rejection(
       (async () => {
@@ -292,8 +293,22 @@ describe("the new options are validated", () => {
   });
 
   it("valid values are kept on the stack", () => {
-    const f = createServiceFetch({ baseUrl: fx.url, apiKey: "k", idleTimeout: 5_000, totalTimeout: 60_000, maxEventBytes: 1024, maxResponseBytes: 2048, maxRequestBytes: 4096 });
-    expect(f.limits).toEqual({ idleTimeout: 5_000, totalTimeout: 60_000, maxEventBytes: 1024, maxResponseBytes: 2048, maxRequestBytes: 4096 });
+    const f = createServiceFetch({
+      baseUrl: fx.url,
+      apiKey: "k",
+      idleTimeout: 5_000,
+      totalTimeout: 60_000,
+      maxEventBytes: 1024,
+      maxResponseBytes: 2048,
+      maxRequestBytes: 4096,
+    });
+    expect(f.limits).toEqual({
+      idleTimeout: 5_000,
+      totalTimeout: 60_000,
+      maxEventBytes: 1024,
+      maxResponseBytes: 2048,
+      maxRequestBytes: 4096,
+    });
     // the service's 35 MB by default; Infinity turns the check off
     expect(createServiceFetch({ baseUrl: fx.url, apiKey: "k" }).limits.maxRequestBytes).toBe(35 * 1024 * 1024);
     expect(createServiceFetch({ baseUrl: fx.url, apiKey: "k", maxRequestBytes: Infinity }).limits.maxRequestBytes).toBe(Infinity);

@@ -16,7 +16,13 @@ import { BadRequestError, InsufficientBalanceError, RateLimitError, ResponseForm
 const KEY = "emb-secret-key-123";
 let emu: Emulator;
 beforeAll(async () => {
-  emu = await startEmulator({ apiKeys: [{ key: KEY, usd: 50 }, { key: "poor-key", usd: 0, diem: 0 }], rateLimits: { abuseMaxFailures: 10_000 } });
+  emu = await startEmulator({
+    apiKeys: [
+      { key: KEY, usd: 50 },
+      { key: "poor-key", usd: 0, diem: 0 },
+    ],
+    rateLimits: { abuseMaxFailures: 10_000 },
+  });
 });
 afterAll(async () => {
   await emu?.close();
@@ -143,8 +149,20 @@ describe("ServiceEmbeddings on the emulator", () => {
     expect(rec.bodies).toHaveLength(0);
     expect(e.lastUsage?.requests).toBe(0);
 
-    for (const bad of [{ model: "" }, { model: "  " }, { dimensions: 0 }, { dimensions: 1.5 }, { batchSize: 2049 }, { batchSize: 0 }, { encodingFormat: "hex" }, { maxConcurrency: 0 }]) {
-      expect(() => new ServiceEmbeddings({ baseUrl: emu.url, apiKey: KEY, fetch: rec.fetch, ...(bad as object) }), JSON.stringify(bad)).toThrow(ValidationError);
+    for (const bad of [
+      { model: "" },
+      { model: "  " },
+      { dimensions: 0 },
+      { dimensions: 1.5 },
+      { batchSize: 2049 },
+      { batchSize: 0 },
+      { encodingFormat: "hex" },
+      { maxConcurrency: 0 },
+    ]) {
+      expect(
+        () => new ServiceEmbeddings({ baseUrl: emu.url, apiKey: KEY, fetch: rec.fetch, ...(bad as object) }),
+        JSON.stringify(bad),
+      ).toThrow(ValidationError);
     }
     expect(rec.bodies).toHaveLength(0);
   });
@@ -181,7 +199,10 @@ describe("ServiceEmbeddings on the emulator", () => {
       if (String(input).includes("/models?type=embedding")) reads++;
       return globalThis.fetch(input, init);
     };
-    const objects = [new ServiceEmbeddings({ baseUrl: emu.url, apiKey: KEY, fetch, context }), new ServiceEmbeddings({ baseUrl: emu.url, apiKey: KEY, fetch, context })];
+    const objects = [
+      new ServiceEmbeddings({ baseUrl: emu.url, apiKey: KEY, fetch, context }),
+      new ServiceEmbeddings({ baseUrl: emu.url, apiKey: KEY, fetch, context }),
+    ];
     const usage: EmbeddingsUsage = { promptTokens: 1000, totalTokens: 1000, requests: 1, model: "text-embedding-3-small", headers: [] };
     const costs = await Promise.all(objects.map((o) => o.estimateCost(usage)));
     expect(costs.map((c) => c!.usd)).toEqual([(1000 * 0.02) / 1e6, (1000 * 0.02) / 1e6]);
@@ -208,7 +229,10 @@ describe("ServiceEmbeddings on the emulator", () => {
   });
 
   it("refuses a malformed response with a typed error", async () => {
-    const short = async () => new Response(JSON.stringify({ object: "list", data: [], model: "m", usage: { prompt_tokens: 1, total_tokens: 1 } }), { headers: { "content-type": "application/json" } });
+    const short = async () =>
+      new Response(JSON.stringify({ object: "list", data: [], model: "m", usage: { prompt_tokens: 1, total_tokens: 1 } }), {
+        headers: { "content-type": "application/json" },
+      });
     const e = new ServiceEmbeddings({ baseUrl: emu.url, apiKey: KEY, fetch: short });
     await expect(e.embedQuery("hello")).rejects.toBeInstanceOf(ResponseFormatError);
   });
@@ -216,7 +240,11 @@ describe("ServiceEmbeddings on the emulator", () => {
 
 describe("the emulator's POST /embeddings", () => {
   const post = (body: unknown, key = KEY) =>
-    fetch(`${emu.url}/embeddings`, { method: "POST", headers: { authorization: `Bearer ${key}`, "content-type": "application/json" }, body: JSON.stringify(body) });
+    fetch(`${emu.url}/embeddings`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+      body: JSON.stringify(body),
+    });
 
   it("answers the published shape", async () => {
     const res = await post({ model: "text-embedding-bge-m3", input: "The quick brown fox", encoding_format: "float" });

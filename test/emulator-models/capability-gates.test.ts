@@ -11,7 +11,10 @@ import { startEmulator, MODELS, type Emulator } from "langchain-service-emulator
 import { chat, KEY, startModelsEmulator, user } from "./helpers.js";
 
 const IMAGE = "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==";
-const tool = { type: "function", function: { name: "get_weather", parameters: { type: "object", properties: { city: { type: "string" } }, required: ["city"] } } };
+const tool = {
+  type: "function",
+  function: { name: "get_weather", parameters: { type: "object", properties: { city: { type: "string" } }, required: ["city"] } },
+};
 const schema = { type: "object", properties: { name: { type: "string" }, age: { type: "number" } }, required: ["name", "age"] };
 
 let live: Emulator;
@@ -30,7 +33,12 @@ describe("capability gates (live)", () => {
     ["tools", "emu-basic", { tools: [tool] }, ["tools"]],
     ["tool_choice", "emu-basic", { tool_choice: "auto" }, ["tool_choice"]],
     ["parallel_tool_calls: true", "emu-basic", { parallel_tool_calls: true }, ["parallel_tool_calls"]],
-    ["response_format json_schema", "emu-legacy", { response_format: { type: "json_schema", json_schema: { name: "p", schema } } }, ["response_format"]],
+    [
+      "response_format json_schema",
+      "emu-legacy",
+      { response_format: { type: "json_schema", json_schema: { name: "p", schema } } },
+      ["response_format"],
+    ],
     ["response_format json_object", "emu-basic", { response_format: { type: "json_object" } }, ["response_format"]],
     ["logprobs", "emu-basic", { logprobs: true }, ["logprobs"]],
     ["top_logprobs", "emu-basic", { top_logprobs: 2 }, ["top_logprobs"]],
@@ -64,7 +72,15 @@ describe("capability gates (live)", () => {
   it("the seed has no gates: tools reach a model without function calling; images are refused by the engine", async () => {
     const served = await chat(seed, { model: "emu-basic", messages: [user("Weather in Paris?")], tools: [tool] });
     expect(served.status).toBe(200);
-    const image = await chat(seed, { model: "emu-xs", messages: [user([{ type: "text", text: "x" }, { type: "image_url", image_url: { url: IMAGE } }])] });
+    const image = await chat(seed, {
+      model: "emu-xs",
+      messages: [
+        user([
+          { type: "text", text: "x" },
+          { type: "image_url", image_url: { url: IMAGE } },
+        ]),
+      ],
+    });
     expect(image.status).toBe(400);
     expect(image.json.issues).toBeUndefined();
   });
@@ -144,7 +160,13 @@ describe("the live request fields", () => {
     const r = await chat(live, good);
     expect(r.status).toBe(200);
     expect(r.json.choices[0].message.content).toBe("Echo: hi");
-    for (const bad of [{ min_temp: 3 }, { max_temp: -1 }, { stop_token_ids: ["x"] }, { verbosity: "loud" }, { prompt_cache_retention: "1w" }]) {
+    for (const bad of [
+      { min_temp: 3 },
+      { max_temp: -1 },
+      { stop_token_ids: ["x"] },
+      { verbosity: "loud" },
+      { prompt_cache_retention: "1w" },
+    ]) {
       expect((await chat(live, { ...good, ...bad })).status, JSON.stringify(bad)).toBe(400);
     }
   });
@@ -173,8 +195,17 @@ describe("GET /models carries what the gates read", () => {
       });
     }
     const basic = data.find((d) => d.id === "emu-basic").model_spec.capabilities;
-    expect(basic).toMatchObject({ supportsFunctionCalling: false, supportsResponseSchema: false, supportsVision: false, supportsReasoning: false, supportsLogProbs: false });
-    expect(data.find((d) => d.id === "emu-m").model_spec.capabilities).toMatchObject({ supportsAudioInput: true, supportsVideoInput: true });
+    expect(basic).toMatchObject({
+      supportsFunctionCalling: false,
+      supportsResponseSchema: false,
+      supportsVision: false,
+      supportsReasoning: false,
+      supportsLogProbs: false,
+    });
+    expect(data.find((d) => d.id === "emu-m").model_spec.capabilities).toMatchObject({
+      supportsAudioInput: true,
+      supportsVideoInput: true,
+    });
   });
 });
 
@@ -187,7 +218,12 @@ describe("the engine", () => {
 
   it("tool_choice required after tool results calls a tool not called yet (an agent's structured-output tool)", async () => {
     const extract = { type: "function", function: { name: "extract", parameters: schema } };
-    const first = await chat(live, { model: "emu-legacy", messages: [user("Weather in Paris? Anna is 31.")], tools: [tool, extract], tool_choice: "required" });
+    const first = await chat(live, {
+      model: "emu-legacy",
+      messages: [user("Weather in Paris? Anna is 31.")],
+      tools: [tool, extract],
+      tool_choice: "required",
+    });
     const call = first.json.choices[0].message.tool_calls[0];
     const second = await chat(live, {
       model: "emu-legacy",

@@ -46,7 +46,10 @@ describe("validation", () => {
   });
 
   it("rejects images on a model without vision and a prompt over the context size", async () => {
-    const img = user([{ type: "text", text: "what is this" }, { type: "image_url", image_url: { url: "data:image/png;base64,AAAA" } }]);
+    const img = user([
+      { type: "text", text: "what is this" },
+      { type: "image_url", image_url: { url: "data:image/png;base64,AAAA" } },
+    ]);
     expect((await chat(emu, { model: "emu-s", messages: [img] })).status).toBe(400);
     expect((await chat(emu, { model: "emu-m", messages: [img] })).status).toBe(200);
     const huge = "word ".repeat(40_000);
@@ -82,7 +85,11 @@ describe("answers", () => {
 
   it("include_service_system_prompt false removes the service prompt's tokens", async () => {
     const on = await chat(emu, { model: "emu-s", messages: [user("count me")] });
-    const off = await chat(emu, { model: "emu-s", messages: [user("count me")], service_parameters: { include_service_system_prompt: false } });
+    const off = await chat(emu, {
+      model: "emu-s",
+      messages: [user("count me")],
+      service_parameters: { include_service_system_prompt: false },
+    });
     expect(on.json.usage.prompt_tokens - off.json.usage.prompt_tokens).toBe(MESSAGE_OVERHEAD_TOKENS + countTokens(SERVICE_SYSTEM_PROMPT));
     expect(off.json.service_parameters.include_service_system_prompt).toBe(false);
   });
@@ -114,13 +121,21 @@ describe("answers", () => {
   });
 
   it("decodes text files into what the model sees", async () => {
-    const file = { type: "file", file: { filename: "note.txt", file_data: `data:text/plain;base64,${Buffer.from("secret plan: ship it").toString("base64")}` } };
+    const file = {
+      type: "file",
+      file: { filename: "note.txt", file_data: `data:text/plain;base64,${Buffer.from("secret plan: ship it").toString("base64")}` },
+    };
     const r = await chat(emu, { model: "emu-s", messages: [user([{ type: "text", text: "Summarize:" }, file])] });
     expect(r.json.choices[0].message.content).toBe("Echo: Summarize:\nsecret plan: ship it");
   });
 
   it("json_schema structured output conforms; json_object wraps the answer", async () => {
-    const schema = { type: "object", properties: { city: { type: "string" }, temperature: { type: "number" } }, required: ["city", "temperature"], additionalProperties: false };
+    const schema = {
+      type: "object",
+      properties: { city: { type: "string" }, temperature: { type: "number" } },
+      required: ["city", "temperature"],
+      additionalProperties: false,
+    };
     const r = await chat(emu, {
       model: "emu-s",
       messages: [user("The city is Oslo and the temperature is 12 degrees")],
@@ -129,7 +144,11 @@ describe("answers", () => {
     expect(JSON.parse(r.json.choices[0].message.content)).toEqual({ city: "Oslo", temperature: 12 });
     const o = await chat(emu, { model: "emu-s", messages: [user("hi")], response_format: { type: "json_object" } });
     expect(JSON.parse(o.json.choices[0].message.content)).toEqual({ answer: "Echo: hi" });
-    const legacy = await chat(emu, { model: "emu-legacy", messages: [user("hi")], response_format: { type: "json_schema", json_schema: { name: "x", schema } } });
+    const legacy = await chat(emu, {
+      model: "emu-legacy",
+      messages: [user("hi")],
+      response_format: { type: "json_schema", json_schema: { name: "x", schema } },
+    });
     expect(legacy.status).toBe(400);
   });
 

@@ -1,13 +1,25 @@
 /** Pure functions of the emulated model family: tokenizer, suffix, directives, corpus, reasoning, cache. */
 import { describe, expect, it } from "vitest";
 import { brandNames } from "../../src/config.js";
-import { compatibilityMapping, findEmbeddingModel, findImageModel, findModel, modelTraits, MODELS } from "../../packages/langchain-service-emulator/src/models/catalog.js";
+import {
+  compatibilityMapping,
+  findEmbeddingModel,
+  findImageModel,
+  findModel,
+  modelTraits,
+  MODELS,
+} from "../../packages/langchain-service-emulator/src/models/catalog.js";
 import { answerFromDocuments, looksLikeItNeedsSearch, searchCorpus } from "../../packages/langchain-service-emulator/src/models/corpus.js";
 import { parseDirectives } from "../../packages/langchain-service-emulator/src/models/directives.js";
 import { decodeFileData } from "../../packages/langchain-service-emulator/src/models/seen-messages.js";
 import { PromptCache } from "../../packages/langchain-service-emulator/src/models/prompt-cache.js";
 import { buildReasoningDetails, verifyReasoningDetails } from "../../packages/langchain-service-emulator/src/models/reasoning.js";
-import { effectiveParameters, InvalidRequest, parametersEcho, parseModelSuffix } from "../../packages/langchain-service-emulator/src/models/request.js";
+import {
+  effectiveParameters,
+  InvalidRequest,
+  parametersEcho,
+  parseModelSuffix,
+} from "../../packages/langchain-service-emulator/src/models/request.js";
 import { countTokens, fillerTokens, tokenize, truncateTokens } from "../../packages/langchain-service-emulator/src/models/tokenizer.js";
 
 const names = brandNames("service");
@@ -203,7 +215,10 @@ describe("prompt cache", () => {
     const cache = new PromptCache();
     const req = [block("sys", 10, true), block("u1", 5)];
     expect(cache.lookupAndStore("k", undefined, req)).toEqual({ cachedTokens: 0, cacheCreationTokens: 10 });
-    expect(cache.lookupAndStore("k", undefined, [block("sys", 10, true), block("u2", 8)])).toEqual({ cachedTokens: 10, cacheCreationTokens: 0 });
+    expect(cache.lookupAndStore("k", undefined, [block("sys", 10, true), block("u2", 8)])).toEqual({
+      cachedTokens: 10,
+      cacheCreationTokens: 0,
+    });
     expect(cache.lookupAndStore("k", undefined, [block("u3", 4)])).toEqual({ cachedTokens: 0, cacheCreationTokens: 0 });
   });
 });

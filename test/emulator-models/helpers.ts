@@ -8,7 +8,11 @@ export async function startModelsEmulator(options: EmulatorOptions = {}): Promis
   return startEmulator({ apiKeys: [{ key: KEY, usd: 50, diem: 0 }], rateLimits: { enabled: false }, ...options });
 }
 
-export async function chat(emu: Emulator, body: unknown, key = KEY): Promise<{ status: number; headers: Headers; json: any; text: string }> {
+export async function chat(
+  emu: Emulator,
+  body: unknown,
+  key = KEY,
+): Promise<{ status: number; headers: Headers; json: any; text: string }> {
   const res = await fetch(`${emu.url}/chat/completions`, {
     method: "POST",
     headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
@@ -33,7 +37,10 @@ export function sseEvents(text: string): any[] {
     .map((data) => (data === "[DONE]" ? data : JSON.parse(data)));
 }
 
-export async function chatStream(emu: Emulator, body: Record<string, unknown>): Promise<{ status: number; headers: Headers; events: any[] }> {
+export async function chatStream(
+  emu: Emulator,
+  body: Record<string, unknown>,
+): Promise<{ status: number; headers: Headers; events: any[] }> {
   const res = await fetch(`${emu.url}/chat/completions`, {
     method: "POST",
     headers: { authorization: `Bearer ${KEY}`, "content-type": "application/json" },

@@ -60,7 +60,11 @@ describe("@langchain/openai ChatOpenAI against the emulator", () => {
 describe("openai SDK stream parser", () => {
   it("parses the emulator's SSE, including the choices-less usage chunk", async () => {
     const client = new OpenAI({ apiKey: KEY, baseURL: emu.url, maxRetries: 0 });
-    const stream = await client.chat.completions.create({ model: "emu-m", messages: [{ role: "user", content: "sdk stream" }], stream: true });
+    const stream = await client.chat.completions.create({
+      model: "emu-m",
+      messages: [{ role: "user", content: "sdk stream" }],
+      stream: true,
+    });
     let text = "";
     let usage: unknown;
     for await (const chunk of stream) {
@@ -73,7 +77,11 @@ describe("openai SDK stream parser", () => {
 
   it("surfaces an in-band stream error as an exception", async () => {
     const client = new OpenAI({ apiKey: KEY, baseURL: emu.url, maxRetries: 0 });
-    const stream = await client.chat.completions.create({ model: "emu-s", messages: [{ role: "user", content: "fail later [[emu:error]] please" }], stream: true });
+    const stream = await client.chat.completions.create({
+      model: "emu-s",
+      messages: [{ role: "user", content: "fail later [[emu:error]] please" }],
+      stream: true,
+    });
     await expect(async () => {
       for await (const _ of stream) {
         // drain

@@ -19,7 +19,11 @@ afterAll(async () => {
 });
 
 const search = (extra: Record<string, unknown> = {}) => ({ enable_web_search: "on", ...extra });
-const docsBody = { model: "emu-s", messages: [user("x402 payment protocol")], service_parameters: search({ return_search_results_as_documents: true }) };
+const docsBody = {
+  model: "emu-s",
+  messages: [user("x402 payment protocol")],
+  service_parameters: search({ return_search_results_as_documents: true }),
+};
 const dataEvents = (events: any[]) => events.filter((e) => e !== "[DONE]");
 
 describe("return_search_results_as_documents", () => {
@@ -67,7 +71,11 @@ describe("return_search_results_as_documents", () => {
 });
 
 describe("citations", () => {
-  const body = { model: "emu-s", messages: [user("Tell me about USDC on Base")], service_parameters: search({ enable_web_citations: true }) };
+  const body = {
+    model: "emu-s",
+    messages: [user("Tell me about USDC on Base")],
+    service_parameters: search({ enable_web_citations: true }),
+  };
 
   it("live marks citations ^n^; citationMarkers wins over the mode", async () => {
     const text = (await chat(live, body)).json.choices[0].message.content;
@@ -195,7 +203,11 @@ describe("ledger rows per request", () => {
     const emu = await startModelsEmulator({ apiKeys: [{ key: KEY, usd: 5, diem: 0.005 }] });
     try {
       const account = emu.ledger.apiKey(KEY)!;
-      const { events } = await chatStream(emu, { model: "emu-s", messages: [user("news about Ethereum [[emu:error]]")], service_parameters: search() });
+      const { events } = await chatStream(emu, {
+        model: "emu-s",
+        messages: [user("news about Ethereum [[emu:error]]")],
+        service_parameters: search(),
+      });
       expect(events.some((e) => e !== "[DONE]" && e.error)).toBe(true);
       const charges = account.entries.filter((e) => e.type === "CHARGE");
       expect(charges).toHaveLength(2);

@@ -52,8 +52,15 @@ describe("models the records say are unavailable (live)", () => {
     expect(spec("emu-s").offline).toBe(false);
     expect(spec("emu-regional").regionRestrictions).toEqual(["ZZ"]);
     expect(spec("emu-s").regionRestrictions).toBeUndefined();
-    expect(spec("emu-sunset").deprecation).toMatchObject({ autoRemap: false, removesAt: "2030-06-01T00:00:00.000Z", replacementModelId: "emu-s" });
-    expect(spec("emu-o-reasoner").capabilities).toMatchObject({ supportsReasoningEffort: true, reasoningEffortOptions: ["low", "medium", "high"] });
+    expect(spec("emu-sunset").deprecation).toMatchObject({
+      autoRemap: false,
+      removesAt: "2030-06-01T00:00:00.000Z",
+      replacementModelId: "emu-s",
+    });
+    expect(spec("emu-o-reasoner").capabilities).toMatchObject({
+      supportsReasoningEffort: true,
+      reasoningEffortOptions: ["low", "medium", "high"],
+    });
     expect(spec("emu-reasoner").capabilities.reasoningEffortOptions).toEqual(["none", "low", "medium", "high"]);
   });
 });
@@ -62,11 +69,18 @@ describe("reasoning efforts (live)", () => {
   it("outside the options: a 400 naming the field; the top-level effort wins", async () => {
     const r = await chat(live, { model: "emu-o-reasoner", messages: hi, reasoning_effort: "xhigh" });
     expect(r.status).toBe(400);
-    expect(r.json.issues).toEqual([expect.objectContaining({ path: ["reasoning_effort"], message: expect.stringContaining("reasoning_effort is not supported by this model") })]);
+    expect(r.json.issues).toEqual([
+      expect.objectContaining({
+        path: ["reasoning_effort"],
+        message: expect.stringContaining("reasoning_effort is not supported by this model"),
+      }),
+    ]);
     const nested = await chat(live, { model: "emu-reasoner", messages: hi, reasoning: { effort: "max" } });
     expect(nested.status).toBe(400);
     expect(nested.json.issues[0].path).toEqual(["reasoning", "effort"]);
-    expect((await chat(live, { model: "emu-o-reasoner", messages: hi, reasoning_effort: "low", reasoning: { effort: "xhigh" } })).status).toBe(200);
+    expect(
+      (await chat(live, { model: "emu-o-reasoner", messages: hi, reasoning_effort: "low", reasoning: { effort: "xhigh" } })).status,
+    ).toBe(200);
     expect((await chat(seed, { model: "emu-o-reasoner", messages: hi, reasoning_effort: "xhigh" })).status).toBe(200);
   });
 });

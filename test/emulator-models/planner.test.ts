@@ -11,7 +11,11 @@ const TX = `0x${"ab".repeat(32)}`;
 const weather: ToolSpec = {
   name: "get_weather",
   description: "Current weather for a city",
-  parameters: { type: "object", properties: { city: { type: "string" }, unit: { type: "string", enum: ["celsius", "fahrenheit"] } }, required: ["city"] },
+  parameters: {
+    type: "object",
+    properties: { city: { type: "string" }, unit: { type: "string", enum: ["celsius", "fahrenheit"] } },
+    required: ["city"],
+  },
 };
 const networks: ToolSpec = { name: "crypto_networks", parameters: { type: "object", properties: {} } };
 const rpc: ToolSpec = {
@@ -49,7 +53,10 @@ describe("facts", () => {
   });
 
   it("infers JSON-RPC calls from keywords", () => {
-    expect(inferRpcCall(extractFacts(`balance of ${ADDR_A} on base-mainnet`))).toEqual({ method: "eth_getBalance", params: [ADDR_A, "latest"] });
+    expect(inferRpcCall(extractFacts(`balance of ${ADDR_A} on base-mainnet`))).toEqual({
+      method: "eth_getBalance",
+      params: [ADDR_A, "latest"],
+    });
     expect(inferRpcCall(extractFacts("latest block number on ethereum-mainnet")).method).toBe("eth_blockNumber");
     expect(inferRpcCall(extractFacts(`receipt of ${TX}`))).toEqual({ method: "eth_getTransactionReceipt", params: [TX] });
     expect(inferRpcCall(extractFacts("call eth_chainId please")).method).toBe("eth_chainId");
@@ -60,7 +67,9 @@ describe("facts", () => {
 describe("planner", () => {
   it("calls the tool whose name words appear, filling the city from the last capitalized word", () => {
     expect(plan("What's the weather in Paris today?", [weather])).toEqual([{ name: "get_weather", arguments: { city: "Paris" } }]);
-    expect(plan("Weather in Berlin in fahrenheit", [weather])).toEqual([{ name: "get_weather", arguments: { city: "Berlin", unit: "fahrenheit" } }]);
+    expect(plan("Weather in Berlin in fahrenheit", [weather])).toEqual([
+      { name: "get_weather", arguments: { city: "Berlin", unit: "fahrenheit" } },
+    ]);
   });
 
   it("fills a place with all its words, not a quoted tool name (LangChain's standard tool prompts)", () => {
@@ -103,9 +112,11 @@ describe("planner", () => {
   });
 
   it("honours exact names, forced functions, 'required' and 'none'", () => {
-    expect(plan("What is the value of magic_function(3)?", [{ name: "magic_function", parameters: { type: "object", properties: { input: { type: "integer" } }, required: ["input"] } }])).toEqual([
-      { name: "magic_function", arguments: { input: 3 } },
-    ]);
+    expect(
+      plan("What is the value of magic_function(3)?", [
+        { name: "magic_function", parameters: { type: "object", properties: { input: { type: "integer" } }, required: ["input"] } },
+      ]),
+    ).toEqual([{ name: "magic_function", arguments: { input: 3 } }]);
     expect(plan("Hello", [weather], { toolChoice: { name: "get_weather" } })[0]?.name).toBe("get_weather");
     expect(plan("Hello", [networks, weather], { toolChoice: "required" })).toEqual([{ name: "crypto_networks", arguments: {} }]);
     expect(plan("weather in Paris", [weather], { toolChoice: "none" })).toEqual([]);
@@ -157,11 +168,17 @@ describe("structured output filler", () => {
   });
 
   it("gives every property a value in fallback mode and fails on missing required values otherwise", () => {
-    const schema = { type: "object", properties: { setup: { type: "string" }, punchline: { type: "string" }, rating: { type: "integer", minimum: 1 } }, required: ["setup", "punchline"] };
+    const schema = {
+      type: "object",
+      properties: { setup: { type: "string" }, punchline: { type: "string" }, rating: { type: "integer", minimum: 1 } },
+      required: ["setup", "punchline"],
+    };
     const facts = extractFacts("Tell me a joke about cats");
     const v = fillSchema(schema, facts, { fallback: true, question: "Tell me a joke about cats" })?.value as Record<string, unknown>;
     expect(Object.keys(v).sort()).toEqual(["punchline", "rating", "setup"]);
     expect(v.rating).toBe(1);
-    expect(fillSchema({ type: "object", properties: { id: { type: "integer" } }, required: ["id"] }, facts, { fallback: false, question: "" })).toBeUndefined();
+    expect(
+      fillSchema({ type: "object", properties: { id: { type: "integer" } }, required: ["id"] }, facts, { fallback: false, question: "" }),
+    ).toBeUndefined();
   });
 });

@@ -21,12 +21,19 @@ const rpcTool = {
     description: "Calls a JSON-RPC method on a network",
     parameters: {
       type: "object",
-      properties: { network: { type: "string" }, method: { type: "string", description: "JSON-RPC method" }, params: { type: "array", items: {} } },
+      properties: {
+        network: { type: "string" },
+        method: { type: "string", description: "JSON-RPC method" },
+        params: { type: "array", items: {} },
+      },
       required: ["network", "method"],
     },
   },
 };
-const networksTool = { type: "function", function: { name: "crypto_networks", description: "Lists networks", parameters: { type: "object", properties: {} } } };
+const networksTool = {
+  type: "function",
+  function: { name: "crypto_networks", description: "Lists networks", parameters: { type: "object", properties: {} } },
+};
 
 describe("streaming", () => {
   it("streams role, content chunks, a finish chunk, a usage chunk with cost, then [DONE]", async () => {
@@ -60,7 +67,10 @@ describe("streaming", () => {
 
   it("[[emu:error]] sends an in-band error after the first content chunk, then [DONE], uncharged (seed)", async () => {
     const before = seed.ledger.apiKey(KEY)!.entries.length;
-    const { status, events } = await chatStream(seed, { model: "emu-s", messages: [user("a long enough answer to need chunks [[emu:error]]")] });
+    const { status, events } = await chatStream(seed, {
+      model: "emu-s",
+      messages: [user("a long enough answer to need chunks [[emu:error]]")],
+    });
     expect(status).toBe(200);
     const errorAt = events.findIndex((e) => e !== "[DONE]" && e.error);
     expect(errorAt).toBeGreaterThan(0);
@@ -126,7 +136,12 @@ describe("tool-calling agent loop", () => {
   });
 
   it("tool_choice none answers in text; a forced function is always called", async () => {
-    const none = await chat(emu, { model: "emu-s", messages: [user("block number on base-mainnet")], tools: [rpcTool], tool_choice: "none" });
+    const none = await chat(emu, {
+      model: "emu-s",
+      messages: [user("block number on base-mainnet")],
+      tools: [rpcTool],
+      tool_choice: "none",
+    });
     expect(none.json.choices[0].message.tool_calls).toBeUndefined();
     const forced = await chat(emu, {
       model: "emu-s",
@@ -159,7 +174,13 @@ describe("reasoning", () => {
     expect(assistant.tool_calls).toHaveLength(1);
     const toolResult = { role: "tool", tool_call_id: assistant.tool_calls[0].id, content: '"0x10"' };
     // LangChain re-serializes the arguments: the signature is over parsed arguments
-    const resent = { ...assistant, tool_calls: assistant.tool_calls.map((c: any) => ({ ...c, function: { ...c.function, arguments: JSON.stringify(JSON.parse(c.function.arguments)) } })) };
+    const resent = {
+      ...assistant,
+      tool_calls: assistant.tool_calls.map((c: any) => ({
+        ...c,
+        function: { ...c.function, arguments: JSON.stringify(JSON.parse(c.function.arguments)) },
+      })),
+    };
     const ok = await chat(emu, { model: "emu-reasoner", messages: [user(question), resent, toolResult], tools: [rpcTool] });
     expect(ok.status).toBe(200);
     expect(ok.json.choices[0].message.content).toBe('Based on crypto_rpc: "0x10"');
@@ -170,11 +191,26 @@ describe("reasoning", () => {
     expect(missing.json.error).toMatch(/^reasoning_details missing or altered/);
     expect(missing.json.details).toBeDefined();
 
-    const altered = { ...assistant, reasoning_details: [{ ...assistant.reasoning_details[0], text: "Thinking about: nothing" }, assistant.reasoning_details[1]] };
-    expect((await chat(emu, { model: "emu-reasoner", messages: [user(question), altered, toolResult], tools: [rpcTool] })).status).toBe(400);
+    const altered = {
+      ...assistant,
+      reasoning_details: [{ ...assistant.reasoning_details[0], text: "Thinking about: nothing" }, assistant.reasoning_details[1]],
+    };
+    expect((await chat(emu, { model: "emu-reasoner", messages: [user(question), altered, toolResult], tools: [rpcTool] })).status).toBe(
+      400,
+    );
 
-    const otherArgs = { ...assistant, tool_calls: [{ ...assistant.tool_calls[0], function: { name: "crypto_rpc", arguments: '{"network":"ethereum-mainnet","method":"eth_blockNumber"}' } }] };
-    expect((await chat(emu, { model: "emu-reasoner", messages: [user(question), otherArgs, toolResult], tools: [rpcTool] })).status).toBe(400);
+    const otherArgs = {
+      ...assistant,
+      tool_calls: [
+        {
+          ...assistant.tool_calls[0],
+          function: { name: "crypto_rpc", arguments: '{"network":"ethereum-mainnet","method":"eth_blockNumber"}' },
+        },
+      ],
+    };
+    expect((await chat(emu, { model: "emu-reasoner", messages: [user(question), otherArgs, toolResult], tools: [rpcTool] })).status).toBe(
+      400,
+    );
   });
 
   it("streams reasoning deltas before content; merged by index they verify on the next turn", async () => {
@@ -188,12 +224,21 @@ describe("reasoning", () => {
     const merged = new Map<number, any>();
     for (const item of deltas.flatMap((d) => d.reasoning_details ?? [])) {
       const cur = merged.get(item.index);
-      merged.set(item.index, cur ? { ...cur, ...item, text: (cur.text ?? "") + (item.text ?? ""), format: cur.format ?? item.format } : { ...item });
+      merged.set(
+        item.index,
+        cur ? { ...cur, ...item, text: (cur.text ?? "") + (item.text ?? ""), format: cur.format ?? item.format } : { ...item },
+      );
     }
     const reasoningDetails = [...merged.values()];
     expect(reasoningDetails[0].text).toBe(deltas.map((d) => d.reasoning_content ?? "").join(""));
     const call = deltas.flatMap((d) => d.tool_calls ?? []);
-    const toolCalls = [{ id: call[0].id, type: "function", function: { name: call[0].function.name, arguments: call.map((c: any) => c.function?.arguments ?? "").join("") } }];
+    const toolCalls = [
+      {
+        id: call[0].id,
+        type: "function",
+        function: { name: call[0].function.name, arguments: call.map((c: any) => c.function?.arguments ?? "").join("") },
+      },
+    ];
     // thought_signature comes whole in one delta and goes back on the message too
     const thoughtSignature = deltas.find((d) => d.thought_signature)?.thought_signature;
     const next = await chat(emu, {
@@ -261,7 +306,10 @@ describe("web search", () => {
     const late = (await chatStream(seed, body)).events.filter((e) => e !== "[DONE]" && e.service_parameters?.web_search_citations);
     expect(late).toHaveLength(1);
     expect(late[0].usage).toBeDefined();
-    const early = await chatStream(seed, { ...body, service_parameters: { enable_web_search: "on", include_search_results_in_stream: true } });
+    const early = await chatStream(seed, {
+      ...body,
+      service_parameters: { enable_web_search: "on", include_search_results_in_stream: true },
+    });
     const withCitations = early.events.filter((e) => e !== "[DONE]" && e.service_parameters?.web_search_citations);
     expect(withCitations).toHaveLength(1);
     expect(early.events[0]).toBe(withCitations[0]);
@@ -269,6 +317,8 @@ describe("web search", () => {
   });
 
   it("rejects web search on a model without it", async () => {
-    expect((await chat(emu, { model: "emu-legacy", messages: [user("news")], service_parameters: { enable_web_search: "on" } })).status).toBe(400);
+    expect(
+      (await chat(emu, { model: "emu-legacy", messages: [user("news")], service_parameters: { enable_web_search: "on" } })).status,
+    ).toBe(400);
   });
 });

@@ -57,8 +57,14 @@ describe("contract audit fixes", () => {
       await new Promise((r) => setTimeout(r, 30));
       const twin = await send(ETH, "same-key");
       const answers = [await first, twin];
-      expect(answers.map((r) => r.status), mode).toEqual([200, 200]);
-      expect(answers.map((r) => r.headers.get("idempotent-replayed")), mode).toEqual([null, null]);
+      expect(
+        answers.map((r) => r.status),
+        mode,
+      ).toEqual([200, 200]);
+      expect(
+        answers.map((r) => r.headers.get("idempotent-replayed")),
+        mode,
+      ).toEqual([null, null]);
       expect(node.calls(), mode).toBe(2);
       expect(charges(), mode).toBe(2);
       expect(new Set(answers.map((r) => r.headers.get("x-request-id"))).size, mode).toBe(2);
@@ -117,16 +123,24 @@ describe("contract audit fixes", () => {
     expect(charges()).toBe(0);
     await emu.close();
     // the option wins over the mode
-    emu = await startEmulator({ apiKeys: ["k1"], upstreams: { "ethereum-mainnet": node.url }, cryptoRpc: { malformedIdempotencyKey: "refuse" } });
+    emu = await startEmulator({
+      apiKeys: ["k1"],
+      upstreams: { "ethereum-mainnet": node.url },
+      cryptoRpc: { malformedIdempotencyKey: "refuse" },
+    });
     expect((await send(ETH, "not a key!")).status).toBe(400);
   });
 
   it("the insufficient-credit 402's top-up instructions name a rail the top-up route offers", async () => {
     emu = await startEmulator({ walletStartingUsd: 0 });
     const url = `${emu.url}/chat/completions`;
-    const res = await postJson(url, { model: "emu-s", messages: [{ role: "user", content: "hi" }] }, {
-      "sign-in-with-x": await createSiwxHeader(wallet, url),
-    });
+    const res = await postJson(
+      url,
+      { model: "emu-s", messages: [{ role: "user", content: "hi" }] },
+      {
+        "sign-in-with-x": await createSiwxHeader(wallet, url),
+      },
+    );
     expect(res.status).toBe(402);
     const body = await res.json();
     // the instructions send the wallet to the top-up route (its 402 header is only a hint: live, it prices $10)
@@ -139,7 +153,14 @@ describe("contract audit fixes", () => {
   });
 
   it("an unexpected 500 still carries the always-present headers", async () => {
-    const broken: Route = { method: "GET", pattern: "/broken", auth: "public", handler: () => { throw new Error("bug in a route"); } };
+    const broken: Route = {
+      method: "GET",
+      pattern: "/broken",
+      auth: "public",
+      handler: () => {
+        throw new Error("bug in a route");
+      },
+    };
     emu = await startEmulator({ routes: [broken] });
     const stderr = process.stderr.write;
     process.stderr.write = (() => true) as typeof process.stderr.write;

@@ -3,7 +3,11 @@ import { describe, expect, it } from "vitest";
 import { startEmulator } from "langchain-service-emulator";
 
 const rpc = (url: string, method: string) =>
-  fetch(url, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params: [] }) });
+  fetch(url, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params: [] }),
+  });
 
 describe("emulator with a local chain", () => {
   it("starts the chain, exposes it on the handle and the context, and closes it", async () => {

@@ -15,7 +15,9 @@ function capture() {
 describe("cli", () => {
   it("main() starts the emulator, prints the base URL and the keys", async () => {
     const { io, out } = capture();
-    const emu = await main(["emulator", "--port", "0", "--no-chain", "--api-key", "cli-key=7", "--api-key", "other", "--brand", "acme"], { io });
+    const emu = await main(["emulator", "--port", "0", "--no-chain", "--api-key", "cli-key=7", "--api-key", "other", "--brand", "acme"], {
+      io,
+    });
     try {
       expect(emu).toBeDefined();
       const text = out.join("\n");
@@ -41,10 +43,31 @@ describe("cli", () => {
 
   it("parses every option into emulator options", () => {
     const parsed = parseCliArgs([
-      "--port", "9999", "--window-ms", "500", "--fault-rate", "0.2", "--latency-ms", "10", "--stream-cut-after", "3",
-      "--upstream", "base-mainnet=http://127.0.0.1:8545", "--log", "--public-origin", "https://api.example",
-      "--job-ms", "300", "--job-failures", "2", "--token-window-ms", "1500",
-      "--sign-in-domain", "api.example.ai", "--sign-in-domain", "Example.AI",
+      "--port",
+      "9999",
+      "--window-ms",
+      "500",
+      "--fault-rate",
+      "0.2",
+      "--latency-ms",
+      "10",
+      "--stream-cut-after",
+      "3",
+      "--upstream",
+      "base-mainnet=http://127.0.0.1:8545",
+      "--log",
+      "--public-origin",
+      "https://api.example",
+      "--job-ms",
+      "300",
+      "--job-failures",
+      "2",
+      "--token-window-ms",
+      "1500",
+      "--sign-in-domain",
+      "api.example.ai",
+      "--sign-in-domain",
+      "Example.AI",
     ]);
     expect(parsed).toEqual({
       help: false,

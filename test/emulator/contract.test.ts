@@ -7,10 +7,29 @@ import { DEFAULT_NETWORKS, MODELS, startEmulator, type Emulator } from "langchai
 import { bearer, probeRoute } from "./helpers.js";
 
 const SPEC_NETWORKS = [
-  "arbitrum-mainnet", "arbitrum-sepolia", "avalanche-fuji", "avalanche-mainnet", "base-mainnet", "base-sepolia",
-  "bsc-mainnet", "bsc-testnet", "ethereum-holesky", "ethereum-mainnet", "ethereum-sepolia", "linea-mainnet",
-  "linea-sepolia", "optimism-mainnet", "optimism-sepolia", "polygon-amoy", "polygon-mainnet", "solana-devnet",
-  "solana-mainnet", "starknet-mainnet", "starknet-sepolia", "zksync-mainnet", "zksync-sepolia",
+  "arbitrum-mainnet",
+  "arbitrum-sepolia",
+  "avalanche-fuji",
+  "avalanche-mainnet",
+  "base-mainnet",
+  "base-sepolia",
+  "bsc-mainnet",
+  "bsc-testnet",
+  "ethereum-holesky",
+  "ethereum-mainnet",
+  "ethereum-sepolia",
+  "linea-mainnet",
+  "linea-sepolia",
+  "optimism-mainnet",
+  "optimism-sepolia",
+  "polygon-amoy",
+  "polygon-mainnet",
+  "solana-devnet",
+  "solana-mainnet",
+  "starknet-mainnet",
+  "starknet-sepolia",
+  "zksync-mainnet",
+  "zksync-sepolia",
 ];
 
 let emu: Emulator;
@@ -19,12 +38,7 @@ beforeAll(async () => {
   emu = await startEmulator({
     // the seed contract (the live differences: live-mode.test.ts)
     mode: "seed",
-    apiKeys: [
-      "key-main",
-      { key: "key-empty", usd: 0, diem: 0 },
-      { key: "key-pro", pro: true },
-      { key: "key-partner", partner: true },
-    ],
+    apiKeys: ["key-main", { key: "key-empty", usd: 0, diem: 0 }, { key: "key-pro", pro: true }, { key: "key-partner", partner: true }],
     routes: [probeRoute],
     // the table provokes many 4xx on purpose: keep the abuse block out of this file's way
     rateLimits: { abuseMaxFailures: 10_000 },
@@ -57,7 +71,14 @@ const rows: Row[] = [
       const reasoner = body.data.find((m: { id: string }) => m.id === "emu-reasoner");
       expect(reasoner).toMatchObject({ object: "model", type: "text", owned_by: "service.example" });
       expect(reasoner.model_spec.capabilities).toMatchObject({ supportsReasoning: true, supportsFunctionCalling: true });
-      for (const flag of ["supportsVision", "supportsWebSearch", "supportsResponseSchema", "supportsLogProbs", "supportsE2EE", "quantization"]) {
+      for (const flag of [
+        "supportsVision",
+        "supportsWebSearch",
+        "supportsResponseSchema",
+        "supportsLogProbs",
+        "supportsE2EE",
+        "quantization",
+      ]) {
         expect(reasoner.model_spec.capabilities).toHaveProperty(flag);
       }
       expect(reasoner.model_spec.pricing.input.usd).toBe(0.6);
@@ -85,8 +106,19 @@ const rows: Row[] = [
       expect(b.data.map((m: { id: string }) => m.id)).not.toEqual(expect.arrayContaining([MODELS[0]!.id]));
     },
   },
-  { name: "GET /models?type=bogus is a 400 with details", path: "/models?type=bogus", status: 400, check: (b) => expect(b.details).toBeDefined() },
-  { name: "a bad key is 401 StandardError", path: "/models", headers: bearer("nope"), status: 401, check: (b) => expect(b).toEqual({ error: "Authentication failed" }) },
+  {
+    name: "GET /models?type=bogus is a 400 with details",
+    path: "/models?type=bogus",
+    status: 400,
+    check: (b) => expect(b.details).toBeDefined(),
+  },
+  {
+    name: "a bad key is 401 StandardError",
+    path: "/models",
+    headers: bearer("nope"),
+    status: 401,
+    check: (b) => expect(b).toEqual({ error: "Authentication failed" }),
+  },
   { name: "a malformed Authorization header is 401", path: "/models", headers: { authorization: "Basic abc" }, status: 401 },
   {
     name: "GET /api_keys/rate_limits: balances, tier and per-model limits",
@@ -95,12 +127,23 @@ const rows: Row[] = [
     status: 200,
     authenticated: true,
     check(body) {
-      expect(body.data).toMatchObject({ accessPermitted: true, apiTier: { id: "paid", isCharged: true }, balances: { USD: 100, DIEM: 10 }, keyExpiration: null });
+      expect(body.data).toMatchObject({
+        accessPermitted: true,
+        apiTier: { id: "paid", isCharged: true },
+        balances: { USD: 100, DIEM: 10 },
+        keyExpiration: null,
+      });
       expect(Date.parse(body.data.nextEpochBegins)).toBeGreaterThan(Date.now());
       const l = body.data.rateLimits.find((r: { apiModelId: string }) => r.apiModelId === "emu-l");
-      expect(l.rateLimits).toEqual([{ type: "RPM", amount: 20 }, { type: "TPM", amount: 500_000 }]);
+      expect(l.rateLimits).toEqual([
+        { type: "RPM", amount: 20 },
+        { type: "TPM", amount: 500_000 },
+      ]);
       const xs = body.data.rateLimits.find((r: { apiModelId: string }) => r.apiModelId === "emu-xs");
-      expect(xs.rateLimits).toEqual([{ type: "RPM", amount: 500 }, { type: "TPM", amount: 1_000_000 }]);
+      expect(xs.rateLimits).toEqual([
+        { type: "RPM", amount: 500 },
+        { type: "TPM", amount: 1_000_000 },
+      ]);
     },
   },
   {
@@ -112,7 +155,10 @@ const rows: Row[] = [
     check(body) {
       expect(body.data.apiTier.id).toBe("partner");
       const s = body.data.rateLimits.find((r: { apiModelId: string }) => r.apiModelId === "emu-s");
-      expect(s.rateLimits).toEqual([{ type: "RPM", amount: 150 }, { type: "TPM", amount: 1_500_000 }]);
+      expect(s.rateLimits).toEqual([
+        { type: "RPM", amount: 150 },
+        { type: "TPM", amount: 1_500_000 },
+      ]);
     },
   },
   {
@@ -128,12 +174,43 @@ const rows: Row[] = [
       expect(decoded.x402Version).toBe(2);
     },
   },
-  { name: "GET /api_keys/rate_limit_logs", path: "/api_keys/rate_limit_logs", headers: bearer("key-main"), status: 200, authenticated: true, check: (b) => expect(b).toEqual({ object: "list", data: [] }) },
-  { name: "GET /api_keys/rate_limits/log", path: "/api_keys/rate_limits/log", headers: bearer("key-main"), status: 200, authenticated: true, check: (b) => expect(b).toEqual({ object: "list", data: [] }) },
+  {
+    name: "GET /api_keys/rate_limit_logs",
+    path: "/api_keys/rate_limit_logs",
+    headers: bearer("key-main"),
+    status: 200,
+    authenticated: true,
+    check: (b) => expect(b).toEqual({ object: "list", data: [] }),
+  },
+  {
+    name: "GET /api_keys/rate_limits/log",
+    path: "/api_keys/rate_limits/log",
+    headers: bearer("key-main"),
+    status: 200,
+    authenticated: true,
+    check: (b) => expect(b).toEqual({ object: "list", data: [] }),
+  },
   // no chain here: of the 23 published slugs, only those LiteSVM serves are listed (a listed slug must be servable)
-  { name: "GET /crypto/rpc/networks: the slugs it has a node for, sorted, public", path: "/crypto/rpc/networks", status: 200, check: (b) => expect(b).toEqual({ networks: SPEC_NETWORKS.filter((n) => n.startsWith("solana-")) }) },
-  { name: "GET /crypto/rpc/networks ignores credentials (public)", path: "/crypto/rpc/networks", headers: bearer("nope"), status: 200, check: (b) => expect(b.networks).toEqual(["solana-devnet", "solana-mainnet"]) },
-  { name: "unknown path is 404 JSON", path: "/no/such/thing", headers: bearer("key-main"), status: 404, check: (b) => expect(b).toEqual({ error: "Not found" }) },
+  {
+    name: "GET /crypto/rpc/networks: the slugs it has a node for, sorted, public",
+    path: "/crypto/rpc/networks",
+    status: 200,
+    check: (b) => expect(b).toEqual({ networks: SPEC_NETWORKS.filter((n) => n.startsWith("solana-")) }),
+  },
+  {
+    name: "GET /crypto/rpc/networks ignores credentials (public)",
+    path: "/crypto/rpc/networks",
+    headers: bearer("nope"),
+    status: 200,
+    check: (b) => expect(b.networks).toEqual(["solana-devnet", "solana-mainnet"]),
+  },
+  {
+    name: "unknown path is 404 JSON",
+    path: "/no/such/thing",
+    headers: bearer("key-main"),
+    status: 404,
+    check: (b) => expect(b).toEqual({ error: "Not found" }),
+  },
   { name: "wrong method is 405", method: "DELETE", path: "/models", status: 405, check: (b) => expect(b.error).toBe("Method not allowed") },
   {
     name: "payment headers are refused outside /x402/top-up",
@@ -191,7 +268,15 @@ const rows: Row[] = [
     authenticated: true,
     check: (b) => expect(b).toEqual({ error: "This model is available to Pro users only" }),
   },
-  { name: "inference: Pro-only model with a Pro key is served", method: "POST", path: "/probe/inference", headers: bearer("key-pro"), body: probe("emu-pro"), status: 200, authenticated: true },
+  {
+    name: "inference: Pro-only model with a Pro key is served",
+    method: "POST",
+    path: "/probe/inference",
+    headers: bearer("key-pro"),
+    body: probe("emu-pro"),
+    status: 200,
+    authenticated: true,
+  },
   {
     name: "inference: a spent key is 402 INSUFFICIENT_BALANCE",
     method: "POST",
@@ -205,10 +290,42 @@ const rows: Row[] = [
       expect(h.get("x-service-balance-usd")).toBe("0");
     },
   },
-  { name: "inference: unknown model is 400", method: "POST", path: "/probe/inference", headers: bearer("key-main"), body: probe("gpt-nope"), status: 400, authenticated: true },
-  { name: "inference: missing model is 400 with details", method: "POST", path: "/probe/inference", headers: bearer("key-main"), body: {}, status: 400, authenticated: true, check: (b) => expect(b.details.model).toBeDefined() },
-  { name: "inference: invalid JSON is 400", method: "POST", path: "/probe/inference", headers: bearer("key-main"), body: "{not json", status: 400, authenticated: true },
-  { name: "inference without credentials is the discovery 402", method: "POST", path: "/probe/inference", body: probe("emu-s"), status: 402, check: (b) => expect(b.x402Version).toBe(2) },
+  {
+    name: "inference: unknown model is 400",
+    method: "POST",
+    path: "/probe/inference",
+    headers: bearer("key-main"),
+    body: probe("gpt-nope"),
+    status: 400,
+    authenticated: true,
+  },
+  {
+    name: "inference: missing model is 400 with details",
+    method: "POST",
+    path: "/probe/inference",
+    headers: bearer("key-main"),
+    body: {},
+    status: 400,
+    authenticated: true,
+    check: (b) => expect(b.details.model).toBeDefined(),
+  },
+  {
+    name: "inference: invalid JSON is 400",
+    method: "POST",
+    path: "/probe/inference",
+    headers: bearer("key-main"),
+    body: "{not json",
+    status: 400,
+    authenticated: true,
+  },
+  {
+    name: "inference without credentials is the discovery 402",
+    method: "POST",
+    path: "/probe/inference",
+    body: probe("emu-s"),
+    status: 402,
+    check: (b) => expect(b.x402Version).toBe(2),
+  },
   {
     name: "an invalid wallet sign-in header is 401",
     method: "POST",
@@ -266,11 +383,19 @@ describe("emulator contract (other behaviour)", () => {
   it("balance headers show the balance before the request; the route charges the ledger", async () => {
     const local = await startEmulator({ apiKeys: [{ key: "k", usd: 1, diem: 0.1 }], routes: [probeRoute] });
     try {
-      const first = await fetch(`${local.url}/probe/inference`, { method: "POST", headers: bearer("k"), body: JSON.stringify(probe("emu-s", { usd: 0.25 })) });
+      const first = await fetch(`${local.url}/probe/inference`, {
+        method: "POST",
+        headers: bearer("k"),
+        body: JSON.stringify(probe("emu-s", { usd: 0.25 })),
+      });
       expect(first.status).toBe(200);
       expect(first.headers.get("x-service-balance-usd")).toBe("1");
       expect(first.headers.get("x-service-balance-diem")).toBe("0.1");
-      const second = await fetch(`${local.url}/probe/inference`, { method: "POST", headers: bearer("k"), body: JSON.stringify(probe("emu-s", { usd: 0.25 })) });
+      const second = await fetch(`${local.url}/probe/inference`, {
+        method: "POST",
+        headers: bearer("k"),
+        body: JSON.stringify(probe("emu-s", { usd: 0.25 })),
+      });
       // DIEM is billed first: 0.1 DIEM + 0.15 USD, then 0.25 USD
       expect(second.headers.get("x-service-balance-usd")).toBe("0.85");
       expect(second.headers.get("x-service-balance-diem")).toBe("0");
@@ -286,7 +411,11 @@ describe("emulator contract (other behaviour)", () => {
     try {
       const statuses: number[] = [];
       for (let i = 0; i < 3; i++) {
-        const res = await fetch(`${local.url}/probe/inference`, { method: "POST", headers: bearer("k"), body: JSON.stringify(probe("emu-s", { usd: 0.2 })) });
+        const res = await fetch(`${local.url}/probe/inference`, {
+          method: "POST",
+          headers: bearer("k"),
+          body: JSON.stringify(probe("emu-s", { usd: 0.2 })),
+        });
         statuses.push(res.status);
         await res.arrayBuffer();
       }
@@ -310,7 +439,11 @@ describe("emulator contract (other behaviour)", () => {
   it("the brand setting renames every brand-carrying header", async () => {
     const acme = await startEmulator({ brand: "acme", apiKeys: ["k"], routes: [probeRoute] });
     try {
-      const res = await fetch(`${acme.url}/probe/inference`, { method: "POST", headers: bearer("k"), body: JSON.stringify(probe("emu-legacy")) });
+      const res = await fetch(`${acme.url}/probe/inference`, {
+        method: "POST",
+        headers: bearer("k"),
+        body: JSON.stringify(probe("emu-legacy")),
+      });
       expect(res.status).toBe(200);
       expect(res.headers.get("x-acme-version")).toMatch(/^\d{8}\.\d{6}$/);
       expect(res.headers.get("x-acme-model-id")).toBe("emu-legacy");

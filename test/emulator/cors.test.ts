@@ -21,7 +21,11 @@ afterAll(async () => {
   await plain?.close();
 });
 
-const list = (value: string | null) => (value ?? "").split(",").map((s) => s.trim().toLowerCase()).filter(Boolean);
+const list = (value: string | null) =>
+  (value ?? "")
+    .split(",")
+    .map((s) => s.trim().toLowerCase())
+    .filter(Boolean);
 
 function preflight(url: string, headers: string) {
   return fetch(url, {
@@ -38,7 +42,16 @@ describe("emulator CORS", () => {
     expect(res.headers.get("access-control-allow-origin")).toBe("*");
     expect(list(res.headers.get("access-control-allow-methods"))).toEqual(expect.arrayContaining(["get", "post", "delete"]));
     expect(list(res.headers.get("access-control-allow-headers"))).toEqual(
-      expect.arrayContaining(["authorization", "content-type", "sign-in-with-x", "x-sign-in-with-x", "payment-signature", "x-payment", "x-402-payment", "idempotency-key"]),
+      expect.arrayContaining([
+        "authorization",
+        "content-type",
+        "sign-in-with-x",
+        "x-sign-in-with-x",
+        "payment-signature",
+        "x-payment",
+        "x-402-payment",
+        "idempotency-key",
+      ]),
     );
     expect(Number(res.headers.get("access-control-max-age"))).toBeGreaterThan(0);
     // a preflight is no request: nothing counted against the key or the sender
@@ -89,13 +102,23 @@ describe("emulator CORS", () => {
     const safelisted = new Set(["cache-control", "content-language", "content-type", "expires", "last-modified", "pragma"]);
     const notExposed: string[] = [];
     res.headers.forEach((_v, name) => {
-      if (!name.startsWith("access-control-") && !safelisted.has(name) && !["connection", "keep-alive", "vary", "transfer-encoding"].includes(name) && !exposed.includes(name)) notExposed.push(name);
+      if (
+        !name.startsWith("access-control-") &&
+        !safelisted.has(name) &&
+        !["connection", "keep-alive", "vary", "transfer-encoding"].includes(name) &&
+        !exposed.includes(name)
+      )
+        notExposed.push(name);
     });
     expect(notExposed).toEqual([]);
   });
 
   it("errors carry it too: a 401 and a wallet's 402 are readable by the page", async () => {
-    const res = await fetch(`${emu.url}/chat/completions`, { method: "POST", headers: { origin: ORIGIN, authorization: "Bearer nope" }, body: "{}" });
+    const res = await fetch(`${emu.url}/chat/completions`, {
+      method: "POST",
+      headers: { origin: ORIGIN, authorization: "Bearer nope" },
+      body: "{}",
+    });
     expect(res.status).toBe(401);
     expect(res.headers.get("access-control-allow-origin")).toBe("*");
     const topUp = await fetch(`${emu.url}/x402/top-up`, { method: "POST", headers: { origin: ORIGIN } });
@@ -117,7 +140,9 @@ describe("emulator CORS", () => {
 
   it("--cors on the command line turns it on", async () => {
     const out: string[] = [];
-    const started = await main(["emulator", "--port", "0", "--no-chain", "--cors"], { io: { out: (l) => out.push(l), err: () => undefined } });
+    const started = await main(["emulator", "--port", "0", "--no-chain", "--cors"], {
+      io: { out: (l) => out.push(l), err: () => undefined },
+    });
     try {
       const res = await preflight(`${started!.url}/models`, "authorization");
       expect(res.status).toBe(204);

@@ -15,7 +15,14 @@ export const probeRoute: Route = {
   auth: "required",
   inference: true,
   handler(req, ctx, caller) {
-    const body = JSON.parse(req.body.toString("utf8")) as { model: string; usd?: number; tokens?: number; stream?: boolean; chunks?: number; delayMs?: number };
+    const body = JSON.parse(req.body.toString("utf8")) as {
+      model: string;
+      usd?: number;
+      tokens?: number;
+      stream?: boolean;
+      chunks?: number;
+      delayMs?: number;
+    };
     const tokens = body.tokens ?? 10;
     if (caller.kind !== "anonymous") ctx.ledger.charge(caller.account, body.usd ?? 0.001, { kind: "probe", modelId: body.model });
     if (body.stream) {

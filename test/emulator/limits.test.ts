@@ -18,7 +18,12 @@ const infer = (e: Emulator, key: string, model: string, extra: Record<string, un
 describe("request limits per (caller, tier)", () => {
   it("counts down, answers 429 with the reset time in Unix seconds, and logs it", async () => {
     // 2 s windows: the window starts at the first request's whole second, so at least 1 s of it is left
-    emu = await startEmulator({ mode: "seed", apiKeys: ["a", "b"], routes: [probeRoute], rateLimits: { windowMs: 2_000, tiers: { L: { requests: 2 } } } });
+    emu = await startEmulator({
+      mode: "seed",
+      apiKeys: ["a", "b"],
+      routes: [probeRoute],
+      rateLimits: { windowMs: 2_000, tiers: { L: { requests: 2 } } },
+    });
     const before = Math.floor(Date.now() / 1000);
     const r1 = await infer(emu, "a", "emu-l");
     const r2 = await infer(emu, "a", "emu-l");
@@ -61,7 +66,12 @@ describe("request limits per (caller, tier)", () => {
   });
 
   it("token limits: tokens reported by the route count; 429 TPM when spent", async () => {
-    emu = await startEmulator({ mode: "seed", apiKeys: ["a"], routes: [probeRoute], rateLimits: { windowMs: 10_000, tiers: { M: { tokens: 100 } } } });
+    emu = await startEmulator({
+      mode: "seed",
+      apiKeys: ["a"],
+      routes: [probeRoute],
+      rateLimits: { windowMs: 10_000, tiers: { M: { tokens: 100 } } },
+    });
     const r1 = await infer(emu, "a", "emu-m", { tokens: 60 });
     expect(r1.headers.get("x-ratelimit-limit-tokens")).toBe("100");
     expect(r1.headers.get("x-ratelimit-remaining-tokens")).toBe("40");
@@ -85,7 +95,12 @@ describe("request limits per (caller, tier)", () => {
   });
 
   it("rateLimits.enabled=false serves without limits or headers", async () => {
-    emu = await startEmulator({ mode: "seed", apiKeys: ["a"], routes: [probeRoute], rateLimits: { enabled: false, tiers: { L: { requests: 1 } } } });
+    emu = await startEmulator({
+      mode: "seed",
+      apiKeys: ["a"],
+      routes: [probeRoute],
+      rateLimits: { enabled: false, tiers: { L: { requests: 1 } } },
+    });
     const statuses = [];
     for (let i = 0; i < 3; i++) statuses.push((await infer(emu, "a", "emu-l")).status);
     expect(statuses).toEqual([200, 200, 200]);

@@ -59,7 +59,8 @@ describe("live mode (the default)", () => {
     const after = await fetch(`${emu.url}/probe/inference`, { ...probe(), headers: bearer("k") });
     expect(after.headers.get("x-ratelimit-remaining")).toBe("49");
     // 49 more failures reach the threshold without a block; the 51st blocks with the live wording
-    for (let i = 0; i < 49; i++) await (await fetch(`${emu.url}/probe/inference`, { ...probe("no-such-model"), headers: bearer("k") })).arrayBuffer();
+    for (let i = 0; i < 49; i++)
+      await (await fetch(`${emu.url}/probe/inference`, { ...probe("no-such-model"), headers: bearer("k") })).arrayBuffer();
     const last = await fetch(`${emu.url}/probe/inference`, { ...probe(), headers: bearer("k") });
     expect(last.status).toBe(200);
     expect(last.headers.get("x-ratelimit-remaining")).toBe("0");
@@ -72,7 +73,11 @@ describe("live mode (the default)", () => {
   });
 
   it("429s never count toward the block (the seed counts every non-success)", async () => {
-    emu = await startEmulator({ apiKeys: ["k"], routes: [probeRoute], rateLimits: { abuseMaxFailures: 2, tiers: { XS: { requests: 1 } } } });
+    emu = await startEmulator({
+      apiKeys: ["k"],
+      routes: [probeRoute],
+      rateLimits: { abuseMaxFailures: 2, tiers: { XS: { requests: 1 } } },
+    });
     for (let i = 0; i < 6; i++) await (await fetch(`${emu.url}/probe/inference`, { ...probe(), headers: bearer("k") })).arrayBuffer();
     expect(emu.rateLimiter.recentFailures("key:k")).toBe(0);
     expect(emu.rateLimiter.countsAsFailure(503)).toBe(false);
@@ -100,7 +105,9 @@ describe("live mode (the default)", () => {
     const siwx = async () => ({ "SIGN-IN-WITH-X": await createSiwxHeader(wallet, `${emu!.url}/probe/inference`) });
     // five streams still being sent (150 ms between chunks), then a sixth request
     const open = await Promise.all(
-      Array.from({ length: 5 }, async () => fetch(`${emu!.url}/probe/inference`, { ...probe("emu-xs", { stream: true, chunks: 3, delayMs: 150 }), headers: await siwx() })),
+      Array.from({ length: 5 }, async () =>
+        fetch(`${emu!.url}/probe/inference`, { ...probe("emu-xs", { stream: true, chunks: 3, delayMs: 150 }), headers: await siwx() }),
+      ),
     );
     expect(open.map((r) => r.status)).toEqual([200, 200, 200, 200, 200]);
     const sixth = await fetch(`${emu.url}/probe/inference`, { ...probe(), headers: await siwx() });
@@ -118,7 +125,9 @@ describe("live mode (the default)", () => {
     try {
       const seedSiwx = async () => ({ "SIGN-IN-WITH-X": await createSiwxHeader(wallet, `${seed.url}/probe/inference`) });
       const many = await Promise.all(
-        Array.from({ length: 7 }, async () => fetch(`${seed.url}/probe/inference`, { ...probe("emu-xs", { stream: true }), headers: await seedSiwx() })),
+        Array.from({ length: 7 }, async () =>
+          fetch(`${seed.url}/probe/inference`, { ...probe("emu-xs", { stream: true }), headers: await seedSiwx() }),
+        ),
       );
       expect(many.map((r) => r.status)).toEqual(Array(7).fill(200));
       await Promise.all(many.map((r) => r.text()));
@@ -154,7 +163,11 @@ describe("live mode (the default)", () => {
 
     const small = await startEmulator({ apiKeys: ["k"], routes: [probeRoute], maxBodyBytes: 1_000 });
     try {
-      const res = await fetch(`${small.url}/probe/inference`, { method: "POST", headers: bearer("k"), body: JSON.stringify({ model: "emu-xs", pad: "x".repeat(1_000) }) });
+      const res = await fetch(`${small.url}/probe/inference`, {
+        method: "POST",
+        headers: bearer("k"),
+        body: JSON.stringify({ model: "emu-xs", pad: "x".repeat(1_000) }),
+      });
       expect(res.status).toBe(413);
       await res.arrayBuffer();
     } finally {
@@ -163,7 +176,11 @@ describe("live mode (the default)", () => {
     await expect(startEmulator({ maxBodyBytes: 0 })).rejects.toThrow(/maxBodyBytes/);
     const seed = await startEmulator({ mode: "seed", apiKeys: ["k"], routes: [probeRoute] });
     try {
-      const res = await fetch(`${seed.url}/probe/inference`, { method: "POST", headers: bearer("k"), body: `${head}${pad.slice(0, SEED_MAX_BODY_BYTES)}"}` });
+      const res = await fetch(`${seed.url}/probe/inference`, {
+        method: "POST",
+        headers: bearer("k"),
+        body: `${head}${pad.slice(0, SEED_MAX_BODY_BYTES)}"}`,
+      });
       expect(res.status).toBe(413);
       expect((await res.json()).error).toBe(`Request body exceeds ${SEED_MAX_BODY_BYTES} bytes`);
     } finally {

@@ -69,7 +69,11 @@ describe("openai client against the strict emulator under brand venice", () => {
   it("an API-key call with venice_parameters passes the closed request schema; the headers carry the brand", async () => {
     const sdk = new OpenAI({ apiKey: "sk-venice", baseURL: venice.url, maxRetries: 0 });
     const { data, response } = await sdk.chat.completions
-      .create({ model: "emu-s", messages: [{ role: "user", content: "hello" }], venice_parameters: { include_venice_system_prompt: false } } as never)
+      .create({
+        model: "emu-s",
+        messages: [{ role: "user", content: "hello" }],
+        venice_parameters: { include_venice_system_prompt: false },
+      } as never)
       .withResponse();
     expect(data.object).toBe("chat.completion");
     expect(response.headers.get("x-venice-model-id")).toBe("emu-s");
@@ -79,10 +83,20 @@ describe("openai client against the strict emulator under brand venice", () => {
     const { createServiceFetch } = await import("../../src/stack.js");
     const { EvmWallet } = await import("../../src/evm/index.js");
     const wallet = new EvmWallet(venice.chain!.accounts[1]!.privateKey);
-    const fetch = createServiceFetch({ baseUrl: venice.url, brand: "venice", wallet, payment: { allowedPayees: [venice.chain!.treasury] } });
+    const fetch = createServiceFetch({
+      baseUrl: venice.url,
+      brand: "venice",
+      wallet,
+      payment: { allowedPayees: [venice.chain!.treasury] },
+    });
     const sdk = new OpenAI({ apiKey: "-", baseURL: venice.url, fetch, maxRetries: 0 });
     const data = await sdk.chat.completions.create({ model: "emu-s", messages: [{ role: "user", content: "hello" }] });
     expect(data.choices[0]!.message.content!.length).toBeGreaterThan(0);
-    expect(venice.account(wallet.address)!.entries.filter((e) => e.type === "TOP_UP").map((e) => e.amount)).toEqual([5]);
+    expect(
+      venice
+        .account(wallet.address)!
+        .entries.filter((e) => e.type === "TOP_UP")
+        .map((e) => e.amount),
+    ).toEqual([5]);
   });
 });

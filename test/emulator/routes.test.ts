@@ -32,7 +32,14 @@ describe("emulator routes", () => {
   it("routes given as an option come after the built-in ones and are served through the same pipeline", async () => {
     emu = await startEmulator({
       apiKeys: ["k"],
-      routes: [{ method: "GET", pattern: "/custom/:name", auth: "required", handler: (req) => ({ status: 200, body: { hello: req.params.name } }) }],
+      routes: [
+        {
+          method: "GET",
+          pattern: "/custom/:name",
+          auth: "required",
+          handler: (req) => ({ status: 200, body: { hello: req.params.name } }),
+        },
+      ],
     });
     expect(emu.routes.at(-1)).toBe("GET /api/v1/custom/:name");
     expect((await fetch(`${emu.url}/custom/a%20b`)).status).toBe(402); // no credential: the discovery 402

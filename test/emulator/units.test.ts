@@ -34,7 +34,12 @@ describe("matchRoute", () => {
 describe("isMissingModule", () => {
   const err = (message: string, code = "ERR_MODULE_NOT_FOUND") => Object.assign(new Error(message), { code });
   it("is true only when the module itself is missing", () => {
-    expect(isMissingModule(err("Cannot find module '/work/src/emulator/x402/index.js' imported from /work/src/emulator/x402-default.ts"), "x402")).toBe(true);
+    expect(
+      isMissingModule(
+        err("Cannot find module '/work/src/emulator/x402/index.js' imported from /work/src/emulator/x402-default.ts"),
+        "x402",
+      ),
+    ).toBe(true);
     expect(isMissingModule(err("Cannot find module 'C:\\w\\emulator\\x402\\index.ts' imported from C:\\w\\x.ts"), "x402")).toBe(true);
     // one of its own imports is missing: that is a real error, not "no x402 module"
     expect(isMissingModule(err("Cannot find package '@x402/zz' imported from /work/src/emulator/x402/index.ts"), "x402")).toBe(false);

@@ -36,7 +36,9 @@ describe("example: budgeted-agent", () => {
     expect(result.spend.spentUsd).toBeLessThanOrEqual(0.0018);
     expect(result.reads).toBeGreaterThan(0);
     expect(result.reads).toBeLessThan(6);
-    expect(lines.join("\n")).toMatch(/\[warning\][\s\S]*\[paused\][\s\S]*\[person\] raise the limit to \$0\.0018[\s\S]*\[paused\][\s\S]*\[person\] stop here/);
+    expect(lines.join("\n")).toMatch(
+      /\[warning\][\s\S]*\[paused\][\s\S]*\[person\] raise the limit to \$0\.0018[\s\S]*\[paused\][\s\S]*\[person\] stop here/,
+    );
   });
 
   it("stop at the first pause: the run ends within the first limit", async () => {

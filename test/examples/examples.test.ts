@@ -46,13 +46,10 @@ async function recordingProxy(target: Emulator): Promise<{ url: string; bodies: 
     req.on("end", () => {
       const raw = Buffer.concat(chunks);
       if (req.url?.endsWith("/chat/completions") && raw.length) bodies.push(JSON.parse(raw.toString("utf8")));
-      const upstream = request(
-        { host: "127.0.0.1", port: target.port, method: req.method, path: req.url, headers: req.headers },
-        (up) => {
-          res.writeHead(up.statusCode ?? 502, up.headers);
-          up.pipe(res);
-        },
-      );
+      const upstream = request({ host: "127.0.0.1", port: target.port, method: req.method, path: req.url, headers: req.headers }, (up) => {
+        res.writeHead(up.statusCode ?? 502, up.headers);
+        up.pipe(res);
+      });
       upstream.on("error", () => res.destroy());
       upstream.end(raw);
     });

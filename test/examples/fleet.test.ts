@@ -45,13 +45,28 @@ function listening(port: number): Promise<boolean> {
 }
 
 describe.skipIf(!redisAvailable)("example:fleet", () => {
-  it("4 workers on one wallet: every request served, spend within the cap and equal on ledger and chain, clean exit", { timeout: 100_000 }, async () => {
+  it("4 workers on one wallet: every request served, spend within the cap and equal on ledger and chain, clean exit", {
+    timeout: 100_000,
+  }, async () => {
     const { code, stdout, stderr } = await runExample({ FLEET_WORKERS: "4", FLEET_REQUESTS: "10" });
     expect(code, `${stdout}\n${stderr}`).toBe(0);
 
-    const summary = /^summary: (\d+)\/(\d+) requests served, (\d+) payment\(s\), \$([\d.]+) spent \(ledger \$([\d.]+), on chain \$([\d.]+); cap \$(\d+)\), (\d+) 429s, (\d+) errors$/m.exec(stdout);
+    const summary =
+      /^summary: (\d+)\/(\d+) requests served, (\d+) payment\(s\), \$([\d.]+) spent \(ledger \$([\d.]+), on chain \$([\d.]+); cap \$(\d+)\), (\d+) 429s, (\d+) errors$/m.exec(
+        stdout,
+      );
     expect(summary, stdout).not.toBeNull();
-    const [served, requests, payments, spent, ledger, onChain, cap, n429, errors] = summary!.slice(1).map(Number) as [number, number, number, number, number, number, number, number, number];
+    const [served, requests, payments, spent, ledger, onChain, cap, n429, errors] = summary!.slice(1).map(Number) as [
+      number,
+      number,
+      number,
+      number,
+      number,
+      number,
+      number,
+      number,
+      number,
+    ];
     expect(requests).toBe(40);
     expect(served).toBe(40);
     expect(errors).toBe(0);

@@ -56,7 +56,11 @@ const rpcTool = {
   function: {
     name: "crypto_rpc",
     description: "Call a JSON-RPC method on a network",
-    parameters: { type: "object", properties: { network: { type: "string" }, method: { type: "string" } }, required: ["network", "method"] },
+    parameters: {
+      type: "object",
+      properties: { network: { type: "string" }, method: { type: "string" } },
+      required: ["network", "method"],
+    },
   },
 };
 const question = "What is the latest block number on base-mainnet?";
@@ -96,8 +100,16 @@ describe("emulator rule 4: the request schema is closed", () => {
   });
 
   it("a tool message's content must be a string", async () => {
-    const call = { id: "call_1", type: "function", function: { name: "crypto_rpc", arguments: '{"network":"base-mainnet","method":"eth_blockNumber"}' } };
-    const turn = (content: unknown) => [user(question), { role: "assistant", content: null, tool_calls: [call] }, { role: "tool", tool_call_id: "call_1", content }];
+    const call = {
+      id: "call_1",
+      type: "function",
+      function: { name: "crypto_rpc", arguments: '{"network":"base-mainnet","method":"eth_blockNumber"}' },
+    };
+    const turn = (content: unknown) => [
+      user(question),
+      { role: "assistant", content: null, tool_calls: [call] },
+      { role: "tool", tool_call_id: "call_1", content },
+    ];
     const asArray = await post({ model: "emu-s", messages: turn([{ type: "text", text: '"0x10"' }]) });
     expectDetailedError(asArray);
     expect(asArray.json.issues.length).toBeGreaterThan(0);
@@ -107,7 +119,11 @@ describe("emulator rule 4: the request schema is closed", () => {
   });
 
   it("file_data is a data URL or a public URL, as published; anything else is a 400", async () => {
-    const file = (file_data: string) => user([{ type: "text", text: "Summarize:" }, { type: "file", file: { filename: "a.txt", file_data } }]);
+    const file = (file_data: string) =>
+      user([
+        { type: "text", text: "Summarize:" },
+        { type: "file", file: { filename: "a.txt", file_data } },
+      ]);
     const raw = await post({ model: "emu-s", messages: [file(Buffer.from("plan").toString("base64"))] });
     expectDetailedError(raw);
     expect(JSON.stringify(raw.json.details)).toMatch(/data URL/);
@@ -141,7 +157,11 @@ describe("emulator rule 5: thought_signature", () => {
     expectDetailedError(await send(altered));
 
     // the signature of another turn does not fit these tool calls
-    const other = await post({ model: "emu-reasoner", messages: [user("What is the latest block number on ethereum-mainnet?")], tools: [rpcTool] });
+    const other = await post({
+      model: "emu-reasoner",
+      messages: [user("What is the latest block number on ethereum-mainnet?")],
+      tools: [rpcTool],
+    });
     expectDetailedError(await send({ ...assistant, thought_signature: other.json.choices[0].message.thought_signature }));
   });
 
@@ -149,7 +169,8 @@ describe("emulator rule 5: thought_signature", () => {
     const first = await post({ model: "emu-reasoner", messages: [user("Why is the sky blue")] });
     const assistant = first.json.choices[0].message;
     expect(assistant.thought_signature).toMatch(/^emu-ts\./);
-    const next = (message: unknown) => post({ model: "emu-reasoner", messages: [user("Why is the sky blue"), message, user("and at night?")] });
+    const next = (message: unknown) =>
+      post({ model: "emu-reasoner", messages: [user("Why is the sky blue"), message, user("and at night?")] });
     expect((await next(assistant)).status).toBe(200);
     const { thought_signature: _s, ...without } = assistant;
     expect((await next(without)).status).toBe(200);
@@ -176,7 +197,10 @@ describe("emulator rule 7: chat error bodies as published", () => {
     const wrongType = await post({ model: "emu-s", messages: [user("hi")], temperature: "hot" });
     expectDetailedError(wrongType);
     expect(wrongType.json.details.temperature._errors.length).toBeGreaterThan(0);
-    const noVision = await post({ model: "emu-s", messages: [user([{ type: "image_url", image_url: { url: "data:image/png;base64,AAAA" } }])] });
+    const noVision = await post({
+      model: "emu-s",
+      messages: [user([{ type: "image_url", image_url: { url: "data:image/png;base64,AAAA" } }])],
+    });
     expectDetailedError(noVision);
     expect(noVision.json.details._errors).toEqual([]);
     // the live capability gate: the reason sits at the part's path, in `details` and in `issues[]`
@@ -234,17 +258,33 @@ describe("client 4: thought_signature and other members go back unchanged", () =
   });
 
   it("members the service adds to the message or to a tool call go back as received (invoke, stream, content-block events)", async () => {
-    const extraCall = { id: "call_x", type: "function", function: { name: "get_weather", arguments: '{"city":"Rome"}' }, extra_content: { google: { thought_signature: "tc-sig" } } };
+    const extraCall = {
+      id: "call_x",
+      type: "function",
+      function: { name: "get_weather", arguments: '{"city":"Rome"}' },
+      extra_content: { google: { thought_signature: "tc-sig" } },
+    };
     const toolTurn = { role: "assistant", content: null, tool_calls: [extraCall], provider_state: { opaque: [1, 2] } };
     for (const mode of ["invoke", "stream", "events"] as const) {
       fx.requests.length = 0;
       fx.script = (req, res) => {
         if (fx.requests.length > 1) return json(res, completion({ content: "fine" }));
-        if (!req.body.stream) return json(res, { ...completion({}), choices: [{ index: 0, finish_reason: "tool_calls", logprobs: null, message: toolTurn }] });
+        if (!req.body.stream)
+          return json(res, { ...completion({}), choices: [{ index: 0, finish_reason: "tool_calls", logprobs: null, message: toolTurn }] });
         sse(res, [
           chunk({ role: "assistant", content: "" }),
           chunk({ provider_state: { opaque: [1, 2] } }),
-          chunk({ tool_calls: [{ index: 0, id: "call_x", type: "function", function: { name: "get_weather", arguments: "" }, extra_content: { google: { thought_signature: "tc-sig" } } }] }),
+          chunk({
+            tool_calls: [
+              {
+                index: 0,
+                id: "call_x",
+                type: "function",
+                function: { name: "get_weather", arguments: "" },
+                extra_content: { google: { thought_signature: "tc-sig" } },
+              },
+            ],
+          }),
           chunk({ tool_calls: [{ index: 0, function: { arguments: '{"city":"Rome"}' } }] }),
           chunk({}, {}, "tool_calls"),
         ]);
@@ -260,7 +300,14 @@ describe("client 4: thought_signature and other members go back unchanged", () =
       await m.invoke([q, first, new ToolMessage({ content: "sunny", tool_call_id: "call_x" })]);
       const sent = fx.requests[1]!.body.messages[1];
       expect(sent.provider_state, mode).toEqual({ opaque: [1, 2] });
-      expect(sent.tool_calls, mode).toEqual([{ id: "call_x", type: "function", function: { name: "get_weather", arguments: '{"city":"Rome"}' }, extra_content: { google: { thought_signature: "tc-sig" } } }]);
+      expect(sent.tool_calls, mode).toEqual([
+        {
+          id: "call_x",
+          type: "function",
+          function: { name: "get_weather", arguments: '{"city":"Rome"}' },
+          extra_content: { google: { thought_signature: "tc-sig" } },
+        },
+      ]);
     }
   });
 });
@@ -269,8 +316,17 @@ describe("client 5: a tool message with array content is sent as a string", () =
   it("text blocks are joined into the string the service requires", async () => {
     const m = new ChatService({ model: "emu-s", apiKey: KEY, baseUrl: emu.url, maxRetries: 0 }).bindTools([weather]);
     const q = new HumanMessage("weather in Paris?");
-    const call = new AIMessage({ content: "", tool_calls: [{ id: "call_p", name: "get_weather", args: { city: "Paris" }, type: "tool_call" }] });
-    const result = new ToolMessage({ content: [{ type: "text", text: "sunny" }, { type: "text", text: " and 21C" }], tool_call_id: "call_p" });
+    const call = new AIMessage({
+      content: "",
+      tool_calls: [{ id: "call_p", name: "get_weather", args: { city: "Paris" }, type: "tool_call" }],
+    });
+    const result = new ToolMessage({
+      content: [
+        { type: "text", text: "sunny" },
+        { type: "text", text: " and 21C" },
+      ],
+      tool_call_id: "call_p",
+    });
     const answer = await m.invoke([q, call, result] as BaseMessage[]);
     expect(answer.text).toBe("Based on get_weather: sunny and 21C");
   });
@@ -278,8 +334,14 @@ describe("client 5: a tool message with array content is sent as a string", () =
   it("a tool result that is not text is refused before any request", async () => {
     const fetchSpy = vi.fn(globalThis.fetch);
     const m = new ChatService({ model: "emu-s", apiKey: KEY, baseUrl: emu.url, maxRetries: 0, fetch: fetchSpy });
-    const call = new AIMessage({ content: "", tool_calls: [{ id: "call_i", name: "get_weather", args: { city: "Paris" }, type: "tool_call" }] });
-    const image = new ToolMessage({ content: [{ type: "image_url", image_url: { url: "data:image/png;base64,AAAA" } }], tool_call_id: "call_i" });
+    const call = new AIMessage({
+      content: "",
+      tool_calls: [{ id: "call_i", name: "get_weather", args: { city: "Paris" }, type: "tool_call" }],
+    });
+    const image = new ToolMessage({
+      content: [{ type: "image_url", image_url: { url: "data:image/png;base64,AAAA" } }],
+      tool_call_id: "call_i",
+    });
     await expect(m.invoke([new HumanMessage("x"), call, image])).rejects.toBeInstanceOf(ValidationError);
     expect(fetchSpy).not.toHaveBeenCalled();
   });

@@ -160,7 +160,12 @@ describe("client: a 429 waits once for its reset", () => {
       createServer((_req, res) => {
         seen.push(Date.now());
         if (Date.now() < resetAt) {
-          res.writeHead(429, { "content-type": "application/json", "x-ratelimit-limit": "1", "x-ratelimit-remaining": "0", "x-ratelimit-reset": String(resetAt) });
+          res.writeHead(429, {
+            "content-type": "application/json",
+            "x-ratelimit-limit": "1",
+            "x-ratelimit-remaining": "0",
+            "x-ratelimit-reset": String(resetAt),
+          });
           res.end(JSON.stringify({ error: "Rate limit exceeded" }));
         } else {
           res.writeHead(200, { "content-type": "application/json" });
@@ -248,7 +253,11 @@ describe("client: the rate-limit log", () => {
   it("is asked at /api_keys/rate_limits/log, the published path, with nothing else on the wire (the strict emulator)", async () => {
     const emu = await emulator({ routes: [probeRoute], rateLimits: { tiers: { L: { requests: 1 } } } });
     for (let i = 0; i < 2; i++) {
-      await fetch(`${emu.url}/probe/inference`, { method: "POST", headers: { ...bearer("a"), "content-type": "application/json" }, body: JSON.stringify({ model: "emu-l" }) });
+      await fetch(`${emu.url}/probe/inference`, {
+        method: "POST",
+        headers: { ...bearer("a"), "content-type": "application/json" },
+        body: JSON.stringify({ model: "emu-l" }),
+      });
     }
     const w = wire();
     const client = new ServiceClient({ baseUrl: emu.url, apiKey: "a", fetch: w.fetch });
@@ -261,7 +270,10 @@ describe("client: the rate-limit log", () => {
 
 describe("emulator: the rate-limit log takes an ADMIN key (live)", () => {
   it("an inference key is 401 'Admin API key required', a wallet 401, an admin key served; seed mode serves any key", async () => {
-    const keys = [{ key: "admin", usd: 5, diem: 0 }, { key: "inference", usd: 5, diem: 0, admin: false }];
+    const keys = [
+      { key: "admin", usd: 5, diem: 0 },
+      { key: "inference", usd: 5, diem: 0, admin: false },
+    ];
     const log = (emu: Emulator, headers: Record<string, string>) => fetch(`${emu.url}/api_keys/rate_limits/log`, { headers });
     const live = await emulator({ apiKeys: keys, walletStartingUsd: 1 });
     expect((await log(live, bearer("admin"))).status).toBe(200);
@@ -279,7 +291,11 @@ describe("emulator: the rate-limit log takes an ADMIN key (live)", () => {
 // --- client 7: a 504 ------------------------------------------------------------------------------------
 
 describe("client: a 504", () => {
-  const chat = (extra: Record<string, unknown> = {}) => ({ model: "emu-s", messages: [{ role: "user", content: "a long question" }], ...extra });
+  const chat = (extra: Record<string, unknown> = {}) => ({
+    model: "emu-s",
+    messages: [{ role: "user", content: "a long question" }],
+    ...extra,
+  });
 
   it("on a non-streaming request is not re-sent, and the error says to stream (the strict emulator)", async () => {
     const emu = await emulator({ faults: { errorRate: 1, statuses: [504], paths: ["/chat/completions"] } });
@@ -296,7 +312,13 @@ describe("client: a 504", () => {
   it("ChatService.invoke: one send, and the error says to stream", async () => {
     const emu = await emulator({ faults: { errorRate: 1, statuses: [504], paths: ["/chat/completions"] } });
     const w = wire();
-    const model = new ChatService({ model: "emu-s", baseUrl: emu.url, apiKey: "a", fetch: w.fetch, retry: { baseDelayMs: 1, maxDelayMs: 2 } });
+    const model = new ChatService({
+      model: "emu-s",
+      baseUrl: emu.url,
+      apiKey: "a",
+      fetch: w.fetch,
+      retry: { baseDelayMs: 1, maxDelayMs: 2 },
+    });
     await expect(model.invoke("a long question")).rejects.toThrow(/stream=true/);
     expect(w.to("/chat/completions")).toHaveLength(1);
   });
@@ -304,7 +326,12 @@ describe("client: a 504", () => {
   it("on a streaming request is still retried with backoff (the stream was asked for)", async () => {
     const emu = await emulator({ faults: { errorRate: 1, statuses: [504], paths: ["/chat/completions"] } });
     const w = wire();
-    const client = new ServiceClient({ baseUrl: emu.url, apiKey: "a", fetch: w.fetch, retry: { maxRetries: 2, baseDelayMs: 1, maxDelayMs: 2 } });
+    const client = new ServiceClient({
+      baseUrl: emu.url,
+      apiKey: "a",
+      fetch: w.fetch,
+      retry: { maxRetries: 2, baseDelayMs: 1, maxDelayMs: 2 },
+    });
     const err = await client.request("/chat/completions", { body: chat({ stream: true }) }).catch((e) => e);
     expect(err).toBeInstanceOf(GatewayTimeoutError);
     expect(w.to("/chat/completions")).toHaveLength(3);

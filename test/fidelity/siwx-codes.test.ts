@@ -63,7 +63,12 @@ const KINDS = [
 ] as const;
 
 /** One header per cause, for emulator `e`: [live code, details.reason, header]. A reused nonce is sent twice. */
-async function causes(e: Emulator, wallet: X402Wallet, other: X402Wallet, otherChain: number | string): Promise<[string, string, string][]> {
+async function causes(
+  e: Emulator,
+  wallet: X402Wallet,
+  other: X402Wallet,
+  otherChain: number | string,
+): Promise<[string, string, string][]> {
   const url = `${e.url}/probe/inference`;
   const good = await createSiwxPayload(wallet, url);
   return [
@@ -71,7 +76,11 @@ async function causes(e: Emulator, wallet: X402Wallet, other: X402Wallet, otherC
     ["X402_SIGN_IN_EXPIRED", "expired", await createSiwxHeader(wallet, url, { now: Date.now() - 60_000, ttlMs: 30_000 })],
     ["X402_SIGN_IN_FUTURE_TIMESTAMP", "issued_in_future", await createSiwxHeader(wallet, url, { now: Date.now() + 60_000 })],
     ["X402_SIGN_IN_NONCE_REUSED", "nonce_reused", await createSiwxHeader(wallet, url)],
-    ["X402_SIGN_IN_INVALID_SIGNATURE", "invalid_signature", toBase64Json({ ...good, signature: (await createSiwxPayload(other, url)).signature })],
+    [
+      "X402_SIGN_IN_INVALID_SIGNATURE",
+      "invalid_signature",
+      toBase64Json({ ...good, signature: (await createSiwxPayload(other, url)).signature }),
+    ],
     ["X402_SIGN_IN_DOMAIN_MISMATCH", "domain_mismatch", await createSiwxHeader(wallet, "http://evil.example/api/v1")],
     // (a uri on another origin: refused in seed mode only, test/fidelity/siwx-live.test.ts)
     ["X402_SIGN_IN_ADDRESS_MISMATCH", "address_mismatch", toBase64Json({ ...good, address: other.address })],
@@ -226,7 +235,12 @@ describe("client: a refusal a fresh header cures is signed again once", () => {
 
     // a signer whose every header is six minutes old: EXPIRED twice
     const w = wire();
-    const stale = new ServiceClient({ baseUrl: emu.url, auth: keptTooLong(EvmWallet.random(), Infinity), fetch: w.fetch, abuseGuard: false });
+    const stale = new ServiceClient({
+      baseUrl: emu.url,
+      auth: keptTooLong(EvmWallet.random(), Infinity),
+      fetch: w.fetch,
+      abuseGuard: false,
+    });
     const expired = await refusal(stale.request("/probe/inference", { body: PROBE }));
     expect(w.sent.map((s) => s.status)).toEqual([401, 401]);
     expect(expired.code).toBe("X402_SIGN_IN_EXPIRED");
@@ -247,7 +261,12 @@ describe("client: a refusal a fresh header cures is signed again once", () => {
       },
     });
     const err = await refusal(
-      stack(`${emu.url}/probe/inference`, { method: "POST", headers: { "content-type": "application/json" }, body, duplex: "half" } as RequestInit),
+      stack(`${emu.url}/probe/inference`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body,
+        duplex: "half",
+      } as RequestInit),
     );
     expect(w.sent.map((s) => s.status)).toEqual([401]);
     expect(err.code).toBe("X402_SIGN_IN_EXPIRED");

@@ -24,12 +24,21 @@ afterEach(async () => {
 });
 
 async function start(options: Parameters<typeof startEmulator>[0] = {}): Promise<Emulator> {
-  const emu = await startEmulator({ routes: [probeRoute], walletStartingUsd: 1, apiKeys: [{ key: "k1", usd: 5, diem: 0 }], ...options, x402: { solana: false, ...options.x402 } });
+  const emu = await startEmulator({
+    routes: [probeRoute],
+    walletStartingUsd: 1,
+    apiKeys: [{ key: "k1", usd: 5, diem: 0 }],
+    ...options,
+    x402: { solana: false, ...options.x402 },
+  });
   started.push(emu);
   return emu;
 }
 
-async function probe(e: Emulator, headers: Record<string, string>): Promise<{ status: number; body: { code?: string; caller?: string; details?: { reason?: string } } }> {
+async function probe(
+  e: Emulator,
+  headers: Record<string, string>,
+): Promise<{ status: number; body: { code?: string; caller?: string; details?: { reason?: string } } }> {
   const res = await fetch(`${e.url}/probe/inference`, {
     method: "POST",
     headers: { "content-type": "application/json", ...headers },
@@ -125,7 +134,7 @@ describe("emulator: both an API key and a sign-in", () => {
     expect(emu.account("k1")!.usd).toBe(5);
   });
 
-  it("seed (mode or x402.bothCredentials: \"key\"): the key is used and billed", async () => {
+  it('seed (mode or x402.bothCredentials: "key"): the key is used and billed', async () => {
     for (const emu of [await start({ mode: "seed" }), await start({ x402: { bothCredentials: "key" } })]) {
       const wallet = EvmWallet.random();
       const res = await probe(emu, { authorization: "Bearer k1", ...(await signedFor(wallet, emu.url)) });
@@ -137,7 +146,9 @@ describe("emulator: both an API key and a sign-in", () => {
 
   it("a Bearer-only route (/api_keys/rate_limits) uses the key whatever the mode", async () => {
     const emu = await start();
-    const res = await fetch(`${emu.url}/api_keys/rate_limits`, { headers: { authorization: "Bearer k1", ...(await signedFor(EvmWallet.random(), emu.url)) } });
+    const res = await fetch(`${emu.url}/api_keys/rate_limits`, {
+      headers: { authorization: "Bearer k1", ...(await signedFor(EvmWallet.random(), emu.url)) },
+    });
     expect(res.status).toBe(200);
     expect(((await res.json()) as { data: { balances: { USD: number } } }).data.balances.USD).toBe(5);
   });

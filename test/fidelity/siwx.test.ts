@@ -17,7 +17,7 @@ import { ServiceClient } from "../../src/client.js";
 import { AuthenticationError, ConfigurationError } from "../../src/http/errors.js";
 import type { FetchLike } from "../../src/http/fetch-stack.js";
 import { toBase64Json } from "../../src/x402/encoding.js";
-import { createSiwxHeader, } from "../../src/x402/siwx.js";
+import { createSiwxHeader } from "../../src/x402/siwx.js";
 import type { X402Wallet } from "../../src/x402/wallets.js";
 import { EvmWallet } from "../../src/evm/index.js";
 import { SolanaWallet } from "../../src/solana/index.js";
@@ -64,7 +64,13 @@ function rawPost(port: number, target: string, headers: Record<string, string>, 
   const payload = JSON.stringify(body);
   return new Promise((resolve, reject) => {
     const req = request(
-      { host: "127.0.0.1", port, method: "POST", path: target, headers: { "content-type": "application/json", "content-length": String(Buffer.byteLength(payload)), ...headers } },
+      {
+        host: "127.0.0.1",
+        port,
+        method: "POST",
+        path: target,
+        headers: { "content-type": "application/json", "content-length": String(Buffer.byteLength(payload)), ...headers },
+      },
       (res) => {
         const chunks: Buffer[] = [];
         res.on("data", (c: Buffer) => chunks.push(c));
@@ -136,12 +142,20 @@ describe("emulator: SIWX domain and uri against the public origin, never the req
     // the discovery 402's challenge names the public origin
     const discovery = await probe(emu, undefined);
     expect(discovery.status).toBe(402);
-    const info = ((await discovery.json()) as { extensions: Record<string, { info: { domain: string; uri: string } }> }).extensions["sign-in-with-x"]!.info;
+    const info = ((await discovery.json()) as { extensions: Record<string, { info: { domain: string; uri: string } }> }).extensions[
+      "sign-in-with-x"
+    ]!.info;
     expect(info).toMatchObject({ domain: "api.example", uri: "https://api.example" });
   });
 
   it("a publicOrigin that is not an http(s) origin is a ConfigurationError before anything listens", async () => {
-    for (const bad of ["api.example", "ftp://api.example", "https://api.example/v1", "https://api.example?x=1", "https://user@api.example"]) {
+    for (const bad of [
+      "api.example",
+      "ftp://api.example",
+      "https://api.example/v1",
+      "https://api.example?x=1",
+      "https://user@api.example",
+    ]) {
       await expect(start({ publicOrigin: bad }), bad).rejects.toBeInstanceOf(ConfigurationError);
     }
   });
@@ -238,7 +252,8 @@ describe("client: issuedAt from a clock corrected by the service's Date", () => 
     expect(issued[1]!).toBeGreaterThan(3_590_000);
 
     hostile.requests.length = 0;
-    hostile.script = (_req, res) => json(res, { error: "Authentication failed" }, { date: new Date(Date.now() + 3 * 86_400_000).toUTCString() }, 401);
+    hostile.script = (_req, res) =>
+      json(res, { error: "Authentication failed" }, { date: new Date(Date.now() + 3 * 86_400_000).toUTCString() }, 401);
     await expect(client.request("/models")).rejects.toBeInstanceOf(AuthenticationError);
     expect(hostile.requests).toHaveLength(1);
   });

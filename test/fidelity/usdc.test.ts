@@ -32,7 +32,11 @@ let accepts: { network: string; asset: string; payTo: string }[];
 
 beforeAll(async () => {
   emu = await startEmulator({ chain: true });
-  provider = new JsonRpcProvider(emu.chain!.rpcUrl, Network.from(emu.chain!.chainId), { staticNetwork: true, batchMaxCount: 1, cacheTimeout: -1 });
+  provider = new JsonRpcProvider(emu.chain!.rpcUrl, Network.from(emu.chain!.chainId), {
+    staticNetwork: true,
+    batchMaxCount: 1,
+    cacheTimeout: -1,
+  });
   const res = await fetch(`${emu.url}/x402/top-up`, { method: "POST" });
   expect(res.status).toBe(402);
   accepts = ((await res.json()) as { accepts: typeof accepts }).accepts;
@@ -43,7 +47,10 @@ afterAll(async () => {
 });
 
 async function solanaRpc(method: string, params: unknown[]): Promise<{ result?: any; error?: { code: number; message: string } }> {
-  const res = await fetch(`${emu.url}/x402/solana/rpc`, { method: "POST", body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }) });
+  const res = await fetch(`${emu.url}/x402/solana/rpc`, {
+    method: "POST",
+    body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }),
+  });
   return (await res.json()) as { result?: any; error?: { code: number; message: string } };
 }
 

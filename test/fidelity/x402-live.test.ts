@@ -24,7 +24,12 @@ afterEach(async () => {
 
 /** An emulator without a chain (wallets get $1 at first sight) and the probe inference route. */
 async function start(options: EmulatorOptions = {}, x402: X402EmulatorOptions = {}): Promise<Emulator> {
-  const emu = await startEmulator({ routes: [probeRoute], walletStartingUsd: 1, ...options, x402: { solana: false, ...x402 } as Record<string, unknown> });
+  const emu = await startEmulator({
+    routes: [probeRoute],
+    walletStartingUsd: 1,
+    ...options,
+    x402: { solana: false, ...x402 } as Record<string, unknown>,
+  });
   started.push(emu);
   return emu;
 }
@@ -78,7 +83,11 @@ describe("the read routes' sign-in", () => {
     // inference routes still name the reason, with the live code for it
     const url = `${live.url}/probe/inference`;
     const stale = await createSiwxHeader(wallet, url, { now: Date.now() - 6 * 60_000, ttlMs: 60 * 60_000 });
-    const inference = await fetch(url, { method: "POST", headers: { "content-type": "application/json", "SIGN-IN-WITH-X": stale }, body: "{}" });
+    const inference = await fetch(url, {
+      method: "POST",
+      headers: { "content-type": "application/json", "SIGN-IN-WITH-X": stale },
+      body: "{}",
+    });
     expect(await inference.json()).toMatchObject({ code: "X402_SIGN_IN_EXPIRED", details: { reason: "stale" } });
 
     const seed = await start({ mode: "seed" });
@@ -132,13 +141,16 @@ describe("wallets linked to an account with staking-token credit", () => {
   it("are billed to it first, off the wallet's own ledger; the balance shows it; a shortfall there is a 402 whatever the wallet's credit", async () => {
     const wallet = EvmWallet.random();
     const emu = await start({}, { linkedWallets: { [wallet.address]: 0.3 } });
-    const balance = async () => ((await (await signedGet(emu, wallet, `/x402/balance/${wallet.address}`)).json()) as { data: Record<string, unknown> }).data;
+    const balance = async () =>
+      ((await (await signedGet(emu, wallet, `/x402/balance/${wallet.address}`)).json()) as { data: Record<string, unknown> }).data;
     expect(await balance()).toMatchObject({ balanceUsd: 1, canConsume: true, diemBalanceUsd: 0.3 });
     // served from DIEM: the wallet's credit and its transactions are untouched
     expect((await probe(emu, wallet, 0.15)).status).toBe(200);
     expect(emu.account(wallet.address)!.usd).toBe(1);
     expect(emu.account(wallet.address)!.entries).toEqual([]);
-    const history = (await (await signedGet(emu, wallet, `/x402/transactions/${wallet.address}`)).json()) as { data: { transactions: unknown[] } };
+    const history = (await (await signedGet(emu, wallet, `/x402/transactions/${wallet.address}`)).json()) as {
+      data: { transactions: unknown[] };
+    };
     expect(history.data.transactions).toEqual([]);
     expect(await balance()).toMatchObject({ balanceUsd: 1, diemBalanceUsd: 0.15 });
     // DIEM left, but under the $0.10 a request needs: refused, although the wallet has $1
@@ -172,10 +184,23 @@ describe("top-up answers", () => {
     started.push(emu);
     const wallet = payer(emu, 1);
     const topUpUrl = `${emu.url}/x402/top-up`;
-    const offer = ((await (await fetch(topUpUrl, { method: "POST" })).json()) as { accepts: Record<string, any>[] }).accepts.find((a) => a.network === "eip155:8453")!;
+    const offer = ((await (await fetch(topUpUrl, { method: "POST" })).json()) as { accepts: Record<string, any>[] }).accepts.find(
+      (a) => a.network === "eip155:8453",
+    )!;
     const sign = async (over: Record<string, unknown> = {}) => {
       const requirement = { ...offer, ...over } as any;
-      const decision = { requirement, form: "v2" as const, offered: offer, amountUsd: Number(requirement.amount) / 1e6, amountAtomic: BigInt(requirement.amount), minimumUsd: 5, decimals: 6, network: requirement.network, asset: requirement.asset, payTo: requirement.payTo };
+      const decision = {
+        requirement,
+        form: "v2" as const,
+        offered: offer,
+        amountUsd: Number(requirement.amount) / 1e6,
+        amountAtomic: BigInt(requirement.amount),
+        minimumUsd: 5,
+        decimals: 6,
+        network: requirement.network,
+        asset: requirement.asset,
+        payTo: requirement.payTo,
+      };
       return (await signPayment(wallet, decision)).header;
     };
     const send = async (header: string) => {
@@ -234,8 +259,21 @@ describe("top-up answers", () => {
     // 400 codes: live names each; the seed one code for all
     // $4 signed while `accepted` names the $5 offer
     expect(await send(await sign({ amount: "4000000" }))).toMatchObject({ status: 400, error: "INVALID_AMOUNT" });
-    expect((await fetch(topUpUrl, { method: "POST", headers: { "X-402-Payment": "not base64 json" } }).then((r) => r.json())) as object).toMatchObject({ error: "INVALID_PAYMENT_FORMAT" });
-    const tooLow = await signPayment(wallet, { requirement: { ...offer, amount: "4000000" } as any, form: "v1", offered: offer, amountUsd: 4, amountAtomic: 4_000_000n, minimumUsd: 5, decimals: 6, network: offer.network, asset: offer.asset, payTo: offer.payTo });
+    expect(
+      (await fetch(topUpUrl, { method: "POST", headers: { "X-402-Payment": "not base64 json" } }).then((r) => r.json())) as object,
+    ).toMatchObject({ error: "INVALID_PAYMENT_FORMAT" });
+    const tooLow = await signPayment(wallet, {
+      requirement: { ...offer, amount: "4000000" } as any,
+      form: "v1",
+      offered: offer,
+      amountUsd: 4,
+      amountAtomic: 4_000_000n,
+      minimumUsd: 5,
+      decimals: 6,
+      network: offer.network,
+      asset: offer.asset,
+      payTo: offer.payTo,
+    });
     expect(await send2(topUpUrl, tooLow.header)).toMatchObject({ status: 400, error: "AMOUNT_TOO_LOW" });
     x402.refusalCodes = "seed";
     expect(await send2(topUpUrl, tooLow.header)).toMatchObject({ status: 400, error: "X402_INVALID_PAYMENT" });

@@ -15,7 +15,18 @@ import type { PaymentEvent } from "../../src/x402/index.js";
 import { EvmWallet } from "../../src/evm/index.js";
 import { SolanaWallet } from "../../src/solana/index.js";
 import { chatBody, payer, startPaidEmulator, testPolicy, usdcBalance } from "../x402/helpers.js";
-import { PAYEE_A, PAYEE_B, authorizationOf, completed, decodeHeader, json, offer, startHostile, toppedUp, type HostileServer } from "../hostile/server.js";
+import {
+  PAYEE_A,
+  PAYEE_B,
+  authorizationOf,
+  completed,
+  decodeHeader,
+  json,
+  offer,
+  startHostile,
+  toppedUp,
+  type HostileServer,
+} from "../hostile/server.js";
 
 let emu: Emulator;
 beforeAll(async () => {
@@ -29,7 +40,11 @@ const topUps = (address: string) => emu.account(address)?.entries.filter((e) => 
 
 describe("402 bodies as published", () => {
   it("discovery (no credentials): x402 v2 with accepts, the sign-in extension and authOptions; the same requirements in PAYMENT-REQUIRED", async () => {
-    const res = await fetch(`${emu.url}/chat/completions`, { method: "POST", headers: { "content-type": "application/json" }, body: chatBody() });
+    const res = await fetch(`${emu.url}/chat/completions`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: chatBody(),
+    });
     expect(res.status).toBe(402);
     const body = (await res.json()) as Record<string, any>;
     expect(body.x402Version).toBe(2);
@@ -65,7 +80,13 @@ describe("the client pays what the top-up endpoint offers", () => {
     const wallet = payer(emu, 1);
     const before = await usdcBalance(emu, wallet.address);
     const events: PaymentEvent[] = [];
-    const model = new ChatService({ model: "emu-xs", baseUrl: emu.url, wallet, payment: testPolicy(emu), onPayment: (e) => events.push(e) });
+    const model = new ChatService({
+      model: "emu-xs",
+      baseUrl: emu.url,
+      wallet,
+      payment: testPolicy(emu),
+      onPayment: (e) => events.push(e),
+    });
     expect((await model.invoke("hello")).content).toBeTruthy();
     expect(topUps(wallet.address).map((e) => e.amount)).toEqual([5]);
     expect(before - (await usdcBalance(emu, wallet.address))).toBe(5_000_000n);
@@ -75,14 +96,19 @@ describe("the client pays what the top-up endpoint offers", () => {
   it("an owner's $25: one payment, in the legacy v1 form the service's own SDK sends; credited and moved exactly", async () => {
     const wallet = payer(emu, 2);
     const before = await usdcBalance(emu, wallet.address);
-    const model = new ChatService({ model: "emu-xs", baseUrl: emu.url, wallet, payment: testPolicy(emu, { amountUsd: 25, maxPerTopUpUsd: 25 }) });
+    const model = new ChatService({
+      model: "emu-xs",
+      baseUrl: emu.url,
+      wallet,
+      payment: testPolicy(emu, { amountUsd: 25, maxPerTopUpUsd: 25 }),
+    });
     expect((await model.invoke("hello")).content).toBeTruthy();
     expect(topUps(wallet.address).map((e) => e.amount)).toEqual([25]);
     expect(before - (await usdcBalance(emu, wallet.address))).toBe(25_000_000n);
   });
 
   it("on Solana a larger amount than offered is refused before signing, with a clear PaymentPolicyError", async () => {
-    const offered = await (await fetch(`${emu.url}/x402/top-up`, { method: "POST" })).json() as { accepts: { network: string }[] };
+    const offered = (await (await fetch(`${emu.url}/x402/top-up`, { method: "POST" })).json()) as { accepts: { network: string }[] };
     const solana = offered.accepts.find((a) => a.network.startsWith("solana:"));
     if (!solana) return expect(offered.accepts.map((a) => a.network)).toEqual(["eip155:8453"]); // no LiteSVM here: the rail is off
     const events: PaymentEvent[] = [];
@@ -119,9 +145,21 @@ describe("requirements come from the top-up endpoint", () => {
       if (paid) return completed(res);
       // what an inference 402 says is not what the top-up endpoint checks
       const hint = { x402Version: 2, accepts: [offer({ payTo: PAYEE_B, amount: "50000000" })] };
-      json(res, { error: "Payment required", code: "PAYMENT_REQUIRED", suggestedTopUpUsd: 50 }, { "payment-required": Buffer.from(JSON.stringify(hint)).toString("base64") }, 402);
+      json(
+        res,
+        { error: "Payment required", code: "PAYMENT_REQUIRED", suggestedTopUpUsd: 50 },
+        { "payment-required": Buffer.from(JSON.stringify(hint)).toString("base64") },
+        402,
+      );
     });
-    const model = new ChatService({ model: "m", baseUrl: svc.url, wallet: EvmWallet.random(), payment: { maxPerTopUpUsd: 100, maxPerPeriodUsd: 100 }, retry: false, pacing: false });
+    const model = new ChatService({
+      model: "m",
+      baseUrl: svc.url,
+      wallet: EvmWallet.random(),
+      payment: { maxPerTopUpUsd: 100, maxPerPeriodUsd: 100 },
+      retry: false,
+      pacing: false,
+    });
     expect((await model.invoke("hi")).content).toBe("ok");
     const signed = svc.to("/x402/top-up").filter((r) => authorizationOf(r));
     expect(signed).toHaveLength(1);

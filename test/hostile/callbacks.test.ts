@@ -6,7 +6,7 @@ import { RunnableLambda } from "@langchain/core/runnables";
 import { describe, expect, it } from "vitest";
 import { ChatService, PaymentSpendHandler, ServiceClient } from "../../src/index.js";
 import { EvmWallet } from "../../src/evm/index.js";
-import { PAYEE_A, authorizationOf, completed, json, offer, paymentRequired, hostileServers, toppedUp, } from "./server.js";
+import { PAYEE_A, authorizationOf, completed, json, offer, paymentRequired, hostileServers, toppedUp } from "./server.js";
 
 const hostile = hostileServers();
 const isTopUp = (url: string) => url.split("?")[0]!.endsWith("/x402/top-up");
@@ -27,7 +27,13 @@ describe("9. payment events reach LangChain callbacks", () => {
 
   it("model.invoke(x, { callbacks: [PaymentSpendHandler] }) sees the run's first payment", async () => {
     const svc = await hostile(paysOnce());
-    const model = new ChatService({ model: "m", baseUrl: svc.url, wallet: EvmWallet.random(), payment: { allowedPayees: [PAYEE_A] }, ...quick });
+    const model = new ChatService({
+      model: "m",
+      baseUrl: svc.url,
+      wallet: EvmWallet.random(),
+      payment: { allowedPayees: [PAYEE_A] },
+      ...quick,
+    });
     const handler = new PaymentSpendHandler();
     const msg = await model.invoke("hi", { callbacks: [handler] });
     expect(msg.content).toBe("ok");
@@ -41,12 +47,20 @@ describe("9. payment events reach LangChain callbacks", () => {
     svc.script = ((inner) => (req: any, res: any) => {
       if (!isTopUp(req.url) && svc.to("/x402/top-up").some((r) => authorizationOf(r))) {
         res.writeHead(200, { "content-type": "text/event-stream" });
-        res.end(`data: ${JSON.stringify({ id: "c", object: "chat.completion.chunk", created: 1, model: "m", choices: [{ index: 0, delta: { content: "ok" }, finish_reason: "stop" }] })}\n\ndata: [DONE]\n\n`);
+        res.end(
+          `data: ${JSON.stringify({ id: "c", object: "chat.completion.chunk", created: 1, model: "m", choices: [{ index: 0, delta: { content: "ok" }, finish_reason: "stop" }] })}\n\ndata: [DONE]\n\n`,
+        );
         return;
       }
       inner(req, res);
     })(paysOnce());
-    const model = new ChatService({ model: "m", baseUrl: svc.url, wallet: EvmWallet.random(), payment: { allowedPayees: [PAYEE_A] }, ...quick });
+    const model = new ChatService({
+      model: "m",
+      baseUrl: svc.url,
+      wallet: EvmWallet.random(),
+      payment: { allowedPayees: [PAYEE_A] },
+      ...quick,
+    });
     const handler = new PaymentSpendHandler();
     const chain = RunnableLambda.from((x: string) => x).pipe(model);
     let text = "";
@@ -56,7 +70,9 @@ describe("9. payment events reach LangChain callbacks", () => {
   });
 
   it("a ServiceClient top-up inside a runnable: the run's handler sees it", async () => {
-    const svc = await hostile((req, res) => (authorizationOf(req) ? toppedUp(res, 5) : json(res, { x402Version: 2, accepts: [offer()] }, {}, 402)));
+    const svc = await hostile((req, res) =>
+      authorizationOf(req) ? toppedUp(res, 5) : json(res, { x402Version: 2, accepts: [offer()] }, {}, 402),
+    );
     const client = new ServiceClient({ baseUrl: svc.url, wallet: EvmWallet.random(), payment: { allowedPayees: [PAYEE_A] }, ...quick });
     const handler = new PaymentSpendHandler();
     await RunnableLambda.from(async () => (await client.topUp(5)).amountUsd).invoke(null, { callbacks: [handler] });

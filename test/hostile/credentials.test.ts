@@ -46,7 +46,9 @@ describe("5. credentials never leave the origin, redirects included", () => {
       it(`${code} to another host (${face}): refused with RedirectError, nothing reaches the other host`, async () => {
         const foreign = await hostile((_req, res) => completed(res));
         const svc = await hostile((_req, res) => redirect(res, code, `${foreign.url}/chat/completions`));
-        const err = await model(face, svc.url).invoke("hi").catch((e: unknown) => e);
+        const err = await model(face, svc.url)
+          .invoke("hi")
+          .catch((e: unknown) => e);
         expect(err).toBeInstanceOf(RedirectError);
         expect((err as RedirectError).targetOrigin).toBe(foreign.origin);
         expect(String(err)).not.toContain("sk-hostile");
@@ -79,11 +81,16 @@ describe("5. credentials never leave the origin, redirects included", () => {
         if (!authorizationOf(req)) return json(res, { x402Version: 2, accepts: [offer()] }, {}, 402);
         redirect(res, code, `${foreign.url}/x402/top-up`);
       });
-      const err = await model("wallet", svc.url).invoke("hi").catch((e: unknown) => e);
+      const err = await model("wallet", svc.url)
+        .invoke("hi")
+        .catch((e: unknown) => e);
       // a redirect after the payment was sent leaves its outcome unclear: kept, never re-signed
       expect(err).toBeInstanceOf(PaymentFailedError);
       expect(foreign.requests).toHaveLength(0);
-      const nonces = svc.to("/x402/top-up").filter((r) => authorizationOf(r)).map((r) => authorizationOf(r)!.nonce);
+      const nonces = svc
+        .to("/x402/top-up")
+        .filter((r) => authorizationOf(r))
+        .map((r) => authorizationOf(r)!.nonce);
       expect(nonces.length).toBeGreaterThanOrEqual(1);
       expect(new Set(nonces).size).toBe(1);
     });
@@ -147,7 +154,14 @@ describe("8. one abuse budget per credential", () => {
   it("two clients on one API key whose abuseGuard options differ only in form stay under the service's block together", async () => {
     const svc = await failing();
     const a = new ChatService({ model: "m", baseUrl: svc.url, apiKey: "k-form", retry: false, pacing: false, abuseGuard: {} });
-    const b = new ChatService({ model: "m", baseUrl: `${svc.url}/`, apiKey: "k-form", retry: false, pacing: false, abuseGuard: { maxFailures: 20, windowMs: 30_000 } });
+    const b = new ChatService({
+      model: "m",
+      baseUrl: `${svc.url}/`,
+      apiKey: "k-form",
+      retry: false,
+      pacing: false,
+      abuseGuard: { maxFailures: 20, windowMs: 30_000 },
+    });
     const outcomes: unknown[] = [];
     for (let i = 0; i < 15; i++) {
       outcomes.push(await a.invoke("x").catch((e: unknown) => e));
@@ -164,8 +178,22 @@ describe("8. one abuse budget per credential", () => {
     const svc = await failing();
     const warn = vi.spyOn(console, "warn").mockImplementation(() => undefined);
     try {
-      const loose = new ChatService({ model: "m", baseUrl: svc.url, apiKey: "k-strict", retry: false, pacing: false, abuseGuard: { maxFailures: 20 } });
-      const strict = new ChatService({ model: "m", baseUrl: svc.url, apiKey: "k-strict", retry: false, pacing: false, abuseGuard: { maxFailures: 5 } });
+      const loose = new ChatService({
+        model: "m",
+        baseUrl: svc.url,
+        apiKey: "k-strict",
+        retry: false,
+        pacing: false,
+        abuseGuard: { maxFailures: 20 },
+      });
+      const strict = new ChatService({
+        model: "m",
+        baseUrl: svc.url,
+        apiKey: "k-strict",
+        retry: false,
+        pacing: false,
+        abuseGuard: { maxFailures: 5 },
+      });
       new ChatService({ model: "m", baseUrl: svc.url, apiKey: "k-strict", retry: false, pacing: false, abuseGuard: { maxFailures: 7 } });
       expect(warn.mock.calls.filter((c) => String(c[0]).includes("abuseGuard"))).toHaveLength(1);
       expect(String(warn.mock.calls[0]![0])).not.toContain("k-strict");

@@ -101,7 +101,10 @@ describe("2. the payee pin is atomic", () => {
   /** Holds every 402 until `n` chat requests arrived, so the top-ups race; a slow run callback widens any gap. */
   function racing(payee: string, barrier: { arrived: number; release?: () => void; ready: Promise<void> }, n: number) {
     return async (req: { url: string }, res: Parameters<typeof json>[0]) => {
-      if (isTopUp(req.url)) return authorizationOf(req as never) ? toppedUp(res, 5) : json(res, { x402Version: 2, accepts: [offer({ payTo: payee })] }, {}, 402);
+      if (isTopUp(req.url))
+        return authorizationOf(req as never)
+          ? toppedUp(res, 5)
+          : json(res, { x402Version: 2, accepts: [offer({ payTo: payee })] }, {}, 402);
       if (++barrier.arrived >= n) barrier.release!();
       await barrier.ready;
       paymentRequired(res, [offer({ payTo: payee })]);
@@ -121,13 +124,17 @@ describe("2. the payee pin is atomic", () => {
     const svcB = await hostile(racing(PAYEE_B, gate, 2));
     const policy = new PaymentPolicy({ amountUsd: 5 }); // no allowedPayees: trust on first use
     const run = (url: string) =>
-      RunnableLambda.from(async (x: string) => new ChatService({ model: "m", baseUrl: url, wallet: EvmWallet.random(), payment: policy, ...quick }).invoke(x));
+      RunnableLambda.from(async (x: string) =>
+        new ChatService({ model: "m", baseUrl: url, wallet: EvmWallet.random(), payment: policy, ...quick }).invoke(x),
+      );
     const results = await Promise.allSettled([
       run(svcA.url).invoke("hi", { callbacks: [slowHandler] }),
       run(svcB.url).invoke("hi", { callbacks: [slowHandler] }),
     ]);
     expect(signedTopUps(svcA).length + signedTopUps(svcB).length).toBe(1);
-    const payeeRefusals = results.filter((r) => r.status === "rejected" && r.reason instanceof PaymentPolicyError && r.reason.rule === "payee");
+    const payeeRefusals = results.filter(
+      (r) => r.status === "rejected" && r.reason instanceof PaymentPolicyError && r.reason.rule === "payee",
+    );
     expect(payeeRefusals).toHaveLength(1);
   });
 
@@ -156,7 +163,12 @@ describe("3. the service does not choose how long a signature lives", () => {
     expect(validBefore).toBeLessThanOrEqual(Math.floor(Date.now() / 1000) + 3600);
 
     const strict = await hostile(alwaysPaymentRequired([offer({ maxTimeoutSeconds: 1e12 })]));
-    const c2 = new ServiceClient({ baseUrl: strict.url, wallet: EvmWallet.random(), payment: { allowedPayees: [PAYEE_A], maxValiditySeconds: 120 }, ...quick });
+    const c2 = new ServiceClient({
+      baseUrl: strict.url,
+      wallet: EvmWallet.random(),
+      payment: { allowedPayees: [PAYEE_A], maxValiditySeconds: 120 },
+      ...quick,
+    });
     await c2.topUp(5);
     expect(Number(authorizationOf(signedTopUps(strict)[0]!)!.validBefore)).toBeLessThanOrEqual(Math.floor(Date.now() / 1000) + 120);
   });
@@ -204,8 +216,17 @@ describe("4. only the service's own 402s are paid", () => {
     });
     const following = (input: string | URL | Request, init?: RequestInit) => fetch(input, { ...init, redirect: "follow" });
     const policy = new PaymentPolicy({ amountUsd: 5 });
-    const f = createServiceFetch({ baseUrl: svc.url, wallet: EvmWallet.random(), payment: policy, fetch: following, retry: false, pacing: false });
-    const res = await f(`${svc.url}/chat/completions`, { method: "POST", body: "{}", service: { throwOnError: false } }).catch((e: unknown) => e);
+    const f = createServiceFetch({
+      baseUrl: svc.url,
+      wallet: EvmWallet.random(),
+      payment: policy,
+      fetch: following,
+      retry: false,
+      pacing: false,
+    });
+    const res = await f(`${svc.url}/chat/completions`, { method: "POST", body: "{}", service: { throwOnError: false } }).catch(
+      (e: unknown) => e,
+    );
     expect(res instanceof Response ? res.status : (res as Error).name).not.toBe(200);
     expect(foreign.to("/x402/top-up")).toHaveLength(0);
     expect(svc.to("/x402/top-up")).toHaveLength(0);
@@ -225,7 +246,8 @@ describe("6. spend reports what was signed", () => {
       onPayment: (e) => (events.push(e), handler.record(e)),
       ...quick,
     });
-    svc.script = (req, res) => (isTopUp(req.url) && !authorizationOf(req) ? json(res, { x402Version: 2, accepts: [offer()] }, {}, 402) : toppedUp(res, 0.01));
+    svc.script = (req, res) =>
+      isTopUp(req.url) && !authorizationOf(req) ? json(res, { x402Version: 2, accepts: [offer()] }, {}, 402) : toppedUp(res, 0.01);
     const result = await client.topUp(5);
     expect(result.amountUsd).toBe(5);
     expect(result.creditedUsd).toBe(0.01);
@@ -255,7 +277,13 @@ describe("7. ambiguous outcomes reconcile, they never re-sign", () => {
         json(res, body, {}, 400);
       });
       const events: PaymentEvent[] = [];
-      const client = new ServiceClient({ baseUrl: svc.url, wallet: EvmWallet.random(), payment: { allowedPayees: [PAYEE_A] }, onPayment: (e) => events.push(e), ...quick });
+      const client = new ServiceClient({
+        baseUrl: svc.url,
+        wallet: EvmWallet.random(),
+        payment: { allowedPayees: [PAYEE_A] },
+        onPayment: (e) => events.push(e),
+        ...quick,
+      });
       const result = await client.topUp(5);
       expect(result.amountUsd).toBe(5);
       const nonces = signedTopUps(svc).map((r) => authorizationOf(r)!.nonce);
@@ -272,11 +300,17 @@ describe("7. ambiguous outcomes reconcile, they never re-sign", () => {
       if (req.url.includes("/x402/transactions/")) {
         return json(res, {
           success: true,
-          data: { walletAddress: "x", transactions: [{ id: "t1", amount: 5, balanceAfter: 5, type: "TOP_UP", createdAt: signedAt }], pagination: { limit: 50, offset: 0, hasMore: false } },
+          data: {
+            walletAddress: "x",
+            transactions: [{ id: "t1", amount: 5, balanceAfter: 5, type: "TOP_UP", createdAt: signedAt }],
+            pagination: { limit: 50, offset: 0, hasMore: false },
+          },
         });
       }
       if (!authorizationOf(req)) return json(res, { x402Version: 2, accepts: [offer()] }, {}, 402);
-      return ++attempts === 1 ? json(res, { error: "upstream" }, {}, 502) : json(res, { error: "X402_INVALID_PAYMENT", message: "invalid" }, {}, 400);
+      return ++attempts === 1
+        ? json(res, { error: "upstream" }, {}, 502)
+        : json(res, { error: "X402_INVALID_PAYMENT", message: "invalid" }, {}, 400);
     });
     const client = new ServiceClient({ baseUrl: svc.url, wallet: EvmWallet.random(), payment: { allowedPayees: [PAYEE_A] }, ...quick });
     const result = await client.topUp(5);
@@ -290,7 +324,10 @@ describe("7. ambiguous outcomes reconcile, they never re-sign", () => {
     const svc = await hostile((req, res) => {
       if (req.url.includes("/x402/transactions/")) {
         if (!transactionsUp) return json(res, { error: "down" }, {}, 503);
-        return json(res, { success: true, data: { walletAddress: "x", transactions: [], pagination: { limit: 50, offset: 0, hasMore: false } } });
+        return json(res, {
+          success: true,
+          data: { walletAddress: "x", transactions: [], pagination: { limit: 50, offset: 0, hasMore: false } },
+        });
       }
       if (!authorizationOf(req)) return json(res, { x402Version: 2, accepts: [offer({ maxTimeoutSeconds: 2 })] }, {}, 402);
       json(res, { error: "upstream" }, {}, 503);

@@ -32,7 +32,13 @@ describe("reconcile: only a top-up made after this payment was signed is taken f
   it("a $5 top-up dated 30 s before the signature is another payment: the outcome stays unknown, nothing is reported settled", async () => {
     const svc = await lostAnswers(30_000);
     const events: string[] = [];
-    const f = withX402(fetch, { wallet: EvmWallet.random(), baseUrl: svc.url, onPayment: (e) => events.push(e.type), maxResends: 1, resendDelayMs: 5 });
+    const f = withX402(fetch, {
+      wallet: EvmWallet.random(),
+      baseUrl: svc.url,
+      onPayment: (e) => events.push(e.type),
+      maxResends: 1,
+      resendDelayMs: 5,
+    });
     const err = await f(`${svc.url}/chat/completions`, { method: "POST", body: "{}" }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(PaymentFailedError);
     expect((err as Error).message).toMatch(/outcome unknown/);
@@ -44,7 +50,13 @@ describe("reconcile: only a top-up made after this payment was signed is taken f
   it("a $5 top-up dated just after the signature is this payment: settled, reconciled", async () => {
     const svc = await lostAnswers(-1_000);
     const events: string[] = [];
-    const f = withX402(fetch, { wallet: EvmWallet.random(), baseUrl: svc.url, onPayment: (e) => events.push(e.type), maxResends: 1, resendDelayMs: 5 });
+    const f = withX402(fetch, {
+      wallet: EvmWallet.random(),
+      baseUrl: svc.url,
+      onPayment: (e) => events.push(e.type),
+      maxResends: 1,
+      resendDelayMs: 5,
+    });
     // the retry still meets a 402 (this scripted service never credits): what matters is how the payment was read
     await f(`${svc.url}/chat/completions`, { method: "POST", body: "{}" }).catch(() => undefined);
     expect(events).toContain("payment.settled");

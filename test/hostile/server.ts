@@ -21,7 +21,14 @@ export interface HostileServer extends FixtureServer {
   credentialed(): RecordedRequest[];
 }
 
-export const CREDENTIAL_HEADERS = ["authorization", "sign-in-with-x", "x-sign-in-with-x", "payment-signature", "x-payment", "x-402-payment"];
+export const CREDENTIAL_HEADERS = [
+  "authorization",
+  "sign-in-with-x",
+  "x-sign-in-with-x",
+  "payment-signature",
+  "x-payment",
+  "x-402-payment",
+];
 
 export async function startHostile(script: Script = (_req, res) => json(res, {})): Promise<HostileServer> {
   const s = await startFixtureServer(script);
@@ -84,13 +91,19 @@ export function paymentRequired(res: ServerResponse, accepts: Record<string, unk
 
 /** A successful top-up answer; `creditedUsd` is whatever the server claims. */
 export function toppedUp(res: ServerResponse, creditedUsd: number, extra: Record<string, unknown> = {}): void {
-  json(res, { success: true, data: { walletAddress: "0x", amountCredited: creditedUsd, newBalance: creditedUsd, paymentId: "pay_1", ...extra } }, {
-    "payment-response": encodeHeader({ success: true, network: "eip155:8453", transaction: "0xabc" }),
-  });
+  json(
+    res,
+    { success: true, data: { walletAddress: "0x", amountCredited: creditedUsd, newBalance: creditedUsd, paymentId: "pay_1", ...extra } },
+    {
+      "payment-response": encodeHeader({ success: true, network: "eip155:8453", transaction: "0xabc" }),
+    },
+  );
 }
 
 /** The signed EIP-3009 authorization in a recorded top-up request. */
-export function authorizationOf(req: RecordedRequest): { from: string; to: string; value: string; validAfter: string; validBefore: string; nonce: string } | undefined {
+export function authorizationOf(
+  req: RecordedRequest,
+): { from: string; to: string; value: string; validAfter: string; validBefore: string; nonce: string } | undefined {
   const header = req.headers["payment-signature"] ?? req.headers["x-payment"] ?? req.headers["x-402-payment"];
   return decodeHeader<any>(header as string | undefined)?.payload?.authorization;
 }

@@ -8,7 +8,17 @@ import { ServiceClient } from "../../src/client.js";
 import { PaymentNotCurableError, PaymentsUnavailableError, TopUpRejectedError } from "../../src/http/errors.js";
 import type { PaymentEvent } from "../../src/x402/index.js";
 import { EvmWallet } from "../../src/evm/index.js";
-import { authorizationOf, completed, hostileServers, json, offer, paymentRequired, PAYEE_A, toppedUp, type HostileServer } from "./server.js";
+import {
+  authorizationOf,
+  completed,
+  hostileServers,
+  json,
+  offer,
+  paymentRequired,
+  PAYEE_A,
+  toppedUp,
+  type HostileServer,
+} from "./server.js";
 
 const hostile = hostileServers();
 const quick = { topUp: { topUpTimeoutMs: 5_000, maxResends: 1, resendDelayMs: 10 }, retry: false as const, pacing: false as const };
@@ -17,12 +27,21 @@ const signedTopUps = (s: HostileServer) => s.to("/x402/top-up").filter((r) => au
 const ROUTE_429 = { error: "Rate limit exceeded. Please try again later." };
 
 function balance(balanceUsd: number, extra: Record<string, unknown> = {}) {
-  return { success: true, data: { walletAddress: "0x", balanceUsd, canConsume: balanceUsd >= 0.1, minimumTopUpUsd: 5, suggestedTopUpUsd: 10, ...extra } };
+  return {
+    success: true,
+    data: { walletAddress: "0x", balanceUsd, canConsume: balanceUsd >= 0.1, minimumTopUpUsd: 5, suggestedTopUpUsd: 10, ...extra },
+  };
 }
 
 function walletClient(svc: HostileServer) {
   const events: PaymentEvent[] = [];
-  const client = new ServiceClient({ baseUrl: svc.url, wallet: EvmWallet.random(), payment: { allowedPayees: [PAYEE_A] }, onPayment: (e) => events.push(e), ...quick });
+  const client = new ServiceClient({
+    baseUrl: svc.url,
+    wallet: EvmWallet.random(),
+    payment: { allowedPayees: [PAYEE_A] },
+    onPayment: (e) => events.push(e),
+    ...quick,
+  });
   return { client, events, chat: () => client.request("/chat/completions", { body: {} }) };
 }
 
@@ -109,7 +128,8 @@ describe("top-up answers", () => {
     let credited = false;
     const svc = await hostile((req, res) => {
       if (isTopUp(req.url)) {
-        if (!authorizationOf(req)) return ++asks === 1 ? json(res, ROUTE_429, {}, 429) : json(res, { x402Version: 2, accepts: [offer()] }, {}, 402);
+        if (!authorizationOf(req))
+          return ++asks === 1 ? json(res, ROUTE_429, {}, 429) : json(res, { x402Version: 2, accepts: [offer()] }, {}, 402);
         if (++sends === 1) return json(res, ROUTE_429, {}, 429);
         credited = true;
         return toppedUp(res, 5);

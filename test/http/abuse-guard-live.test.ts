@@ -25,7 +25,8 @@ afterAll(async () => {
   await emu?.close();
 });
 
-const chat = (key: string, model = "emu-xs") => new ChatService({ model, apiKey: key, baseUrl: emu.url, retry: false, abuseGuard: { maxFailures: 20, windowMs: 30_000 } });
+const chat = (key: string, model = "emu-xs") =>
+  new ChatService({ model, apiKey: key, baseUrl: emu.url, retry: false, abuseGuard: { maxFailures: 20, windowMs: 30_000 } });
 
 describe("a service that tells its error budget", () => {
   it("30 5xx of an outage in a row: every call still reaches it, none refused by the client, and after it the next is served", async () => {
@@ -44,7 +45,14 @@ describe("a service that tells its error budget", () => {
   });
 
   it("413s do not count (the service refuses them before counting): 25 in a row, all sent", async () => {
-    const model = new ChatService({ model: "emu-xs", apiKey: "big-key", baseUrl: emu.url, retry: false, maxRequestBytes: Infinity, abuseGuard: { maxFailures: 20, windowMs: 30_000 } });
+    const model = new ChatService({
+      model: "emu-xs",
+      apiKey: "big-key",
+      baseUrl: emu.url,
+      retry: false,
+      maxRequestBytes: Infinity,
+      abuseGuard: { maxFailures: 20, windowMs: 30_000 },
+    });
     await model.invoke("tell the budget");
     const big = "x".repeat(8_000);
     const errors: unknown[] = [];

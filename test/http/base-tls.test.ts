@@ -20,11 +20,27 @@ let connections = 0;
 
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), "tls-"));
-  execFileSync("openssl", [
-    "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=localhost",
-    "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1",
-    "-keyout", join(dir, "key.pem"), "-out", join(dir, "cert.pem"),
-  ], { stdio: "ignore" });
+  execFileSync(
+    "openssl",
+    [
+      "req",
+      "-x509",
+      "-newkey",
+      "rsa:2048",
+      "-nodes",
+      "-days",
+      "1",
+      "-subj",
+      "/CN=localhost",
+      "-addext",
+      "subjectAltName=DNS:localhost,IP:127.0.0.1",
+      "-keyout",
+      join(dir, "key.pem"),
+      "-out",
+      join(dir, "cert.pem"),
+    ],
+    { stdio: "ignore" },
+  );
   server = createServer({ key: readFileSync(join(dir, "key.pem")), cert: readFileSync(join(dir, "cert.pem")) }, (req, res) => {
     req.resume();
     req.on("end", () => res.writeHead(200, { "content-type": "application/json" }).end('{"secure":true}'));
@@ -39,7 +55,10 @@ afterAll(async () => {
   if (dir) rmSync(dir, { recursive: true, force: true });
 });
 
-function child(env: Record<string, string>): Promise<{ ours: { status?: number; text?: string; error?: string; code?: string }[]; theirs: { status?: number; error?: string; code?: string } }> {
+function child(env: Record<string, string>): Promise<{
+  ours: { status?: number; text?: string; error?: string; code?: string }[];
+  theirs: { status?: number; error?: string; code?: string };
+}> {
   const { NODE_EXTRA_CA_CERTS: _ca, NODE_TLS_REJECT_UNAUTHORIZED: _off, ...clean } = process.env;
   return new Promise((resolve, reject) => {
     const p = spawn(process.execPath, ["--import", "tsx", "test/http/tls-child.ts", url], { cwd: ROOT, env: { ...clean, ...env } });
@@ -47,7 +66,9 @@ function child(env: Record<string, string>): Promise<{ ours: { status?: number; 
     let err = "";
     p.stdout.on("data", (d: Buffer) => (out += d));
     p.stderr.on("data", (d: Buffer) => (err += d));
-    p.on("close", (code) => (code === 0 ? resolve(JSON.parse(out.trim().split("\n").pop()!)) : reject(new Error(`child exited ${code}: ${err}`))));
+    p.on("close", (code) =>
+      code === 0 ? resolve(JSON.parse(out.trim().split("\n").pop()!)) : reject(new Error(`child exited ${code}: ${err}`)),
+    );
   });
 }
 

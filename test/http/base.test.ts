@@ -46,9 +46,17 @@ const cases: Record<string, Handler> = {
   deflate: (_q, res) => res.writeHead(200, { "content-type": "application/json", "content-encoding": "deflate" }).end(deflateSync(json)),
   "no content": (_q, res) => res.writeHead(204).end(),
   "error with body": (_q, res) => res.writeHead(404, "Nope", { "content-type": "application/json" }).end('{"error":"missing"}'),
-  "two cookies": (_q, res) => res.writeHead(200, [["set-cookie", "a=1"], ["set-cookie", "b=2"], ["x-two", "1"], ["x-two", "2"]]).end("ok"),
+  "two cookies": (_q, res) =>
+    res
+      .writeHead(200, [
+        ["set-cookie", "a=1"],
+        ["set-cookie", "b=2"],
+        ["x-two", "1"],
+        ["x-two", "2"],
+      ])
+      .end("ok"),
   "empty 200": (_q, res) => res.writeHead(200, { "content-length": "0" }).end(),
-  "bom": (_q, res) => res.writeHead(200, { "content-type": "text/plain" }).end("\ufeffhello"),
+  bom: (_q, res) => res.writeHead(200, { "content-type": "text/plain" }).end("\ufeffhello"),
   chunked: (_q, res) => {
     res.writeHead(200, { "content-type": "text/plain" });
     res.write("one ");
@@ -90,7 +98,12 @@ describe("defaultFetch over undici", () => {
       "content-length": "3",
       "x-mine": "1",
     });
-    await (await defaultFetch(`${base}/x`, manual({ body: new Uint8Array([1, 2, 3]), headers: new Headers({ "content-type": "application/octet-stream" }) }))).text();
+    await (
+      await defaultFetch(
+        `${base}/x`,
+        manual({ body: new Uint8Array([1, 2, 3]), headers: new Headers({ "content-type": "application/octet-stream" }) }),
+      )
+    ).text();
     expect(seen!.headers["content-type"]).toBe("application/octet-stream");
     expect(seen!.headers["content-length"]).toBe("3");
   });
@@ -252,12 +265,16 @@ describe("the default stack on the Node base", () => {
   it("guards the body it reads: size cap and idle timeout, typed", async () => {
     const stack = createTransport({ apiKey: "k", baseUrl: `${base}/api/v1`, maxResponseBytes: 64, idleTimeout: 100, retry: false });
     handler = (_q, res) => res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ big: "x".repeat(200) }));
-    await expect((await stack(`${base}/api/v1/big`, { method: "POST", body: "{}" })).text()).rejects.toMatchObject({ name: "ResponseTooLargeError" });
+    await expect((await stack(`${base}/api/v1/big`, { method: "POST", body: "{}" })).text()).rejects.toMatchObject({
+      name: "ResponseTooLargeError",
+    });
     handler = (_q, res) => {
       res.writeHead(200, { "content-type": "application/json" });
       res.write("{");
     };
-    await expect((await stack(`${base}/api/v1/slow`, { method: "POST", body: "{}" })).json()).rejects.toMatchObject({ name: "TimeoutError" });
+    await expect((await stack(`${base}/api/v1/slow`, { method: "POST", body: "{}" })).json()).rejects.toMatchObject({
+      name: "TimeoutError",
+    });
   });
 
   it("sends the credential and reads a stream through the guard", async () => {

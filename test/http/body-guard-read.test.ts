@@ -20,7 +20,10 @@ beforeAll(async () => {
       res.write('{"a":'); // then silence
       return;
     }
-    res.writeHead(200, { "content-type": "application/json", ...(req.url === "/chunked" ? {} : { "content-length": Buffer.byteLength(BIG) }) });
+    res.writeHead(200, {
+      "content-type": "application/json",
+      ...(req.url === "/chunked" ? {} : { "content-length": Buffer.byteLength(BIG) }),
+    });
     if (req.url === "/chunked") {
       res.write(BIG.slice(0, 2000));
       setTimeout(() => res.end(BIG.slice(2000)), 20);
@@ -56,9 +59,11 @@ describe("a non-stream answer guarded where it is read", () => {
     await expect((await f(`${base}/a`)).json()).rejects.toBeInstanceOf(ResponseTooLargeError); // content-length says so
     await expect((await f(`${base}/chunked`)).text()).rejects.toBeInstanceOf(ResponseTooLargeError); // counted as it comes
     const streamed = (await f(`${base}/chunked`)).body!.getReader(); // the body asked for as a stream: capped too
-    await expect((async () => {
-      for (;;) if ((await streamed.read()).done) return;
-    })()).rejects.toBeInstanceOf(ResponseTooLargeError);
+    await expect(
+      (async () => {
+        for (;;) if ((await streamed.read()).done) return;
+      })(),
+    ).rejects.toBeInstanceOf(ResponseTooLargeError);
   });
 
   it("silence past idleTimeout is a TimeoutError for text(), as for a stream", async () => {

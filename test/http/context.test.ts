@@ -43,7 +43,12 @@ describe("two contexts in one process share nothing", () => {
     const options = { apiKey: "guard-key", baseUrl: emu.url, retry: false as const, abuseGuard: { maxFailures: 3, windowMs: 30_000 } };
     const typo = (context: ServiceContext) => new ChatService({ model: "emu-no-such-model", context, ...options });
     const errors: unknown[] = [];
-    for (let i = 0; i < 4; i++) errors.push(await typo(a).invoke(`typo ${i}`).catch((e: unknown) => e));
+    for (let i = 0; i < 4; i++)
+      errors.push(
+        await typo(a)
+          .invoke(`typo ${i}`)
+          .catch((e: unknown) => e),
+      );
     expect(errors.slice(0, 3).every((e) => e instanceof ModelNotFoundError)).toBe(true);
     expect(errors[3]).toBeInstanceOf(AbuseBlockError);
     // a new model of context a finds the guard its failures tripped; one of context b was never told of them
@@ -53,11 +58,14 @@ describe("two contexts in one process share nothing", () => {
 
   it("a pacing window: a spent window holds the next request of its context, and not another context's", async () => {
     const [a, b] = [createServiceContext(), createServiceContext()];
-    const model = (context: ServiceContext) => new ChatService({ model: "emu-xs", apiKey: "pace-key", baseUrl: emu.url, retry: false, context });
+    const model = (context: ServiceContext) =>
+      new ChatService({ model: "emu-xs", apiKey: "pace-key", baseUrl: emu.url, retry: false, context });
     await model(a).invoke("one");
     await model(a).invoke("two"); // its answer says: no request left in this minute
     // the same context waits for the window (until the call gives up, unsent); the other sends, and the service answers 429
-    await expect(model(a).invoke("three", { signal: AbortSignal.timeout(500) })).rejects.toMatchObject({ name: expect.stringMatching(/Abort|Timeout/) });
+    await expect(model(a).invoke("three", { signal: AbortSignal.timeout(500) })).rejects.toMatchObject({
+      name: expect.stringMatching(/Abort|Timeout/),
+    });
     await expect(model(b).invoke("three", { signal: AbortSignal.timeout(5_000) })).rejects.toBeInstanceOf(RateLimitError);
   });
 
@@ -87,7 +95,11 @@ describe("two contexts in one process share nothing", () => {
   });
 
   it("a deprecation warning: once per model in a context, once more in another", async () => {
-    fx.script = (_req, res) => json(res, completion({ content: "old" }), { "x-service-model-id": "fx-old", "x-service-model-deprecation-warning": "fx-old retires soon" });
+    fx.script = (_req, res) =>
+      json(res, completion({ content: "old" }), {
+        "x-service-model-id": "fx-old",
+        "x-service-model-deprecation-warning": "fx-old retires soon",
+      });
     const warn = vi.spyOn(console, "warn").mockImplementation(() => {});
     try {
       const [a, b] = [createServiceContext(), createServiceContext()];
@@ -104,9 +116,12 @@ describe("two contexts in one process share nothing", () => {
 
   it("a refused parameter: refused unsent in the context that drew the 400, still sent in another", async () => {
     fx.script = (req, res) =>
-      req.body?.seed !== undefined ? json(res, { error: "seed is not supported by this model" }, {}, 400) : json(res, completion({ content: "ok" }));
+      req.body?.seed !== undefined
+        ? json(res, { error: "seed is not supported by this model" }, {}, 400)
+        : json(res, completion({ content: "ok" }));
     const [a, b] = [createServiceContext(), createServiceContext()];
-    const model = (context: ServiceContext) => new ChatService({ model: "fx-noseed", apiKey: "k", baseUrl: fx.url, retry: false, abuseGuard: false, seed: 7, context });
+    const model = (context: ServiceContext) =>
+      new ChatService({ model: "fx-noseed", apiKey: "k", baseUrl: fx.url, retry: false, abuseGuard: false, seed: 7, context });
     await expect(model(a).invoke("one")).rejects.toMatchObject({ name: "UnsupportedParameterError", field: "seed" });
     const sent = fx.requests.length;
     await expect(model(a).invoke("two")).rejects.toMatchObject({ name: "UnsupportedCapabilityError", field: "seed" });
@@ -118,10 +133,14 @@ describe("two contexts in one process share nothing", () => {
   it("a character catalog: a slug the service answered 404 is refused unsent in its context, asked again in another", async () => {
     fx.script = (_req, res) => json(res, { error: "Character not found" }, {}, 404);
     const [a, b] = [createServiceContext(), createServiceContext()];
-    const model = (context: ServiceContext) => new ChatService({ model: "fx-model:character_slug=ghost", apiKey: "k", baseUrl: fx.url, retry: false, abuseGuard: false, context });
+    const model = (context: ServiceContext) =>
+      new ChatService({ model: "fx-model:character_slug=ghost", apiKey: "k", baseUrl: fx.url, retry: false, abuseGuard: false, context });
     await expect(model(a).invoke("one")).rejects.toMatchObject({ name: "CharacterNotFoundError" });
     const sent = fx.requests.length;
-    await expect(model(a).invoke("two")).rejects.toMatchObject({ name: "CharacterNotFoundError", message: expect.stringContaining("answered 404") });
+    await expect(model(a).invoke("two")).rejects.toMatchObject({
+      name: "CharacterNotFoundError",
+      message: expect.stringContaining("answered 404"),
+    });
     expect(fx.requests.length).toBe(sent);
     await expect(model(b).invoke("three")).rejects.toMatchObject({ name: "CharacterNotFoundError" });
     expect(fx.requests.length).toBe(sent + 1);
@@ -144,7 +163,9 @@ describe("two contexts in one process share nothing", () => {
 
   it("a context that is not one is refused before any request", () => {
     expect(() => createServiceFetch({ apiKey: "k", baseUrl: emu.url, context: {} as ServiceContext })).toThrow(ConfigurationError);
-    expect(() => new ChatService({ model: "emu-xs", apiKey: "k", baseUrl: emu.url, context: { clock: 1 } as unknown as ServiceContext })).toThrow(/context must be a ServiceContext/);
+    expect(
+      () => new ChatService({ model: "emu-xs", apiKey: "k", baseUrl: emu.url, context: { clock: 1 } as unknown as ServiceContext }),
+    ).toThrow(/context must be a ServiceContext/);
   });
 });
 
@@ -157,7 +178,9 @@ describe("many models over one client", () => {
     await models[0]!.invoke("one");
     await models[1]!.invoke("two");
     // the third model's request waits in the window the first two spent (a stack of its own would draw a 429)
-    await expect(models[2]!.invoke("three", { signal: AbortSignal.timeout(500) })).rejects.toMatchObject({ name: expect.stringMatching(/Abort|Timeout/) });
+    await expect(models[2]!.invoke("three", { signal: AbortSignal.timeout(500) })).rejects.toMatchObject({
+      name: expect.stringMatching(/Abort|Timeout/),
+    });
     expect(client.fetch.context.parts).toEqual(expect.arrayContaining(["abuse guards", "rate limiters"]));
   });
 
@@ -195,6 +218,8 @@ describe("a top-up through a client", () => {
   });
 
   it("a payment controller given a context that is not one is refused before any request", () => {
-    expect(() => new X402PaymentController({ wallet: EvmWallet.random(), context: {} as ServiceContext })).toThrow(/context must be a ServiceContext/);
+    expect(() => new X402PaymentController({ wallet: EvmWallet.random(), context: {} as ServiceContext })).toThrow(
+      /context must be a ServiceContext/,
+    );
   });
 });

@@ -120,7 +120,10 @@ describe("aborts during waits are prompt and typed", () => {
   });
   it("an abort while pacing holds the request is an AbortError", async () => {
     const reset = String(Math.ceil(Date.now() / 1000) + 30);
-    const s = await serve(() => [200, { "x-ratelimit-limit-requests": "1", "x-ratelimit-remaining-requests": "0", "x-ratelimit-reset-requests": reset }]);
+    const s = await serve(() => [
+      200,
+      { "x-ratelimit-limit-requests": "1", "x-ratelimit-remaining-requests": "0", "x-ratelimit-reset-requests": reset },
+    ]);
     const f = createServiceFetch({ baseUrl: s.url, apiKey: "k-abort-pacing", retry: false, abuseGuard: false });
     await f(`${s.url}/x`, { service: { model: "held" } });
     const err = await f(`${s.url}/x`, { service: { model: "held" }, signal: AbortSignal.timeout(50) }).catch((e) => e);
@@ -138,19 +141,35 @@ describe("429 shapes", () => {
     const past = String(Math.floor(Date.now() / 1000) - 100);
     const s = await serve((_r, n) => (n === 1 ? [429, { "x-ratelimit-reset-requests": past }] : [200]));
     const r = recordingSleep();
-    const f = createServiceFetch({ baseUrl: s.url, apiKey: "k-429", pacing: false, abuseGuard: false, retry: { random: () => 0, sleep: r.sleep } });
+    const f = createServiceFetch({
+      baseUrl: s.url,
+      apiKey: "k-429",
+      pacing: false,
+      abuseGuard: false,
+      retry: { random: () => 0, sleep: r.sleep },
+    });
     expect((await f(`${s.url}/x`)).status).toBe(200);
     expect(r.waits[0]).toBeGreaterThanOrEqual(125); // baseDelayMs 250, attempt 0, no jitter
   });
   it("retry-after as an HTTP date is honoured", async () => {
     const s = await serve((_r, n) => (n === 1 ? [429, { "retry-after": new Date(Date.now() + 5_000).toUTCString() }] : [200]));
     const r = recordingSleep();
-    const f = createServiceFetch({ baseUrl: s.url, apiKey: "k-429", pacing: false, abuseGuard: false, retry: { random: () => 0, sleep: r.sleep } });
+    const f = createServiceFetch({
+      baseUrl: s.url,
+      apiKey: "k-429",
+      pacing: false,
+      abuseGuard: false,
+      retry: { random: () => 0, sleep: r.sleep },
+    });
     expect((await f(`${s.url}/x`)).status).toBe(200);
     expect(r.waits[0]).toBeGreaterThan(3_000);
   });
   it("the service's abuse block (a 429) is not retried within its 30 s", async () => {
-    const s = await serve(() => [429, { "content-type": "application/json" }, JSON.stringify({ error: "Too many failed attempts (> 20) resulting in a non-success status code. Please wait 30s and try again." })]);
+    const s = await serve(() => [
+      429,
+      { "content-type": "application/json" },
+      JSON.stringify({ error: "Too many failed attempts (> 20) resulting in a non-success status code. Please wait 30s and try again." }),
+    ]);
     const f = createServiceFetch({ baseUrl: s.url, apiKey: "k-429", pacing: false, abuseGuard: false, retry: { baseDelayMs: 1 } });
     const err = await f(`${s.url}/x`).catch((e) => e);
     expect(err).toBeInstanceOf(AbuseBlockError);
@@ -159,7 +178,11 @@ describe("429 shapes", () => {
   });
   it("a reset sent in milliseconds gives a sane RateLimitError.resetAt", () => {
     const at = Date.now() + 2_000;
-    const err = errorFromResponse(429, {}, parseServiceHeaders(new Headers({ "x-ratelimit-reset-requests": String(at) }))) as RateLimitError;
+    const err = errorFromResponse(
+      429,
+      {},
+      parseServiceHeaders(new Headers({ "x-ratelimit-reset-requests": String(at) })),
+    ) as RateLimitError;
     expect(err.resetAt?.getTime()).toBe(at);
   });
   it("pacing adapts to a 429 without rate-limit headers: the next send waits for retry-after", async () => {
@@ -174,7 +197,13 @@ describe("429 shapes", () => {
 describe("abuse guard under concurrent retries", () => {
   it("a retry the guard refuses surfaces the failure already seen (status, request id)", async () => {
     const s = await serve(() => [503, { "cf-ray": "ray-42", "content-type": "application/json" }, '{"error":"down"}']);
-    const f = createServiceFetch({ baseUrl: s.url, apiKey: "k-guard-retry", pacing: false, retry: { baseDelayMs: 1, maxDelayMs: 2 }, abuseGuard: { maxFailures: 4 } });
+    const f = createServiceFetch({
+      baseUrl: s.url,
+      apiKey: "k-guard-retry",
+      pacing: false,
+      retry: { baseDelayMs: 1, maxDelayMs: 2 },
+      abuseGuard: { maxFailures: 4 },
+    });
     const errs = await Promise.all(Array.from({ length: 6 }, () => f(`${s.url}/x`).catch((e) => e)));
     expect(s.seen.length).toBeLessThanOrEqual(4);
     const served = errs.filter((e) => e instanceof ServerError);
@@ -197,7 +226,12 @@ describe("credentials", () => {
   });
   it("a baseUrl with a query, credentials or an odd scheme is refused without echoing secrets", () => {
     const messages: string[] = [];
-    for (const baseUrl of ["http://h/api/v1?key=SECRET1", "ftp://u:SECRET2@h/api", "http://u:SECRET3@h:99999/api", "http://h/api/v1#SECRET4"]) {
+    for (const baseUrl of [
+      "http://h/api/v1?key=SECRET1",
+      "ftp://u:SECRET2@h/api",
+      "http://u:SECRET3@h:99999/api",
+      "http://h/api/v1#SECRET4",
+    ]) {
       const err = (() => {
         try {
           createServiceFetch({ baseUrl });
@@ -256,7 +290,11 @@ describe("header values", () => {
 
 describe("the openai SDK with createServiceFetch as its fetch", () => {
   it("gets the SDK's own typed errors, and neither layer re-sends a 400", async () => {
-    const s = await serve(() => [400, { "content-type": "application/json", "cf-ray": "ray-sdk" }, JSON.stringify({ error: "Invalid model" })]);
+    const s = await serve(() => [
+      400,
+      { "content-type": "application/json", "cf-ray": "ray-sdk" },
+      JSON.stringify({ error: "Invalid model" }),
+    ]);
     const f = createServiceFetch({ baseUrl: s.url, apiKey: "k-sdk", pacing: false, abuseGuard: false });
     const sdk = new OpenAI({ baseURL: s.url, apiKey: "unused", fetch: f });
     const err = await sdk.chat.completions.create({ model: "nope", messages: [{ role: "user", content: "hi" }] }).catch((e) => e);
@@ -267,7 +305,13 @@ describe("the openai SDK with createServiceFetch as its fetch", () => {
   });
   it("a 5xx is retried by the stack only, not again by the SDK", async () => {
     const s = await serve(() => [503, { "content-type": "application/json" }, '{"error":"down"}']);
-    const f = createServiceFetch({ baseUrl: s.url, apiKey: "k-sdk", pacing: false, abuseGuard: false, retry: { maxRetries: 1, baseDelayMs: 1 } });
+    const f = createServiceFetch({
+      baseUrl: s.url,
+      apiKey: "k-sdk",
+      pacing: false,
+      abuseGuard: false,
+      retry: { maxRetries: 1, baseDelayMs: 1 },
+    });
     const sdk = new OpenAI({ baseURL: s.url, apiKey: "unused", fetch: f });
     const err = await sdk.chat.completions.create({ model: "m", messages: [{ role: "user", content: "hi" }] }).catch((e) => e);
     expect(err).toBeInstanceOf(OpenAI.InternalServerError);

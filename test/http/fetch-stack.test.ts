@@ -42,8 +42,7 @@ function counting(): { fetch: FetchLike; sent: () => number; statuses: number[] 
   };
 }
 
-const chatBody = (model = "emu-xs", content = "hello there") =>
-  JSON.stringify({ model, messages: [{ role: "user", content }] });
+const chatBody = (model = "emu-xs", content = "hello there") => JSON.stringify({ model, messages: [{ role: "user", content }] });
 const post = { method: "POST", headers: { "content-type": "application/json" } } as const;
 
 let emu: Emulator;
@@ -191,7 +190,12 @@ describe("retries", () => {
     emu.setFaults({ errorRate: 0.5, seed: 7, paths: ["/chat/completions"] });
     try {
       const c = counting();
-      const f = createServiceFetch({ baseUrl: emu.url, apiKey: "k-faults", fetch: c.fetch, retry: { maxRetries: 8, baseDelayMs: 5, maxDelayMs: 20 } });
+      const f = createServiceFetch({
+        baseUrl: emu.url,
+        apiKey: "k-faults",
+        fetch: c.fetch,
+        retry: { maxRetries: 8, baseDelayMs: 5, maxDelayMs: 20 },
+      });
       for (let i = 0; i < 10; i++) {
         const res = await f(f.url("/chat/completions"), { ...post, body: chatBody("emu-xs", `ok ${i}`) });
         expect(res.status).toBe(200);

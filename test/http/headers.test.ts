@@ -1,5 +1,14 @@
 import { describe, expect, it } from "vitest";
-import { parseServiceHeaders, rateLimitResetAtMs, rateWindowsOf, capWindowOf, toBoolean, toNumber, encodeBase64, decodeBase64Json } from "../../src/http/headers.js";
+import {
+  parseServiceHeaders,
+  rateLimitResetAtMs,
+  rateWindowsOf,
+  capWindowOf,
+  toBoolean,
+  toNumber,
+  encodeBase64,
+  decodeBase64Json,
+} from "../../src/http/headers.js";
 
 describe("parseServiceHeaders", () => {
   const now = 1_700_000_000_000;
@@ -98,7 +107,10 @@ describe("parseServiceHeaders", () => {
     const required = { x402Version: 2, accepts: [{ scheme: "exact", network: "eip155:8453" }] };
     const settled = { success: true, transaction: "0xabc", network: "eip155:8453", payer: "0x1" };
     const h = parseServiceHeaders(
-      new Headers({ "payment-required": encodeBase64(JSON.stringify(required)), "payment-response": encodeBase64(JSON.stringify(settled)) }),
+      new Headers({
+        "payment-required": encodeBase64(JSON.stringify(required)),
+        "payment-response": encodeBase64(JSON.stringify(settled)),
+      }),
     );
     expect(h.paymentRequired).toEqual(required);
     expect(h.paymentResponse).toEqual(settled);
@@ -138,13 +150,17 @@ describe("rateLimitResetAtMs: which window a 429 waits for", () => {
   });
 
   it("the seed's reset-tokens (seconds from now) is read the same way", () => {
-    expect(at({ ...live(49, 0), "x-ratelimit-reset-requests": String(Math.ceil((now + 60_000) / 1000)), "x-ratelimit-reset-tokens": "2" })).toBe(now + 2_000);
+    expect(
+      at({ ...live(49, 0), "x-ratelimit-reset-requests": String(Math.ceil((now + 60_000) / 1000)), "x-ratelimit-reset-tokens": "2" }),
+    ).toBe(now + 2_000);
   });
 
   it("a request limit clears at the request reset; both spent: the later of the two", () => {
     expect(at(live(0, 500))).toBe(now + 60_000);
     expect(at(live(0, 0))).toBe(now + 60_000);
-    expect(at({ ...live(0, 0), "x-ratelimit-reset-requests": String(now + 1_000), "x-ratelimit-reset-tokens": String(now + 3_000) })).toBe(now + 3_000);
+    expect(at({ ...live(0, 0), "x-ratelimit-reset-requests": String(now + 1_000), "x-ratelimit-reset-tokens": String(now + 3_000) })).toBe(
+      now + 3_000,
+    );
   });
 
   it("retry-after still counts beside the token reset", () => {
@@ -156,8 +172,12 @@ describe("rateWindowsOf: the request and token windows pacing reads", () => {
   const now = 1_800_000_000_000;
   it("reads both windows, live resets in Unix ms marked exact", () => {
     const h = new Headers({
-      "x-ratelimit-limit-requests": "20", "x-ratelimit-remaining-requests": "7", "x-ratelimit-reset-requests": String(now + 60_000),
-      "x-ratelimit-limit-tokens": "4000", "x-ratelimit-remaining-tokens": "0", "x-ratelimit-reset-tokens": String(now + 1_500),
+      "x-ratelimit-limit-requests": "20",
+      "x-ratelimit-remaining-requests": "7",
+      "x-ratelimit-reset-requests": String(now + 60_000),
+      "x-ratelimit-limit-tokens": "4000",
+      "x-ratelimit-remaining-tokens": "0",
+      "x-ratelimit-reset-tokens": String(now + 1_500),
     });
     expect(rateWindowsOf(h, now)).toEqual({
       metered: true,
@@ -166,8 +186,18 @@ describe("rateWindowsOf: the request and token windows pacing reads", () => {
     });
   });
   it("seed resets (seconds from now) are not exact; a window missing one of its three headers is absent", () => {
-    const h = new Headers({ "x-ratelimit-limit-requests": "20", "x-ratelimit-remaining-requests": "7", "x-ratelimit-limit-tokens": "4000", "x-ratelimit-remaining-tokens": "9", "x-ratelimit-reset-tokens": "2" });
-    expect(rateWindowsOf(h, now)).toEqual({ metered: true, requests: undefined, tokens: { limit: 4000, remaining: 9, resetAt: now + 2_000, exact: false } });
+    const h = new Headers({
+      "x-ratelimit-limit-requests": "20",
+      "x-ratelimit-remaining-requests": "7",
+      "x-ratelimit-limit-tokens": "4000",
+      "x-ratelimit-remaining-tokens": "9",
+      "x-ratelimit-reset-tokens": "2",
+    });
+    expect(rateWindowsOf(h, now)).toEqual({
+      metered: true,
+      requests: undefined,
+      tokens: { limit: 4000, remaining: 9, resetAt: now + 2_000, exact: false },
+    });
   });
   it("no request limit (or an unreadable one): not metered", () => {
     expect(rateWindowsOf(new Headers(), now)).toEqual({ metered: false, requests: undefined, tokens: undefined });
@@ -178,12 +208,20 @@ describe("rateWindowsOf: the request and token windows pacing reads", () => {
 describe("capWindowOf: the crypto RPC proxy's cap pacing reads", () => {
   const now = 1_800_000_000_000;
   it("limit and remaining, with the reset in whichever unit it came", () => {
-    expect(capWindowOf(new Headers({ "x-ratelimit-limit": "100", "x-ratelimit-remaining": "0", "x-ratelimit-reset": String((now + 30_000) / 1000) }), now)).toEqual({
+    expect(
+      capWindowOf(
+        new Headers({ "x-ratelimit-limit": "100", "x-ratelimit-remaining": "0", "x-ratelimit-reset": String((now + 30_000) / 1000) }),
+        now,
+      ),
+    ).toEqual({
       limit: 100,
       remaining: 0,
       resetAt: now + 30_000,
     });
-    expect(capWindowOf(new Headers({ "x-ratelimit-limit": "100", "x-ratelimit-remaining": "4" }), now)).toEqual({ limit: 100, remaining: 4 });
+    expect(capWindowOf(new Headers({ "x-ratelimit-limit": "100", "x-ratelimit-remaining": "4" }), now)).toEqual({
+      limit: 100,
+      remaining: 4,
+    });
   });
   it("none without both the limit and the remaining (the live error budget's lone remaining is not a cap)", () => {
     expect(capWindowOf(new Headers({ "x-ratelimit-remaining": "3", "x-ratelimit-resets": String(now) }), now)).toBeUndefined();

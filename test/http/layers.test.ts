@@ -32,7 +32,8 @@ const ctx: LayerContext = {
   service: createServiceContext(),
 };
 
-const refused = (build: () => unknown, message: RegExp) => expect(build).toThrow(expect.objectContaining({ name: "ConfigurationError", message: expect.stringMatching(message) }));
+const refused = (build: () => unknown, message: RegExp) =>
+  expect(build).toThrow(expect.objectContaining({ name: "ConfigurationError", message: expect.stringMatching(message) }));
 
 describe("each layer checks its own options, once", () => {
   it("errors: maxRequestBytes", () => {
@@ -68,7 +69,10 @@ describe("each layer checks its own options, once", () => {
   });
 
   it("abuse guard: its limits (checked by AbuseGuard); off when false", () => {
-    refused(() => abuseGuard({ abuseGuard: { maxFailures: 0 } }, { ...ctx, identity: "key:fresh-guard" }), /abuseGuard\.maxFailures must be a positive integer/);
+    refused(
+      () => abuseGuard({ abuseGuard: { maxFailures: 0 } }, { ...ctx, identity: "key:fresh-guard" }),
+      /abuseGuard\.maxFailures must be a positive integer/,
+    );
     expect(abuseGuard({ abuseGuard: false }, ctx)).toBeUndefined();
   });
 
@@ -102,7 +106,16 @@ describe("each layer checks its own options, once", () => {
   });
 
   it("a layer reads only its own options: another layer's bad option is not its concern", () => {
-    const others = { retry: "x", pacing: "x", concurrency: "x", timeout: -1, totalTimeout: -1, maxRequestBytes: -1, defaultHeaders: 1, fetch: 1 } as never;
+    const others = {
+      retry: "x",
+      pacing: "x",
+      concurrency: "x",
+      timeout: -1,
+      totalTimeout: -1,
+      maxRequestBytes: -1,
+      defaultHeaders: 1,
+      fetch: 1,
+    } as never;
     expect(() => errors({ ...(others as object), maxRequestBytes: undefined }, ctx)).not.toThrow();
     expect(() => deadline({ ...(others as object), totalTimeout: undefined })).not.toThrow();
     expect(() => retry({ ...(others as object), retry: undefined }, ctx)).not.toThrow();

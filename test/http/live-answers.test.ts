@@ -30,7 +30,10 @@ function wire() {
   const seen: { path: string; status: number; body?: string }[] = [];
   const fetch = async (input: string | URL | Request, init?: RequestInit) => {
     const res = await globalThis.fetch(input, init);
-    const path = new URL(typeof input === "string" ? input : input instanceof URL ? input.href : input.url).pathname.replace(/^\/api\/v1/, "");
+    const path = new URL(typeof input === "string" ? input : input instanceof URL ? input.href : input.url).pathname.replace(
+      /^\/api\/v1/,
+      "",
+    );
     if (path === "/models") return res;
     seen.push({ path, status: res.status, body: res.status === 429 ? await res.clone().text() : undefined });
     return res;
@@ -69,7 +72,11 @@ describe("a wallet's requests in flight (the live service allows 5)", () => {
       ...Array.from({ length: 4 }, (_, i) => a.invoke(`a${i}`)),
       ...Array.from({ length: 4 }, (_, i) => b.invoke(`b${i}`)),
       ...Array.from({ length: 4 }, (_, i) =>
-        plain(`${emu.url}/chat/completions`, { method: "POST", headers: { "content-type": "application/json" }, body: chat("emu-xs", `p${i}`) }),
+        plain(`${emu.url}/chat/completions`, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: chat("emu-xs", `p${i}`),
+        }),
       ),
     ]);
     expect(results).toHaveLength(12);
@@ -154,9 +161,11 @@ describe("the error budget (x-ratelimit-remaining / -resets) tightens the guard"
     const outcomes: unknown[] = [];
     for (let i = 0; i < 8; i++) {
       outcomes.push(
-        await send(`${emu.url}/chat/completions`, { method: "POST", headers: { "content-type": "application/json" }, body: chat("no-such-model", "x") }).catch(
-          (e: unknown) => e,
-        ),
+        await send(`${emu.url}/chat/completions`, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: chat("no-such-model", "x"),
+        }).catch((e: unknown) => e),
       );
     }
     expect(outcomes.slice(0, 5).every((e) => e instanceof ModelNotFoundError)).toBe(true);
@@ -197,7 +206,11 @@ describe("answers the live guides name, typed", () => {
       res.end(JSON.stringify({ error: "Your prompt violates the content policy", suggested_prompt: "a calm sea", request_id: "body-1" }));
     };
     const send = createServiceFetch({ apiKey: "k", baseUrl: fixture.url, retry: false });
-    const call = () => send(`${fixture.url}/audio/queue`, { method: "POST", body: "{}" }).then(() => new ServiceError("no error"), (e: unknown) => e as ServiceError);
+    const call = () =>
+      send(`${fixture.url}/audio/queue`, { method: "POST", body: "{}" }).then(
+        () => new ServiceError("no error"),
+        (e: unknown) => e as ServiceError,
+      );
     const policy = await call();
     expect(policy).toBeInstanceOf(ContentPolicyError);
     expect((policy as ContentPolicyError).suggestedPrompt).toBe("a calm sea");

@@ -7,7 +7,16 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startEmulator, type Emulator } from "langchain-service-emulator";
-import { BadRequestError, ModelAccessDeniedError, ModelOfflineError, PermissionDeniedError, ServerError, ServiceClient, UnsupportedParameterError, type FetchLike } from "../../src/index.js";
+import {
+  BadRequestError,
+  ModelAccessDeniedError,
+  ModelOfflineError,
+  PermissionDeniedError,
+  ServerError,
+  ServiceClient,
+  UnsupportedParameterError,
+  type FetchLike,
+} from "../../src/index.js";
 import { completion, json, startFixtureServer, type FixtureServer } from "../chat/fixture-server.js";
 
 let emu: Emulator;
@@ -30,7 +39,9 @@ function client(baseUrl: string) {
 }
 
 const ask = (c: ServiceClient, body: Record<string, unknown>) =>
-  c.request("/chat/completions", { method: "POST", body: { messages: [{ role: "user", content: "hi" }], ...body } }).catch((e: unknown) => e);
+  c
+    .request("/chat/completions", { method: "POST", body: { messages: [{ role: "user", content: "hi" }], ...body } })
+    .catch((e: unknown) => e);
 
 describe("a model's offline 503", () => {
   it("is a ModelOfflineError, sent once", async () => {
@@ -44,7 +55,8 @@ describe("a model's offline 503", () => {
 
   it("a 503 that does not say offline (at capacity) is still retried", async () => {
     let calls = 0;
-    fx.script = (_req, res) => (++calls <= 2 ? json(res, { error: "The model is at capacity" }, {}, 503) : json(res, completion({ content: "ok" })));
+    fx.script = (_req, res) =>
+      ++calls <= 2 ? json(res, { error: "The model is at capacity" }, {}, 503) : json(res, completion({ content: "ok" }));
     const { sent, client: c } = client(fx.url);
     const res = (await ask(c, { model: "fx" })) as { data: any };
     expect(res.data.choices[0].message.content).toBe("ok");
@@ -75,7 +87,12 @@ describe("a model's 403", () => {
 describe("a parameter the model refuses", () => {
   it("is an UnsupportedParameterError naming the field; a capability gate's 400 stays a BadRequestError", async () => {
     const { client: c } = client(emu.url);
-    for (const [field, extra] of [["stop", { stop: "END" }], ["seed", { seed: 1 }], ["n", { n: 3 }], ["reasoning_effort", { reasoning_effort: "max" }]] as const) {
+    for (const [field, extra] of [
+      ["stop", { stop: "END" }],
+      ["seed", { seed: 1 }],
+      ["n", { n: 3 }],
+      ["reasoning_effort", { reasoning_effort: "max" }],
+    ] as const) {
       const err = await ask(c, { model: "emu-o-reasoner", ...extra });
       expect(err).toBeInstanceOf(UnsupportedParameterError);
       expect(err).toMatchObject({ status: 400, field });
@@ -86,7 +103,12 @@ describe("a parameter the model refuses", () => {
   });
 
   it("read from the message when a body has no issues", async () => {
-    fx.script = (_req, res) => json(res, { error: "Unsupported value: presence_penalty is not supported by this model.", request_id: "r1" }, {}, 400);
-    expect(await ask(client(fx.url).client, { model: "fx" })).toMatchObject({ name: "UnsupportedParameterError", field: "presence_penalty", requestId: "r1" });
+    fx.script = (_req, res) =>
+      json(res, { error: "Unsupported value: presence_penalty is not supported by this model.", request_id: "r1" }, {}, 400);
+    expect(await ask(client(fx.url).client, { model: "fx" })).toMatchObject({
+      name: "UnsupportedParameterError",
+      field: "presence_penalty",
+      requestId: "r1",
+    });
   });
 });

@@ -44,12 +44,13 @@ async function limitedService(limit: number, windowMs: number, headers = false):
         // fractional Unix seconds: exact for a short window
         "x-ratelimit-reset-requests": String(windowEnd / 1000),
       });
-      if (inWindow >= limit) return refused++, json(res, { error: "Rate limit exceeded" }, told(inWindow), 429);
+      if (inWindow >= limit) return (refused++, json(res, { error: "Rate limit exceeded" }, told(inWindow), 429));
       inWindow++;
       admitted.push(now);
       return json(res, { ok: true }, told(inWindow));
     }
-    if (admitted.filter((t) => t > now - windowMs).length >= limit) return refused++, json(res, { error: "Rate limit exceeded" }, {}, 429);
+    if (admitted.filter((t) => t > now - windowMs).length >= limit)
+      return (refused++, json(res, { error: "Rate limit exceeded" }, {}, 429));
     admitted.push(now);
     json(res, { ok: true });
   });
@@ -63,7 +64,12 @@ function stack(server: FixtureServer, pacing: FetchStackOptions["pacing"], apiKe
 }
 
 /** `n` concurrent POSTs; the statuses (an error's status, or -1) */
-function burst(f: ReturnType<typeof stack>, n: number, path: (i: number) => string, service: (i: number) => Record<string, unknown> = () => ({})) {
+function burst(
+  f: ReturnType<typeof stack>,
+  n: number,
+  path: (i: number) => string,
+  service: (i: number) => Record<string, unknown> = () => ({}),
+) {
   return Promise.all(
     Array.from({ length: n }, (_, i) =>
       f(f.url(path(i)), { method: "POST", headers: { "content-type": "application/json" }, body: "{}", service: service(i) }).then(
@@ -83,7 +89,12 @@ describe("pacing per model type, when the service sends no rate-limit headers", 
     const svc = await limitedService(LIMIT, WINDOW);
     const f = stack(svc.server, pacing);
     const started = Date.now();
-    const statuses = await burst(f, 3 * LIMIT, (i) => (i % 2 ? "/image/generate" : "/images/generations"), () => ({ model: "img-model" }));
+    const statuses = await burst(
+      f,
+      3 * LIMIT,
+      (i) => (i % 2 ? "/image/generate" : "/images/generations"),
+      () => ({ model: "img-model" }),
+    );
     expect(svc.refused()).toBe(0);
     expect(statuses.every((s) => s === 200)).toBe(true);
     // paced, not merely lucky: three windows' worth took at least two windows
@@ -98,21 +109,43 @@ describe("pacing per model type, when the service sends no rate-limit headers", 
       ["/images/generations", {}], // no model: keyed by its type
     ] as const) {
       const svc = await limitedService(LIMIT, WINDOW);
-      const statuses = await burst(stack(svc.server, pacing, `k-${path}`), 3 * LIMIT, () => path, () => service);
+      const statuses = await burst(
+        stack(svc.server, pacing, `k-${path}`),
+        3 * LIMIT,
+        () => path,
+        () => service,
+      );
       expect.soft(svc.refused(), path).toBe(0);
-      expect.soft(statuses.every((s) => s === 200), path).toBe(true);
+      expect
+        .soft(
+          statuses.every((s) => s === 200),
+          path,
+        )
+        .toBe(true);
     }
   });
 
   it("headers, when sent, win over the type's limit: a lower one holds the burst, a higher one does not slow it", async () => {
     // the service allows 3 where the type says 8: the burst keeps to 3 per window
     const lower = await limitedService(3, WINDOW, true);
-    expect(await burst(stack(lower.server, { typeLimits: { image: 8 }, typeWindowMs: WINDOW }), 9, () => "/image/generate", () => ({ model: "m" }))).toEqual(Array(9).fill(200));
+    expect(
+      await burst(
+        stack(lower.server, { typeLimits: { image: 8 }, typeWindowMs: WINDOW }),
+        9,
+        () => "/image/generate",
+        () => ({ model: "m" }),
+      ),
+    ).toEqual(Array(9).fill(200));
     expect(lower.refused()).toBe(0);
     // the service allows 12 where the type says 2: all go within the first window
     const higher = await limitedService(12, 5_000, true);
     const started = Date.now();
-    await burst(stack(higher.server, { typeLimits: { image: 2 }, typeWindowMs: 5_000 }), 12, () => "/image/generate", () => ({ model: "m" }));
+    await burst(
+      stack(higher.server, { typeLimits: { image: 2 }, typeWindowMs: 5_000 }),
+      12,
+      () => "/image/generate",
+      () => ({ model: "m" }),
+    );
     expect(higher.refused()).toBe(0);
     expect(Date.now() - started).toBeLessThan(2_000);
   });
@@ -123,7 +156,12 @@ describe("pacing per model type, when the service sends no rate-limit headers", 
     servers.push(server);
     // even with every type's limit set small, chat has none
     const f = stack(server, { typeLimits: { image: 1, audio: 1, embedding: 1, video: 1 }, typeWindowMs: 5_000 });
-    await burst(f, 12, () => "/chat/completions", () => ({ model: "chat-model" }));
+    await burst(
+      f,
+      12,
+      () => "/chat/completions",
+      () => ({ model: "chat-model" }),
+    );
     expect(arrived).toHaveLength(12);
     expect(arrived.at(-1)! - arrived[0]!).toBeLessThan(1_000);
   });
@@ -131,18 +169,25 @@ describe("pacing per model type, when the service sends no rate-limit headers", 
   it("the type limits and the hint are checked before any request", async () => {
     const base = { apiKey: "k", baseUrl: "http://127.0.0.1:9/api/v1" };
     expect(() => createServiceFetch({ ...base, pacing: { typeLimits: { picture: 3 } as never } })).toThrow(/unknown model type "picture"/);
-    expect(() => createServiceFetch({ ...base, pacing: { typeLimits: { image: 0 } } })).toThrow(/typeLimits\.image must be a positive integer/);
+    expect(() => createServiceFetch({ ...base, pacing: { typeLimits: { image: 0 } } })).toThrow(
+      /typeLimits\.image must be a positive integer/,
+    );
     expect(() => createServiceFetch({ ...base, pacing: { typeWindowMs: -1 } })).toThrow(ConfigurationError);
     const svc = await limitedService(LIMIT, WINDOW);
     const f = stack(svc.server, pacing);
-    await expect(f(f.url("/image/generate"), { method: "POST", service: { modelType: "picture" as never } })).rejects.toBeInstanceOf(ValidationError);
+    await expect(f(f.url("/image/generate"), { method: "POST", service: { modelType: "picture" as never } })).rejects.toBeInstanceOf(
+      ValidationError,
+    );
     expect(svc.server.requests).toHaveLength(0);
   });
 });
 
 describe("against the emulator", () => {
   it("a burst of generate_image and generateImage over a low image limit, its headers stripped on the way, draws no 429", async () => {
-    const emu = await startEmulator({ apiKeys: [{ key: "k-img", usd: 50, diem: 0 }], rateLimits: { windowMs: 1_000, types: { image: { requests: 3 } } } });
+    const emu = await startEmulator({
+      apiKeys: [{ key: "k-img", usd: 50, diem: 0 }],
+      rateLimits: { windowMs: 1_000, types: { image: { requests: 3 } } },
+    });
     try {
       const statuses: number[] = [];
       const client = new ServiceClient({
@@ -160,7 +205,9 @@ describe("against the emulator", () => {
       });
       const tool = new ImageGenerationTool({ client, model: "emu-image", width: 8, height: 8 });
       const image = { model: "emu-image", prompt: "a boat", width: 8, height: 8 };
-      await Promise.all(Array.from({ length: 9 }, (_, i) => (i % 2 ? tool.invoke({ prompt: `a lighthouse ${i}` }) : generateImage(client, image))));
+      await Promise.all(
+        Array.from({ length: 9 }, (_, i) => (i % 2 ? tool.invoke({ prompt: `a lighthouse ${i}` }) : generateImage(client, image))),
+      );
       expect(statuses).toHaveLength(9);
       expect(statuses.filter((s) => s === 429)).toHaveLength(0);
     } finally {

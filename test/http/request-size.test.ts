@@ -7,13 +7,7 @@
 import { HumanMessage } from "@langchain/core/messages";
 import { Wallet } from "ethers";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import {
-  ChatService,
-  PayloadTooLargeError,
-  ServiceClient,
-  ServiceEmbeddings,
-  createServiceFetch,
-} from "../../src/index.js";
+import { ChatService, PayloadTooLargeError, ServiceClient, ServiceEmbeddings, createServiceFetch } from "../../src/index.js";
 import { DEFAULT_MAX_REQUEST_BYTES } from "../../src/http/request-size.js";
 import { countUtf8 } from "../../src/http/request-size.js";
 import { startEmulator, type Emulator } from "langchain-service-emulator";
@@ -99,7 +93,16 @@ describe("JSON request bodies over the service's 35 MB", () => {
     const w = wire();
     const model = new ChatService({ model: "emu-m", apiKey: "k", baseUrl: emu.url, fetch: w.fetch, maxRetries: 0 });
     const image = `data:image/png;base64,${big}`;
-    const err = await rejection(model.invoke([new HumanMessage({ content: [{ type: "text", text: "what is this?" }, { type: "image_url", image_url: { url: image } }] })]));
+    const err = await rejection(
+      model.invoke([
+        new HumanMessage({
+          content: [
+            { type: "text", text: "what is this?" },
+            { type: "image_url", image_url: { url: image } },
+          ],
+        }),
+      ]),
+    );
     expect(err).toBeInstanceOf(PayloadTooLargeError);
     expect(err.bytes).toBeGreaterThan(LIMIT);
     expect(w.posts()).toEqual([]);

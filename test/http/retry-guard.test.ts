@@ -22,7 +22,12 @@ describe("backoff", () => {
     const now = 1_700_000_000_000;
     expect(rateLimitWaitMs(new Headers({ "x-ratelimit-reset": "1700000004" }), now)).toBe(4000);
     expect(rateLimitWaitMs(new Headers({ "x-ratelimit-reset": "1700000004500" }), now)).toBe(4500);
-    expect(rateLimitWaitMs(new Headers({ "x-ratelimit-reset-requests": "1700000002", "x-ratelimit-reset": "1700000003", "retry-after": "1" }), now)).toBe(3000);
+    expect(
+      rateLimitWaitMs(
+        new Headers({ "x-ratelimit-reset-requests": "1700000002", "x-ratelimit-reset": "1700000003", "retry-after": "1" }),
+        now,
+      ),
+    ).toBe(3000);
     expect(rateLimitWaitMs(new Headers({ "x-ratelimit-reset-requests": "1700000002", "retry-after": "5" }), now)).toBe(5000);
   });
   it("tells a streaming request by its JSON body (a 504 is re-sent only for one)", () => {

@@ -10,7 +10,7 @@ import { describe, expect, it } from "vitest";
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 
 describe("the Node base and the runtime's fetch", () => {
-  it("after `import \"langchain-service\"`, a global fetch with its own content-length header still goes through", () => {
+  it('after `import "langchain-service"`, a global fetch with its own content-length header still goes through', () => {
     // a fresh process: nothing has touched fetch or Response before the package loads
     const script = `
       import { createServer } from "node:http";

@@ -41,7 +41,18 @@ describe("the stack is a list", () => {
 
   it("in DESIGN.md's order", () => {
     expect([...STACK_LAYERS]).toEqual([
-      "errors", "deadline", "spend", "payment", "retry", "concurrency", "pacing", "abuse guard", "sign-in", "redirects", "body limits", "base",
+      "errors",
+      "deadline",
+      "spend",
+      "payment",
+      "retry",
+      "concurrency",
+      "pacing",
+      "abuse guard",
+      "sign-in",
+      "redirects",
+      "body limits",
+      "base",
     ]);
   });
 });

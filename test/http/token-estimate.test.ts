@@ -17,7 +17,13 @@ describe("token estimate", () => {
   it("chat: messages, tool calls and tools, plus max_completion_tokens (else max_tokens) per choice", () => {
     const messages = [
       { role: "system", content: "be brief" },
-      { role: "user", content: [{ type: "text", text: "describe this" }, { type: "image_url", image_url: { url: `data:image/png;base64,${"A".repeat(100_000)}` } }] },
+      {
+        role: "user",
+        content: [
+          { type: "text", text: "describe this" },
+          { type: "image_url", image_url: { url: `data:image/png;base64,${"A".repeat(100_000)}` } },
+        ],
+      },
     ];
     const input = 4 + 2 + 4 + 4 + 100;
     expect(estimateChatTokens({ model: "m", messages })).toBe(input);
@@ -26,7 +32,9 @@ describe("token estimate", () => {
     const tools = [{ type: "function", function: { name: "f", parameters: {} } }];
     expect(estimateChatTokens({ messages: [], tools })).toBe(estimateTextTokens(JSON.stringify(tools)));
     const call = [{ id: "c", type: "function", function: { name: "f", arguments: "{}" } }];
-    expect(estimateChatTokens({ messages: [{ role: "assistant", content: null, tool_calls: call }] })).toBe(4 + estimateTextTokens(JSON.stringify(call)));
+    expect(estimateChatTokens({ messages: [{ role: "assistant", content: null, tool_calls: call }] })).toBe(
+      4 + estimateTextTokens(JSON.stringify(call)),
+    );
   });
 
   it("embeddings: the input texts", () => {

@@ -18,7 +18,13 @@ import { recordingClient } from "./helpers.js";
 let emu: Emulator;
 beforeAll(async () => {
   emu = await startEmulator({
-    apiKeys: [{ key: "chars-a", usd: 10, diem: 0 }, { key: "chars-b", usd: 10, diem: 0 }, { key: "chars-c", usd: 10, diem: 0 }, { key: "billing", usd: 10, diem: 0.002 }, { key: "inference", usd: 10, admin: false }],
+    apiKeys: [
+      { key: "chars-a", usd: 10, diem: 0 },
+      { key: "chars-b", usd: 10, diem: 0 },
+      { key: "chars-c", usd: 10, diem: 0 },
+      { key: "billing", usd: 10, diem: 0.002 },
+      { key: "inference", usd: 10, admin: false },
+    ],
     rateLimits: { abuseMaxFailures: 10_000 },
   });
 });
@@ -100,7 +106,10 @@ describe("ChatService's characterSlug against the loaded list", () => {
 describe("getUsage", () => {
   it("walks usage-history by cursor and sums per model: equal to the ledger's charges (DIEM and USD apart), refunds subtracted", async () => {
     const { client, count } = recordingClient(emu, { apiKey: "billing" });
-    for (let i = 0; i < 12; i++) await client.request("/chat/completions", { body: { model: i % 3 ? "emu-xs" : "emu-s", messages: [{ role: "user", content: `hello ${i}` }] } });
+    for (let i = 0; i < 12; i++)
+      await client.request("/chat/completions", {
+        body: { model: i % 3 ? "emu-xs" : "emu-s", messages: [{ role: "user", content: `hello ${i}` }] },
+      });
     await client.generateImage({ model: "emu-image", prompt: "a boat", width: 64, height: 64 });
     const report = await client.getUsage({ from: new Date(Date.now() - 3_600_000), pageSize: 10 });
     expect(report.source).toBe("usage-history");
@@ -125,7 +134,8 @@ describe("getUsage", () => {
     const seed = await startEmulator({ mode: "seed", apiKeys: [{ key: "k", usd: 10, diem: 0 }] });
     try {
       const { client, count } = recordingClient(seed, { apiKey: "k" });
-      for (let i = 0; i < 3; i++) await client.request("/chat/completions", { body: { model: "emu-xs", messages: [{ role: "user", content: "hi" }] } });
+      for (let i = 0; i < 3; i++)
+        await client.request("/chat/completions", { body: { model: "emu-xs", messages: [{ role: "user", content: "hi" }] } });
       const report = await client.getUsage({ pageSize: 10 });
       expect(report.source).toBe("usage");
       expect(count("/billing/usage-history")).toBe(1);

@@ -42,7 +42,9 @@ describe("client.transcribe", () => {
       path,
       new Uint8Array(wav),
       new Blob([new Uint8Array(wav)], { type: "audio/wav" }),
-      new ReadableStream<Uint8Array>({ start: (c) => (c.enqueue(new Uint8Array(wav.subarray(0, half))), c.enqueue(new Uint8Array(wav.subarray(half))), c.close()) }),
+      new ReadableStream<Uint8Array>({
+        start: (c) => (c.enqueue(new Uint8Array(wav.subarray(0, half))), c.enqueue(new Uint8Array(wav.subarray(half))), c.close()),
+      }),
       Readable.from([wav.subarray(0, half), wav.subarray(half)]),
     ];
     for (const input of inputs) {
@@ -69,7 +71,9 @@ describe("client.transcribe", () => {
 
   it("refuses before any request: audio that is no accepted container, over 25 MB (a stream stopped at the limit), timestamps with text, a bad language", async () => {
     const { client, sent } = recordingClient(emu, { apiKey: KEY });
-    await expect(client.transcribe(Buffer.from("PCM without a container......."))).rejects.toThrow(/not in a container the service accepts/);
+    await expect(client.transcribe(Buffer.from("PCM without a container......."))).rejects.toThrow(
+      /not in a container the service accepts/,
+    );
     let pulled = 0;
     const huge = new ReadableStream<Uint8Array>({
       pull(c) {
@@ -96,9 +100,18 @@ describe("image editing", () => {
     await writeFile(path, png);
     const { client, sent } = recordingClient(emu, { apiKey: KEY });
     const edited = await client.editImage({ image: path, prompt: "add a moon", enhancePrompt: true });
-    expect(edited).toMatchObject({ mimeType: "image/png", extension: "png", width: 256, height: 256, enhancedPrompt: expect.stringMatching(/^add a moon, /) });
+    expect(edited).toMatchObject({
+      mimeType: "image/png",
+      extension: "png",
+      width: 256,
+      height: 256,
+      enhancedPrompt: expect.stringMatching(/^add a moon, /),
+    });
     expect(decodePng(edited.bytes).width).toBe(256);
-    const multi = await client.multiEditImage({ images: [png, new Blob([new Uint8Array(pictureFor("sea", 300, 300))])], prompt: "the sea behind the hills" });
+    const multi = await client.multiEditImage({
+      images: [png, new Blob([new Uint8Array(pictureFor("sea", 300, 300))])],
+      prompt: "the sea behind the hills",
+    });
     expect(multi).toMatchObject({ width: 256, height: 256 });
     const withUrl = await client.multiEditImage({ images: [png, "https://example.org/layer.png"], prompt: "with a layer from the web" });
     expect(withUrl.width).toBe(256);
@@ -118,7 +131,9 @@ describe("image editing", () => {
 
   it("refuses before any request: a PNG under 256×256, bytes that are no image, a URL where the route takes only the image, an empty prompt, a bad scale", async () => {
     const { client, sent } = recordingClient(emu, { apiKey: KEY });
-    await expect(client.editImage({ image: pictureFor("small", 100, 100), prompt: "x" })).rejects.toThrow(/100×100: the service takes 65,536 to 33,177,600 pixels/);
+    await expect(client.editImage({ image: pictureFor("small", 100, 100), prompt: "x" })).rejects.toThrow(
+      /100×100: the service takes 65,536 to 33,177,600 pixels/,
+    );
     await expect(client.editImage({ image: Buffer.from("not an image at all"), prompt: "x" })).rejects.toThrow(/not a PNG, JPEG or WebP/);
     await expect(client.upscaleImage({ image: "https://example.org/a.png" })).rejects.toThrow(/not a URL/);
     await expect(client.editImage({ image: png, prompt: "  " })).rejects.toBeInstanceOf(ValidationError);

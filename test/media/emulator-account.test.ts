@@ -14,7 +14,11 @@ import { EvmWallet } from "../../src/evm/index.js";
 let emu: Emulator;
 beforeAll(async () => {
   emu = await startEmulator({
-    apiKeys: [{ key: "admin", usd: 10, diem: 0 }, { key: "inference", usd: 10, diem: 0, admin: false }, { key: "diem", usd: 10, diem: 1 }],
+    apiKeys: [
+      { key: "admin", usd: 10, diem: 0 },
+      { key: "inference", usd: 10, diem: 0, admin: false },
+      { key: "diem", usd: 10, diem: 1 },
+    ],
     walletStartingUsd: 1,
     x402: { solana: false },
     rateLimits: { abuseMaxFailures: 10_000 },
@@ -27,7 +31,12 @@ afterAll(async () => {
 async function get(path: string, key: string | null = "admin", headers: Record<string, string> = {}) {
   const res = await fetch(`${emu.url}${path}`, { headers: { ...(key ? { authorization: `Bearer ${key}` } : {}), ...headers } });
   const text = await res.text();
-  return { status: res.status, headers: res.headers, text, json: (res.headers.get("content-type") ?? "").includes("json") ? JSON.parse(text) : undefined };
+  return {
+    status: res.status,
+    headers: res.headers,
+    text,
+    json: (res.headers.get("content-type") ?? "").includes("json") ? JSON.parse(text) : undefined,
+  };
 }
 
 async function chat(key: string, extra: Record<string, unknown>) {
@@ -43,17 +52,48 @@ describe("characters", () => {
   it("lists {object: list, data} (most imports first, adult ones only with isAdult=true), filters, sorts, pages", async () => {
     const all = await get("/characters");
     expect(all.json.object).toBe("list");
-    expect(all.json.data.map((c: { slug: string }) => c.slug)).toEqual(["noir-detective", "socratic-tutor", "code-coach", "night-owl-poet", "ship-captain"]);
+    expect(all.json.data.map((c: { slug: string }) => c.slug)).toEqual([
+      "noir-detective",
+      "socratic-tutor",
+      "code-coach",
+      "night-owl-poet",
+      "ship-captain",
+    ]);
     const first = all.json.data[0];
-    expect(Object.keys(first).sort()).toEqual(["adult", "author", "createdAt", "description", "featured", "id", "modelId", "name", "photoUrl", "shareUrl", "slug", "stats", "tags", "updatedAt", "webEnabled"]);
+    expect(Object.keys(first).sort()).toEqual([
+      "adult",
+      "author",
+      "createdAt",
+      "description",
+      "featured",
+      "id",
+      "modelId",
+      "name",
+      "photoUrl",
+      "shareUrl",
+      "slug",
+      "stats",
+      "tags",
+      "updatedAt",
+      "webEnabled",
+    ]);
     expect(first.systemPrompt).toBeUndefined();
     expect((await get("/characters?isAdult=true")).json.data.map((c: { slug: string }) => c.slug)).toEqual(["velvet-muse"]);
-    expect((await get("/characters?tags=Programming,Poetry")).json.data.map((c: { slug: string }) => c.slug)).toEqual(["code-coach", "night-owl-poet"]);
+    expect((await get("/characters?tags=Programming,Poetry")).json.data.map((c: { slug: string }) => c.slug)).toEqual([
+      "code-coach",
+      "night-owl-poet",
+    ]);
     expect((await get("/characters?search=%23mystery")).json.data.map((c: { slug: string }) => c.slug)).toEqual(["noir-detective"]);
-    expect((await get("/characters?sortBy=featured")).json.data.map((c: { slug: string }) => c.slug)).toEqual(["noir-detective", "socratic-tutor"]);
-    expect((await get("/characters?sortBy=mostRecent&sortOrder=asc&limit=2&offset=1")).json.data.map((c: { slug: string }) => c.slug)).toEqual(["socratic-tutor", "code-coach"]);
+    expect((await get("/characters?sortBy=featured")).json.data.map((c: { slug: string }) => c.slug)).toEqual([
+      "noir-detective",
+      "socratic-tutor",
+    ]);
+    expect(
+      (await get("/characters?sortBy=mostRecent&sortOrder=asc&limit=2&offset=1")).json.data.map((c: { slug: string }) => c.slug),
+    ).toEqual(["socratic-tutor", "code-coach"]);
     expect((await get("/characters?isPro=true")).json.data.map((c: { slug: string }) => c.slug)).toEqual(["ship-captain"]);
-    for (const bad of ["limit=101", "sortBy=best", `search=${"x".repeat(201)}`, "isAdult=yes", "colour=red"]) expect((await get(`/characters?${bad}`)).status).toBe(400);
+    for (const bad of ["limit=101", "sortBy=best", `search=${"x".repeat(201)}`, "isAdult=yes", "colour=red"])
+      expect((await get(`/characters?${bad}`)).status).toBe(400);
   });
 
   it("one character by slug or by id ({object: character, data}); 404 for none", async () => {
@@ -65,7 +105,9 @@ describe("characters", () => {
 
   it("takes Bearer keys only: a wallet's sign-in is 401, no credentials the x402 discovery 402", async () => {
     const wallet = new EvmWallet(Wallet.createRandom().privateKey);
-    const res = await createServiceFetch({ baseUrl: emu.url, wallet, retry: false })(`${emu.url}/characters`, { service: { throwOnError: false } });
+    const res = await createServiceFetch({ baseUrl: emu.url, wallet, retry: false })(`${emu.url}/characters`, {
+      service: { throwOnError: false },
+    });
     expect(res.status).toBe(401);
     const none = await get("/characters", null);
     expect(none.status).toBe(402);
@@ -95,7 +137,16 @@ describe("billing usage over the ledger", () => {
     expect(r.json.nextCursor).toBeNull();
     const rows = r.json.data;
     expect(rows.length).toBeGreaterThanOrEqual(2);
-    expect(Object.keys(rows[0]).sort()).toEqual(["amount", "currency", "inferenceDetails", "notes", "pricePerUnitUsd", "sku", "timestamp", "units"]);
+    expect(Object.keys(rows[0]).sort()).toEqual([
+      "amount",
+      "currency",
+      "inferenceDetails",
+      "notes",
+      "pricePerUnitUsd",
+      "sku",
+      "timestamp",
+      "units",
+    ]);
     expect(rows[0]).toMatchObject({ sku: "emu-s-llm-usage-mtoken", currency: "DIEM", notes: "API Inference" });
     expect(rows[0].amount).toBeLessThan(0);
     expect(rows[0].inferenceDetails.requestId).toMatch(/^chatcmpl-/);
@@ -116,7 +167,9 @@ describe("billing usage over the ledger", () => {
     expect(second.json.data[0].timestamp >= first.json.data[9].timestamp).toBe(true);
     expect((await get(`/billing/usage-history?cursor=${cursor}&pageSize=10`)).status).toBe(400);
     const tampered = `${cursor.slice(0, -3)}${cursor.endsWith("AAA") ? "BBB" : "AAA"}`;
-    expect((await get(`/billing/usage-history?cursor=${tampered}`)).json.error).toBe("Invalid or expired cursor; restart from the first page");
+    expect((await get(`/billing/usage-history?cursor=${tampered}`)).json.error).toBe(
+      "Invalid or expired cursor; restart from the first page",
+    );
     expect((await get(`/billing/usage-history?cursor=${cursor}`, "diem")).status).toBe(400); // another caller's
     expect((await get("/billing/usage-history?page=2")).status).toBe(400);
     expect((await get("/billing/usage-history?pageSize=5")).status).toBe(400);
@@ -132,7 +185,9 @@ describe("billing usage over the ledger", () => {
   it("takes ADMIN keys only: an INFERENCE key 401 'Admin API key required', a wallet 401, no credentials 402", async () => {
     expect((await get("/billing/usage-history", "inference")).json.error).toBe("Admin API key required");
     const wallet = new EvmWallet(Wallet.createRandom().privateKey);
-    const res = await createServiceFetch({ baseUrl: emu.url, wallet, retry: false })(`${emu.url}/billing/usage-history`, { service: { throwOnError: false } });
+    const res = await createServiceFetch({ baseUrl: emu.url, wallet, retry: false })(`${emu.url}/billing/usage-history`, {
+      service: { throwOnError: false },
+    });
     expect(res.status).toBe(401);
     expect((await get("/billing/usage-history", null)).status).toBe(402);
   });
@@ -152,7 +207,11 @@ describe("billing usage over the ledger", () => {
     const seed = await startEmulator({ mode: "seed", apiKeys: [{ key: "k", usd: 10, diem: 0 }] });
     try {
       for (let i = 0; i < 3; i++) {
-        await fetch(`${seed.url}/chat/completions`, { method: "POST", headers: { authorization: "Bearer k", "content-type": "application/json" }, body: JSON.stringify({ model: "emu-s", messages: [{ role: "user", content: "hi" }] }) });
+        await fetch(`${seed.url}/chat/completions`, {
+          method: "POST",
+          headers: { authorization: "Bearer k", "content-type": "application/json" },
+          body: JSON.stringify({ model: "emu-s", messages: [{ role: "user", content: "hi" }] }),
+        });
       }
       const page = await fetch(`${seed.url}/billing/usage?limit=2&page=2&sortOrder=asc`, { headers: { authorization: "Bearer k" } });
       const body = await page.json();

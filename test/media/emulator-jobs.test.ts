@@ -13,7 +13,11 @@ import { decodeMp4 } from "./mp4-reader.js";
 let emu: Emulator;
 beforeAll(async () => {
   emu = await startEmulator({
-    apiKeys: [{ key: "rich", usd: 20, diem: 0 }, { key: "poor", usd: 0.15, diem: 0 }, { key: "other", usd: 5, diem: 0 }],
+    apiKeys: [
+      { key: "rich", usd: 20, diem: 0 },
+      { key: "poor", usd: 0.15, diem: 0 },
+      { key: "other", usd: 5, diem: 0 },
+    ],
     // long enough that "still running" holds on a busy machine, short enough to wait for
     jobs: { processingMs: { video: 1_000, audio: 600 } },
     rateLimits: { abuseMaxFailures: 10_000 },
@@ -31,7 +35,13 @@ async function post(path: string, body: unknown, key = "rich", headers: Record<s
   });
   const bytes = Buffer.from(await res.arrayBuffer());
   const type = res.headers.get("content-type") ?? "";
-  return { status: res.status, headers: res.headers, type, bytes, json: type.includes("json") ? JSON.parse(bytes.toString("utf8")) : undefined };
+  return {
+    status: res.status,
+    headers: res.headers,
+    type,
+    bytes,
+    json: type.includes("json") ? JSON.parse(bytes.toString("utf8")) : undefined,
+  };
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -41,7 +51,11 @@ describe("/models of the new types", () => {
   it("video (constraints and per-second pricing), music (options), asr, inpaint and upscale models, in the published shape", async () => {
     const list = async (type: string) => (await (await fetch(`${emu.url}/models?type=${type}`)).json()).data;
     const [videoModel] = await list("video");
-    expect(videoModel).toMatchObject({ id: "emu-video", type: "video", model_spec: { traits: ["default"], pricing: { per_second: { "480p": { usd: 0.05 } } } } });
+    expect(videoModel).toMatchObject({
+      id: "emu-video",
+      type: "video",
+      model_spec: { traits: ["default"], pricing: { per_second: { "480p": { usd: 0.05 } } } },
+    });
     expect(videoModel.model_spec.constraints).toEqual({
       aspect_ratios: ["16:9", "9:16", "1:1"],
       resolutions: ["480p", "720p"],
@@ -53,11 +67,19 @@ describe("/models of the new types", () => {
     });
     const music = await list("music");
     expect(music.map((m: { id: string }) => m.id)).toEqual(["emu-music", "emu-narrator"]);
-    expect(music[0].model_spec).toMatchObject({ min_duration: 3, max_duration: 60, default_duration: 10, supports_loop: true, supports_lyrics: false });
+    expect(music[0].model_spec).toMatchObject({
+      min_duration: 3,
+      max_duration: 60,
+      default_duration: 10,
+      supports_loop: true,
+      supports_lyrics: false,
+    });
     expect(music[1].model_spec).toMatchObject({ voices: ["Aria", "Roger", "Sarah"], pricing: { per_thousand_characters: { usd: 0.3 } } });
     expect((await list("asr")).map((m: { id: string }) => m.id)).toEqual(["nvidia/parakeet-tdt-0.6b-v3", "openai/whisper-large-v3"]);
     expect((await list("inpaint"))[0].model_spec.constraints).toMatchObject({ combineImages: true, maxInputImages: 3 });
-    expect((await list("upscale"))[0].model_spec.pricing).toEqual({ upscale: { "2x": { usd: 0.02, diem: 0.02 }, "4x": { usd: 0.08, diem: 0.08 } } });
+    expect((await list("upscale"))[0].model_spec.pricing).toEqual({
+      upscale: { "2x": { usd: 0.02, diem: 0.02 }, "4x": { usd: 0.08, diem: 0.08 } },
+    });
   });
 });
 
@@ -72,12 +94,20 @@ describe("/video/quote and /video/queue", () => {
     expect((await post("/video/quote", { model: "emu-video", duration: "5s", resolution: "4k" })).status).toBe(400);
     expect((await post("/video/quote", { model: "nope", duration: "5s" })).status).toBe(404);
     expect((await post("/video/quote", { model: "emu-video", duration: "5s", prompt: "x" })).status).toBe(400); // closed: prompt is the queue's
-    expect((await post("/video/quote", "model=emu-video", "rich", { "content-type": "application/x-www-form-urlencoded" })).status).toBe(415);
+    expect((await post("/video/quote", "model=emu-video", "rich", { "content-type": "application/x-www-form-urlencoded" })).status).toBe(
+      415,
+    );
     expect(rows("rich").length).toBe(before);
   });
 
   it("queues: {model, queue_id}, one CHARGE of the quote whose requestId is the queue id; the body is closed and checked against the model", async () => {
-    const r = await post("/video/queue", { model: "emu-video", prompt: "waves on a beach", duration: "4s", resolution: "480p", aspect_ratio: "16:9" });
+    const r = await post("/video/queue", {
+      model: "emu-video",
+      prompt: "waves on a beach",
+      duration: "4s",
+      resolution: "480p",
+      aspect_ratio: "16:9",
+    });
     expect(r.status).toBe(200);
     expect(Object.keys(r.json).sort()).toEqual(["model", "queue_id"]);
     expect(r.json.model).toBe("emu-video");
@@ -87,8 +117,19 @@ describe("/video/quote and /video/queue", () => {
     expect((await post("/video/queue", { model: "emu-video", prompt: "x", duration: "4s", colour: "red" })).status).toBe(400);
     expect((await post("/video/queue", { model: "emu-video", duration: "4s" })).status).toBe(400); // prompt required
     expect((await post("/video/queue", { model: "emu-video", prompt: "x", duration: "4s", aspect_ratio: "21:9" })).status).toBe(400);
-    expect((await post("/video/queue", { model: "emu-video-i2v", prompt: "x", duration: "4s" })).json.error).toMatch(/image_url is required/);
-    expect((await post("/video/queue", { model: "emu-video", prompt: "x", duration: "4s", reference_image_urls: Array(10).fill("https://example.org/a.png") })).status).toBe(400);
+    expect((await post("/video/queue", { model: "emu-video-i2v", prompt: "x", duration: "4s" })).json.error).toMatch(
+      /image_url is required/,
+    );
+    expect(
+      (
+        await post("/video/queue", {
+          model: "emu-video",
+          prompt: "x",
+          duration: "4s",
+          reference_image_urls: Array(10).fill("https://example.org/a.png"),
+        })
+      ).status,
+    ).toBe(400);
   });
 
   it("a caller whose funds are short of the quote gets the live service's plain 402 (no code), nothing queued or charged", async () => {
@@ -103,10 +144,19 @@ describe("/video/quote and /video/queue", () => {
 
 describe("/video/retrieve and /video/complete", () => {
   it("answers PROCESSING with the service's estimate while the job runs, then a real MP4 whose H.264 decodes; delete_media_on_completion leaves nothing", async () => {
-    const { json } = await post("/video/queue", { model: "emu-video", prompt: "a sunset over the sea", duration: "5s", aspect_ratio: "9:16" });
+    const { json } = await post("/video/queue", {
+      model: "emu-video",
+      prompt: "a sunset over the sea",
+      duration: "5s",
+      aspect_ratio: "9:16",
+    });
     const running = await post("/video/retrieve", { model: "emu-video", queue_id: json.queue_id });
     expect(running.status).toBe(200);
-    expect(running.json).toEqual({ status: "PROCESSING", average_execution_time: expect.any(Number), execution_duration: expect.any(Number) });
+    expect(running.json).toEqual({
+      status: "PROCESSING",
+      average_execution_time: expect.any(Number),
+      execution_duration: expect.any(Number),
+    });
     expect(running.json.average_execution_time).toBeGreaterThan(1_000);
     await sleep(1_050);
     const done = await post("/video/retrieve", { model: "emu-video", queue_id: json.queue_id, delete_media_on_completion: true });
@@ -125,7 +175,9 @@ describe("/video/retrieve and /video/complete", () => {
 
   it("complete refuses every queue id live (the media stays); jobs.videoComplete: \"delete\" (seed) deletes it; another caller's or an unknown queue id is 400 'Request ID is invalid.'", async () => {
     const { json } = await post("/video/queue", { model: "emu-video", prompt: "rain", duration: "2s" });
-    expect((await post("/video/retrieve", { model: "emu-video", queue_id: json.queue_id }, "other")).json).toEqual({ error: "Request ID is invalid." });
+    expect((await post("/video/retrieve", { model: "emu-video", queue_id: json.queue_id }, "other")).json).toEqual({
+      error: "Request ID is invalid.",
+    });
     expect((await post("/video/retrieve", { model: "emu-video", queue_id: "no-such-id" })).status).toBe(400);
     expect((await post("/video/retrieve", { model: "emu-video-private", queue_id: json.queue_id })).status).toBe(400);
     await sleep(1_050);
@@ -159,10 +211,22 @@ describe("the failure knob", () => {
   it("a failing job is refunded when it fails (a REFUND row, before anyone asks) and retrieve answers the error every time", async () => {
     const { json } = await post("/video/queue", { model: "emu-video", prompt: "a storm [[emu:fail=422]]", duration: "4s" });
     const id = json.queue_id;
-    expect(rows("rich").filter((e) => e.requestId === id).map((e) => e.type)).toEqual(["CHARGE"]);
+    expect(
+      rows("rich")
+        .filter((e) => e.requestId === id)
+        .map((e) => e.type),
+    ).toEqual(["CHARGE"]);
     // the job's end passes with no request: its timer refunds it (waited for, not timed: timers run late on a busy machine)
-    for (const until = Date.now() + 10_000; !rows("rich").some((e) => e.requestId === id && e.type === "REFUND") && Date.now() < until; ) await sleep(50);
-    expect(rows("rich").filter((e) => e.requestId === id).map((e) => [e.type, e.amount])).toEqual([["CHARGE", -0.2], ["REFUND", 0.2]]);
+    for (const until = Date.now() + 10_000; !rows("rich").some((e) => e.requestId === id && e.type === "REFUND") && Date.now() < until; )
+      await sleep(50);
+    expect(
+      rows("rich")
+        .filter((e) => e.requestId === id)
+        .map((e) => [e.type, e.amount]),
+    ).toEqual([
+      ["CHARGE", -0.2],
+      ["REFUND", 0.2],
+    ]);
     for (let i = 0; i < 2; i++) {
       const r = await post("/video/retrieve", { model: "emu-video", queue_id: id });
       expect(r.status).toBe(422);
@@ -174,11 +238,23 @@ describe("the failure knob", () => {
   it("jobs.failures fails the first N queued with the status asked (default 500)", async () => {
     const failing = await startEmulator({ apiKeys: [{ key: "k", usd: 5, diem: 0 }], jobs: { processingMs: 50, failures: { first: 1 } } });
     try {
-      const q = async () => (await fetch(`${failing.url}/audio/queue`, { method: "POST", headers: { authorization: "Bearer k", "content-type": "application/json" }, body: JSON.stringify({ model: "emu-music", prompt: "a short drum loop", duration_seconds: 3 }) })).json();
+      const q = async () =>
+        (
+          await fetch(`${failing.url}/audio/queue`, {
+            method: "POST",
+            headers: { authorization: "Bearer k", "content-type": "application/json" },
+            body: JSON.stringify({ model: "emu-music", prompt: "a short drum loop", duration_seconds: 3 }),
+          })
+        ).json();
       const first = await q();
       const second = await q();
       await sleep(120);
-      const retrieve = (id: string) => fetch(`${failing.url}/audio/retrieve`, { method: "POST", headers: { authorization: "Bearer k", "content-type": "application/json" }, body: JSON.stringify({ model: "emu-music", queue_id: id }) });
+      const retrieve = (id: string) =>
+        fetch(`${failing.url}/audio/retrieve`, {
+          method: "POST",
+          headers: { authorization: "Bearer k", "content-type": "application/json" },
+          body: JSON.stringify({ model: "emu-music", queue_id: id }),
+        });
       expect((await retrieve(first.queue_id)).status).toBe(500);
       expect((await retrieve(second.queue_id)).headers.get("content-type")).toBe("audio/wav");
       expect(failing.ledger.totals(failing.account("k")!)).toMatchObject({ charges: 2, refunds: 1, refunded: 0.03 });
@@ -195,7 +271,11 @@ describe("the failure knob", () => {
 
 describe("asynchronous audio: /audio/quote, /audio/queue, /audio/retrieve, /audio/complete", () => {
   it("quotes without credentials; duration_seconds only for models with durations; character_count for character-priced ones", async () => {
-    const anon = await fetch(`${emu.url}/audio/quote`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ model: "emu-music", duration_seconds: 20 }) });
+    const anon = await fetch(`${emu.url}/audio/quote`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ model: "emu-music", duration_seconds: 20 }),
+    });
     expect(await anon.json()).toEqual({ quote: 0.2 });
     expect((await post("/audio/quote", { model: "emu-music", duration_seconds: "30" })).json).toEqual({ quote: 0.3 });
     expect((await post("/audio/quote", { model: "emu-music" })).json).toEqual({ quote: 0.1 }); // the default 10 s

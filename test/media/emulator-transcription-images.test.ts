@@ -30,10 +30,22 @@ async function send(path: string, body: FormData | string | object, headers: Rec
   });
   const bytes = Buffer.from(await res.arrayBuffer());
   const type = res.headers.get("content-type") ?? "";
-  return { status: res.status, headers: res.headers, type, bytes, json: type.includes("json") ? JSON.parse(bytes.toString("utf8")) : undefined, text: bytes.toString("utf8") };
+  return {
+    status: res.status,
+    headers: res.headers,
+    type,
+    bytes,
+    json: type.includes("json") ? JSON.parse(bytes.toString("utf8")) : undefined,
+    text: bytes.toString("utf8"),
+  };
 }
 
-function audioForm(file: Uint8Array, fields: Record<string, string> = { model: "nvidia/parakeet-tdt-0.6b-v3" }, name = "clip.wav", type = "audio/wav"): FormData {
+function audioForm(
+  file: Uint8Array,
+  fields: Record<string, string> = { model: "nvidia/parakeet-tdt-0.6b-v3" },
+  name = "clip.wav",
+  type = "audio/wav",
+): FormData {
   const form = new FormData();
   form.set("file", new Blob([new Uint8Array(file)], { type }), name);
   for (const [k, v] of Object.entries(fields)) form.set(k, v);
@@ -60,7 +72,16 @@ describe("/audio/transcriptions", () => {
   it("timestamps: true adds the model's granularities (parakeet: segment, word, char; whisper: segment, word), in order", async () => {
     const p = (await send("/audio/transcriptions", audioForm(wav, { model: "nvidia/parakeet-tdt-0.6b-v3", timestamps: "true" }))).json;
     expect(Object.keys(p.timestamps).sort()).toEqual(["char", "segment", "word"]);
-    expect(p.timestamps.word.map((w: { word: string }) => w.word)).toEqual(["The", "harbour", "opens", "at", "noon", "Bring", "the", "map"]);
+    expect(p.timestamps.word.map((w: { word: string }) => w.word)).toEqual([
+      "The",
+      "harbour",
+      "opens",
+      "at",
+      "noon",
+      "Bring",
+      "the",
+      "map",
+    ]);
     expect(p.timestamps.segment.map((s: { text: string }) => s.text)).toEqual(["The harbour opens at noon.", "Bring the map!"]);
     const starts = p.timestamps.word.map((w: { start: number }) => w.start);
     expect(starts).toEqual([...starts].sort((a, b) => a - b));
@@ -75,25 +96,37 @@ describe("/audio/transcriptions", () => {
     const tone = Buffer.alloc(48_000 * 2);
     for (let i = 0; i < 48_000; i++) if (i < 12_000 || i > 30_000) tone.writeInt16LE(Math.round(Math.sin(i / 8) * 9000), i * 2);
     const before = charges().length;
-    const r = await send("/audio/transcriptions", audioForm(encodeWav(tone, 24_000), { model: "nvidia/parakeet-tdt-0.6b-v3", timestamps: "true" }));
+    const r = await send(
+      "/audio/transcriptions",
+      audioForm(encodeWav(tone, 24_000), { model: "nvidia/parakeet-tdt-0.6b-v3", timestamps: "true" }),
+    );
     expect(r.json.timestamps.word).toHaveLength(2);
     expect(r.json.duration).toBeCloseTo(2, 3);
-    expect(charges().slice(before)).toEqual([expect.objectContaining({ amount: -0.0002, kind: "transcription", modelId: "nvidia/parakeet-tdt-0.6b-v3" })]);
+    expect(charges().slice(before)).toEqual([
+      expect.objectContaining({ amount: -0.0002, kind: "transcription", modelId: "nvidia/parakeet-tdt-0.6b-v3" }),
+    ]);
     const silent = await send("/audio/transcriptions", audioForm(encodeWav(Buffer.alloc(24_000 * 2))));
     expect(silent.status).toBe(422);
     expect(charges().length).toBe(before + 1);
   });
 
   it("refuses, as published: a JSON body (no file), no model, an unknown model (404), a bad response_format, an extension it does not take, bytes that are not audio", async () => {
-    expect((await send("/audio/transcriptions", { file: wav.toString("base64"), model: "nvidia/parakeet-tdt-0.6b-v3" })).json.error).toBe("No audio file provided");
+    expect((await send("/audio/transcriptions", { file: wav.toString("base64"), model: "nvidia/parakeet-tdt-0.6b-v3" })).json.error).toBe(
+      "No audio file provided",
+    );
     expect((await send("/audio/transcriptions", audioForm(wav, {}))).json.error).toBe("model is required");
     expect((await send("/audio/transcriptions", audioForm(wav, { model: "whisper-9" }))).status).toBe(404);
-    expect((await send("/audio/transcriptions", audioForm(wav, { model: "nvidia/parakeet-tdt-0.6b-v3", response_format: "verbose_json" }))).status).toBe(400);
+    expect(
+      (await send("/audio/transcriptions", audioForm(wav, { model: "nvidia/parakeet-tdt-0.6b-v3", response_format: "verbose_json" })))
+        .status,
+    ).toBe(400);
     expect((await send("/audio/transcriptions", audioForm(wav, undefined, "clip.txt", "text/plain"))).status).toBe(400);
     const notAudio = await send("/audio/transcriptions", audioForm(Buffer.from("hello, not audio at all"), undefined, "clip.wav"));
     expect(notAudio.json.error).toMatch(/binary signature/);
     // other fields are ignored, as published
-    expect((await send("/audio/transcriptions", audioForm(wav, { model: "nvidia/parakeet-tdt-0.6b-v3", prompt: "ignored" }))).status).toBe(200);
+    expect((await send("/audio/transcriptions", audioForm(wav, { model: "nvidia/parakeet-tdt-0.6b-v3", prompt: "ignored" }))).status).toBe(
+      200,
+    );
   });
 });
 
@@ -110,7 +143,8 @@ function filteredPng(width: number, height: number, rgb: Uint8Array, filters: nu
       const b = y > 0 ? rgb[(y - 1) * stride + i]! : 0;
       const c = y > 0 && i >= 3 ? rgb[(y - 1) * stride + i - 3]! : 0;
       const p = a + b - c;
-      const paeth = Math.abs(p - a) <= Math.abs(p - b) && Math.abs(p - a) <= Math.abs(p - c) ? a : Math.abs(p - b) <= Math.abs(p - c) ? b : c;
+      const paeth =
+        Math.abs(p - a) <= Math.abs(p - b) && Math.abs(p - a) <= Math.abs(p - c) ? a : Math.abs(p - b) <= Math.abs(p - c) ? b : c;
       const pred = f === 1 ? a : f === 2 ? b : f === 3 ? (a + b) >> 1 : f === 4 ? paeth : 0;
       raw[y * (stride + 1) + 1 + i] = (x - pred) & 0xff;
     }
@@ -128,7 +162,12 @@ function filteredPng(width: number, height: number, rgb: Uint8Array, filters: nu
   ihdr.writeUInt32BE(height, 4);
   ihdr[8] = 8;
   ihdr[9] = 2;
-  return Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), chunk("IHDR", ihdr), chunk("IDAT", deflateSync(raw)), chunk("IEND", Buffer.alloc(0))]);
+  return Buffer.concat([
+    Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]),
+    chunk("IHDR", ihdr),
+    chunk("IDAT", deflateSync(raw)),
+    chunk("IEND", Buffer.alloc(0)),
+  ]);
 }
 
 describe("image manipulation", () => {
@@ -150,7 +189,9 @@ describe("image manipulation", () => {
     expect(charges().at(-1)).toMatchObject({ amount: -0.04, kind: "image-edit", modelId: "emu-image-edit" });
     expect((await send("/image/edit", { prompt: "x", image: `data:image/png;base64,${b64}` })).status).toBe(400);
     expect((await send("/image/edit", { prompt: "x", image: b64, strength: 1 })).status).toBe(400);
-    expect((await send("/image/edit", { prompt: "x", image: pictureFor("small", 100, 100).toString("base64") })).json.error).toMatch(/65,536 to 33,177,600 pixels/);
+    expect((await send("/image/edit", { prompt: "x", image: pictureFor("small", 100, 100).toString("base64") })).json.error).toMatch(
+      /65,536 to 33,177,600 pixels/,
+    );
     const form = new FormData();
     form.set("prompt", "x");
     form.set("image", new Blob([new Uint8Array(png)], { type: "image/png" }), "a.png");
@@ -158,7 +199,11 @@ describe("image manipulation", () => {
   });
 
   it("/image/multi-edit: JSON (base64 or data URLs) or multipart parts named images; modelId only; at most the model's maxInputImages", async () => {
-    const json = await send("/image/multi-edit", { modelId: "emu-image-edit", prompt: "combine", images: [b64, `data:image/png;base64,${pictureFor("sea", 256, 256).toString("base64")}`] });
+    const json = await send("/image/multi-edit", {
+      modelId: "emu-image-edit",
+      prompt: "combine",
+      images: [b64, `data:image/png;base64,${pictureFor("sea", 256, 256).toString("base64")}`],
+    });
     expect(decodePng(json.bytes)).toMatchObject({ width: 256, height: 256 });
     expect((await send("/image/multi-edit", { model: "emu-image-edit", prompt: "combine", images: [b64] })).status).toBe(400);
     expect((await send("/image/multi-edit", { prompt: "combine", images: [b64, b64, b64, b64] })).json.error).toMatch(/at most 3 images/);

@@ -29,7 +29,13 @@ export function recordingClient(emu: Emulator, options: ServiceClientOptions = {
       const headers = new Headers(init?.headers);
       const body = init?.body;
       const contentType = headers.get("content-type") ?? (body instanceof FormData ? "multipart/form-data" : undefined);
-      sent.push({ method: init?.method ?? "GET", path: url.pathname.replace(/^\/api\/v1/, ""), query: url.search, contentType, at: Date.now() });
+      sent.push({
+        method: init?.method ?? "GET",
+        path: url.pathname.replace(/^\/api\/v1/, ""),
+        query: url.search,
+        contentType,
+        at: Date.now(),
+      });
       return globalThis.fetch(input, init);
     },
     ...options,

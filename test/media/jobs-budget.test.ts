@@ -13,7 +13,11 @@ import { recordingClient } from "./helpers.js";
 
 let emu: Emulator;
 beforeAll(async () => {
-  emu = await startEmulator({ apiKeys: [{ key: "jobs", usd: 20, diem: 0 }], jobs: { processingMs: { video: 500, audio: 500 } }, x402: { solana: false } });
+  emu = await startEmulator({
+    apiKeys: [{ key: "jobs", usd: 20, diem: 0 }],
+    jobs: { processingMs: { video: 500, audio: 500 } },
+    x402: { solana: false },
+  });
 });
 afterAll(async () => {
   await emu?.close();

@@ -26,7 +26,9 @@ describe("a wallet short of the quote", () => {
     const wallet = payer(emu, 3);
     const { client, count } = recordingClient(emu, { wallet, payment: testPolicy(emu) });
     emu.context.ledger.wallet(wallet.address).usd = 0.15; // above the floor, under the quote
-    const err = await client.video.queue({ model: "emu-video", prompt: "a long pan over the hills", duration: "10s", resolution: "720p" }).catch((e: unknown) => e);
+    const err = await client.video
+      .queue({ model: "emu-video", prompt: "a long pan over the hills", duration: "10s", resolution: "720p" })
+      .catch((e: unknown) => e);
     // typed for a wallet: its credit is under the quote (still an InsufficientBalanceError), not an API-key account's
     expect(err).toBeInstanceOf(CreditBelowQuoteError);
     expect(err).toBeInstanceOf(InsufficientBalanceError);

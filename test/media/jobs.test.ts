@@ -21,7 +21,11 @@ import { recordingClient } from "./helpers.js";
 let emu: Emulator;
 beforeAll(async () => {
   emu = await startEmulator({
-    apiKeys: [{ key: "admin", usd: 20, diem: 0 }, { key: "inference", usd: 20, diem: 0, admin: false }, { key: "poor", usd: 0.15, diem: 0 }],
+    apiKeys: [
+      { key: "admin", usd: 20, diem: 0 },
+      { key: "inference", usd: 20, diem: 0, admin: false },
+      { key: "poor", usd: 0.15, diem: 0 },
+    ],
     walletStartingUsd: 2,
     x402: { solana: false },
     // video jobs end before the first poll (its floor is 1.5 s); audio jobs are still running at their first polls
@@ -44,7 +48,11 @@ describe("client.video and client.audio: the four routes", () => {
     const queued = await client.video.queue(video);
     expect(queued).toMatchObject({ kind: "video", model: "emu-video", queueId: expect.any(String) });
     const running = await client.video.retrieve(queued);
-    expect(running).toMatchObject({ status: "PROCESSING", averageExecutionTimeMs: expect.any(Number), executionDurationMs: expect.any(Number) });
+    expect(running).toMatchObject({
+      status: "PROCESSING",
+      averageExecutionTimeMs: expect.any(Number),
+      executionDurationMs: expect.any(Number),
+    });
     await new Promise((r) => setTimeout(r, 1_050));
     const done = await client.video.retrieve({ ...queued, deleteMediaOnCompletion: true });
     expect(done.status).toBe("COMPLETED");
@@ -73,7 +81,9 @@ describe("client.video and client.audio: the four routes", () => {
     const { client, sent } = recordingClient(emu, { apiKey: "admin" });
     await expect(client.video.quote({ ...video, duration: "7 seconds" as "2s" })).rejects.toBeInstanceOf(ValidationError);
     await expect(client.video.queue({ ...video, imageUrl: "file:///etc/passwd" })).rejects.toThrow(/https URL or a base64 data URL/);
-    await expect(client.audio.queue({ model: "emu-music", prompt: "x", lyricsOptimizer: true, lyricsPrompt: "la" })).rejects.toBeInstanceOf(ValidationError);
+    await expect(client.audio.queue({ model: "emu-music", prompt: "x", lyricsOptimizer: true, lyricsPrompt: "la" })).rejects.toBeInstanceOf(
+      ValidationError,
+    );
     await expect(client.video.retrieve({ model: "emu-video", queueId: "" })).rejects.toBeInstanceOf(ValidationError);
     await expect(client.video.generate({ ...video, model: "" })).rejects.toBeInstanceOf(ValidationError);
     expect(sent).toEqual([]);
@@ -93,7 +103,8 @@ describe("generate: the whole run", () => {
     const retrieves = sent.filter((s) => s.path === "/video/retrieve");
     const queuedAt = sent.find((s) => s.path === "/video/queue")!.at;
     expect(retrieves[0]!.at - queuedAt).toBeGreaterThanOrEqual(POLL_FLOOR_MS.video - 5);
-    for (let i = 1; i < retrieves.length; i++) expect(retrieves[i]!.at - retrieves[i - 1]!.at).toBeGreaterThanOrEqual(POLL_FLOOR_MS.video - 5);
+    for (let i = 1; i < retrieves.length; i++)
+      expect(retrieves[i]!.at - retrieves[i - 1]!.at).toBeGreaterThanOrEqual(POLL_FLOOR_MS.video - 5);
     expect(sent.filter((s) => s.path === "/video/complete")).toHaveLength(0); // delete_media_on_completion did it
     await expect(client.video.retrieve(result)).rejects.toMatchObject({ status: 404 });
     expect(videoCharges("admin").filter((e) => e.requestId === result.queueId)).toHaveLength(1);
@@ -102,7 +113,10 @@ describe("generate: the whole run", () => {
   it("audio jobs: progress while processing (the service's elapsed over its estimate, growing), a real WAV of the asked length; polls no closer than audio's floor", async () => {
     const { client, sent } = recordingClient(emu, { apiKey: "admin" });
     const steps: JobProgress[] = [];
-    const result = await client.audio.generate({ model: "emu-music", prompt: "a calm piano melody", durationSeconds: 3 }, { ...fast, onProgress: (p) => void steps.push(p) });
+    const result = await client.audio.generate(
+      { model: "emu-music", prompt: "a calm piano melody", durationSeconds: 3 },
+      { ...fast, onProgress: (p) => void steps.push(p) },
+    );
     expect(decodeWav(result.bytes).durationSeconds).toBeCloseTo(3, 3);
     expect(result.quoteUsd).toBe(0.03);
     expect(steps.map((p) => p.phase)[0]).toBe("quoted");
@@ -117,7 +131,8 @@ describe("generate: the whole run", () => {
     expect(fractions).toEqual([...fractions].sort((a, b) => a - b));
     expect(steps.at(-1)).toMatchObject({ phase: "completed", fraction: 1 });
     const retrieves = sent.filter((s) => s.path === "/audio/retrieve");
-    for (let i = 1; i < retrieves.length; i++) expect(retrieves[i]!.at - retrieves[i - 1]!.at).toBeGreaterThanOrEqual(POLL_FLOOR_MS.audio - 5);
+    for (let i = 1; i < retrieves.length; i++)
+      expect(retrieves[i]!.at - retrieves[i - 1]!.at).toBeGreaterThanOrEqual(POLL_FLOOR_MS.audio - 5);
   });
 
   it("a privately hosted model's file is fetched from its download_url; /video/complete is never called", async () => {
@@ -135,7 +150,9 @@ describe("the quote against the owner's limits", () => {
   it("maxQuoteUsd: a QuoteRefusedError before the queue; nothing queued, nothing charged", async () => {
     const { client, count } = recordingClient(emu, { apiKey: "admin" });
     const before = emu.account("admin")!.entries.length;
-    const err = await client.video.generate({ ...video, duration: "10s", resolution: "720p" }, { maxQuoteUsd: 0.5 }).catch((e: unknown) => e);
+    const err = await client.video
+      .generate({ ...video, duration: "10s", resolution: "720p" }, { maxQuoteUsd: 0.5 })
+      .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(QuoteRefusedError);
     expect(err).toMatchObject({ rule: "maxQuoteUsd", quoteUsd: 0.7, limitUsd: 0.5, kind: "video", model: "emu-video" });
     expect(count("/video/quote")).toBe(1);

@@ -26,7 +26,11 @@ let emu: Emulator;
 let root: string;
 let input: string;
 beforeAll(async () => {
-  emu = await startEmulator({ apiKeys: [{ key: KEY, usd: 20, diem: 0 }], jobs: { processingMs: { video: 200, audio: 200 } }, rateLimits: { abuseMaxFailures: 10_000 } });
+  emu = await startEmulator({
+    apiKeys: [{ key: KEY, usd: 20, diem: 0 }],
+    jobs: { processingMs: { video: 200, audio: 200 } },
+    rateLimits: { abuseMaxFailures: 10_000 },
+  });
   root = await mkdtemp(join(tmpdir(), "media-tools-"));
   input = join(root, "in");
   await mkdir(input);
@@ -62,7 +66,10 @@ describe("transcribe_audio", () => {
       expect((await callTool(tool, "transcribe_audio", { path })).json.error.code).toBe("PATH_NOT_ALLOWED");
     }
     expect((await callTool(tool, "transcribe_audio", { path: "nope.wav" })).json.error.code).toBe("FILE_NOT_FOUND");
-    expect((await callTool(tool, "transcribe_audio", { path: "pic.png" })).json.error).toMatchObject({ code: "INVALID_PARAMS", message: expect.stringMatching(/container/) });
+    expect((await callTool(tool, "transcribe_audio", { path: "pic.png" })).json.error).toMatchObject({
+      code: "INVALID_PARAMS",
+      message: expect.stringMatching(/container/),
+    });
     expect(sent).toEqual([]);
     expect((await callTool(tool, "transcribe_audio", { path: "silence.wav" })).json.error.code).toBe("UNPROCESSABLE_AUDIO");
     expect(() => new TranscriptionTool({ client } as never)).toThrow(ConfigurationError);
@@ -98,7 +105,9 @@ describe("edit_image", () => {
     expect(r.text).not.toMatch(/base64,/);
     const before = sent.length;
     expect((await callTool(inline, "edit_image", { path: "pic.png" })).json.error.code).toBe("INVALID_PARAMS");
-    expect((await callTool(inline, "edit_image", { path: "pic.png", operation: "upscale", scale: 3 })).json.error.code).toBe("INVALID_PARAMS");
+    expect((await callTool(inline, "edit_image", { path: "pic.png", operation: "upscale", scale: 3 })).json.error.code).toBe(
+      "INVALID_PARAMS",
+    );
     expect((await callTool(inline, "edit_image", { path: "../secret.wav", prompt: "x" })).json.error.code).toBe("PATH_NOT_ALLOWED");
     expect(sent.length).toBe(before);
     expect(() => new ImageEditTool({ client })).toThrow(ConfigurationError);
@@ -118,9 +127,20 @@ describe("generate_video and generate_audio", () => {
     const outputDir = join(root, "videos");
     const { client } = recordingClient(emu, { apiKey: KEY });
     const direct: string[] = [];
-    const tool = new VideoGenerationTool({ client, outputDir, duration: "4s", pollIntervalMs: { initial: 0 }, onProgress: (p) => void direct.push(p.phase) });
+    const tool = new VideoGenerationTool({
+      client,
+      outputDir,
+      duration: "4s",
+      pollIntervalMs: { initial: 0 },
+      onProgress: (p) => void direct.push(p.phase),
+    });
     const handler = new ProgressHandler();
-    const { json, artifact } = await callTool(tool, "generate_video", { prompt: "waves rolling onto a beach", aspectRatio: "1:1" }, { callbacks: [handler] });
+    const { json, artifact } = await callTool(
+      tool,
+      "generate_video",
+      { prompt: "waves rolling onto a beach", aspectRatio: "1:1" },
+      { callbacks: [handler] },
+    );
     expect(json).toMatchObject({ duration: "4s", aspectRatio: "1:1", costUsd: 0.2, bytes: expect.any(Number) });
     expect(dirname(json.path)).toBe(outputDir);
     expect(json.path).toMatch(/video-\d{8}T\d{6}Z-[0-9a-f]{8}\.mp4$/);
@@ -147,8 +167,15 @@ describe("generate_video and generate_audio", () => {
   it("the run's signal stops the wait (JobCancelledError with the queue id); outputDir is required", async () => {
     const { client } = recordingClient(emu, { apiKey: KEY });
     const controller = new AbortController();
-    const tool = new VideoGenerationTool({ client, outputDir: join(root, "never"), duration: "2s", onProgress: (p) => void (p.phase === "queued" && controller.abort()) });
-    const err = await tool.invoke({ type: "tool_call", id: "c", name: "generate_video", args: { prompt: "rain" } }, { signal: controller.signal }).catch((e: unknown) => e);
+    const tool = new VideoGenerationTool({
+      client,
+      outputDir: join(root, "never"),
+      duration: "2s",
+      onProgress: (p) => void (p.phase === "queued" && controller.abort()),
+    });
+    const err = await tool
+      .invoke({ type: "tool_call", id: "c", name: "generate_video", args: { prompt: "rain" } }, { signal: controller.signal })
+      .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(JobCancelledError);
     expect((err as JobCancelledError).queueId).toBeTruthy();
     expect(() => new VideoGenerationTool({ client } as never)).toThrow(ConfigurationError);
@@ -157,7 +184,10 @@ describe("generate_video and generate_audio", () => {
   it("generate_audio writes a WAV of the asked length (the default music model); the narrator speaks the prompt", async () => {
     const outputDir = join(root, "audio");
     const { client } = recordingClient(emu, { apiKey: KEY });
-    const music = await callTool(new AudioGenerationTool({ client, outputDir, pollIntervalMs: { initial: 0 } }), "generate_audio", { prompt: "a calm piano melody", durationSeconds: 3 });
+    const music = await callTool(new AudioGenerationTool({ client, outputDir, pollIntervalMs: { initial: 0 } }), "generate_audio", {
+      prompt: "a calm piano melody",
+      durationSeconds: 3,
+    });
     expect(music.json).toMatchObject({ format: "wav", durationSeconds: 3, costUsd: 0.03 });
     expect(decodeWav(await readFile(music.json.path)).durationSeconds).toBeCloseTo(3, 3);
     const narrator = new AudioGenerationTool({ client, outputDir, model: "emu-narrator", pollIntervalMs: { initial: 0 } });

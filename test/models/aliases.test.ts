@@ -78,7 +78,7 @@ describe("a trait or a compatibility name as model", () => {
     const profile = await m.loadProfile();
     expect(profile.maxInputTokens).toBeGreaterThan(0);
     expect(profile).toEqual(await resolved.loadProfile());
-    expect((await new ChatService({ context, baseUrl: emu.url, apiKey: KEYS[0], model: "default" }).loadProfile())).toEqual(
+    expect(await new ChatService({ context, baseUrl: emu.url, apiKey: KEYS[0], model: "default" }).loadProfile()).toEqual(
       await new ChatService({ context, baseUrl: emu.url, apiKey: KEYS[0], model: "emu-s" }).loadProfile(),
     );
   });
@@ -97,7 +97,9 @@ describe("a trait or a compatibility name as model", () => {
   it("a spend budget reserves the resolved model's price for a trait or a mapped name", async () => {
     const worstCase = async (model: string) => {
       const tiny = new SpendBudget({ maxUsd: 1e-9, name: `tiny-${model}` });
-      const err = await new ChatService({ context, baseUrl: emu.url, apiKey: KEYS[1], model, budget: tiny, maxTokens: 16 }).invoke("hi").catch((e: unknown) => e);
+      const err = await new ChatService({ context, baseUrl: emu.url, apiKey: KEYS[1], model, budget: tiny, maxTokens: 16 })
+        .invoke("hi")
+        .catch((e: unknown) => e);
       expect(err).toBeInstanceOf(BudgetExceededError);
       return (err as BudgetExceededError).estimateUsd;
     };
@@ -109,7 +111,9 @@ describe("a trait or a compatibility name as model", () => {
     expect(near(fastest, await worstCase("emu-m"))).toBe(false);
 
     const budget = new SpendBudget({ maxUsd: 1, name: "trait" });
-    const answer = await new ChatService({ context, baseUrl: emu.url, apiKey: KEYS[1], model: "fastest", budget, maxTokens: 16 }).invoke("hi");
+    const answer = await new ChatService({ context, baseUrl: emu.url, apiKey: KEYS[1], model: "fastest", budget, maxTokens: 16 }).invoke(
+      "hi",
+    );
     const cost = costOf(answer)!;
     expect(budget.spentUsd).toBeGreaterThan(0);
     expect(budget.spentUsd).toBeCloseTo(cost.usd + cost.diem, 9);
@@ -124,7 +128,8 @@ describe("a trait or a compatibility name as model", () => {
 
   it("image generation accepts a trait or a mapped name and is served by the model it resolves to", async () => {
     const client = new ServiceClient({ context, baseUrl: emu.url, apiKey: KEYS[2] });
-    const generate = (model: string) => client.request("/image/generate", { method: "POST", body: { model, prompt: "hills", width: 16, height: 16 } });
+    const generate = (model: string) =>
+      client.request("/image/generate", { method: "POST", body: { model, prompt: "hills", width: 16, height: 16 } });
     expect((await generate("highest_quality")).headers.model?.id).toBe("emu-image-hd");
     expect((await generate("dall-e-3")).headers.model?.id).toBe("emu-image");
     await expect(generate("no-such-image-model")).rejects.toBeInstanceOf(BadRequestError);

@@ -34,7 +34,11 @@ describe("live record members", () => {
     await records.load();
     expect(modelFacts(records.get("emu-offline"))).toMatchObject({ offline: true, privacy: "private", beta: false });
     expect(modelFacts(records.get("emu-regional")).regionRestrictions).toEqual(["ZZ"]);
-    expect(modelFacts(records.get("emu-sunset")).deprecation).toMatchObject({ autoRemap: false, removesAt: "2030-06-01T00:00:00.000Z", replacementModelId: "emu-s" });
+    expect(modelFacts(records.get("emu-sunset")).deprecation).toMatchObject({
+      autoRemap: false,
+      removesAt: "2030-06-01T00:00:00.000Z",
+      replacementModelId: "emu-s",
+    });
     expect(modelFacts(records.get("emu-o-reasoner")).reasoningEffortOptions).toEqual(["low", "medium", "high"]);
     expect(modelFacts(records.get("emu-m"))).toMatchObject({ maxImages: 10, maxVideos: 3, contextLength: 131_072, offline: false });
     expect(modelFacts(records.get("emu-s")).regionRestrictions).toBeUndefined();
@@ -43,11 +47,33 @@ describe("live record members", () => {
   it("absent (a seed record) or of another shape read as absent; the list is still read", async () => {
     fx.models = [
       { id: "bare", object: "model" },
-      { id: "odd", model_spec: { offline: "yes", regionRestrictions: "US", deprecation: { autoRemap: "no", replacementModelId: 7 }, capabilities: { reasoningEffortOptions: ["huge"], maxImages: -1, supportsVision: true } } },
-      { id: "priced", context_length: 200_000, model_spec: { pricing: {
-        input: { usd: 3, diem: 3 }, output: { usd: 15, diem: 15 }, cache_input: { usd: 0.3, diem: 0.3 }, cache_write: { usd: 3.75, diem: 3.75 },
-        extended: { context_token_threshold: 200_000, input: { usd: 6, diem: 6 }, output: { usd: 22.5, diem: 22.5 }, cache_write: { usd: 7.5, diem: 7.5 } },
-      } } },
+      {
+        id: "odd",
+        model_spec: {
+          offline: "yes",
+          regionRestrictions: "US",
+          deprecation: { autoRemap: "no", replacementModelId: 7 },
+          capabilities: { reasoningEffortOptions: ["huge"], maxImages: -1, supportsVision: true },
+        },
+      },
+      {
+        id: "priced",
+        context_length: 200_000,
+        model_spec: {
+          pricing: {
+            input: { usd: 3, diem: 3 },
+            output: { usd: 15, diem: 15 },
+            cache_input: { usd: 0.3, diem: 0.3 },
+            cache_write: { usd: 3.75, diem: 3.75 },
+            extended: {
+              context_token_threshold: 200_000,
+              input: { usd: 6, diem: 6 },
+              output: { usd: 22.5, diem: 22.5 },
+              cache_write: { usd: 7.5, diem: 7.5 },
+            },
+          },
+        },
+      },
     ];
     const records = recordsOf(fx.url);
     await records.load();
@@ -61,7 +87,12 @@ describe("live record members", () => {
       output: { usd: 15, diem: 15 },
       cacheInput: { usd: 0.3, diem: 0.3 },
       cacheWrite: { usd: 3.75, diem: 3.75 },
-      extended: { contextTokenThreshold: 200_000, input: { usd: 6, diem: 6 }, output: { usd: 22.5, diem: 22.5 }, cacheWrite: { usd: 7.5, diem: 7.5 } },
+      extended: {
+        contextTokenThreshold: 200_000,
+        input: { usd: 6, diem: 6 },
+        output: { usd: 22.5, diem: 22.5 },
+        cacheWrite: { usd: 7.5, diem: 7.5 },
+      },
     });
     expect(modelPricing(records.get("bare"))).toBeUndefined();
   });

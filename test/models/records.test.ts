@@ -5,7 +5,15 @@
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { startEmulator, MODELS, type Emulator } from "langchain-service-emulator";
-import { AbortError, NotFoundError, ResponseFormatError, ServiceClient, modelPricing, createServiceFetch, type FetchLike } from "../../src/index.js";
+import {
+  AbortError,
+  NotFoundError,
+  ResponseFormatError,
+  ServiceClient,
+  modelPricing,
+  createServiceFetch,
+  type FetchLike,
+} from "../../src/index.js";
 import { modelRecordsFor } from "../../src/models/records.js";
 import { EvmWallet } from "../../src/evm/index.js";
 import { startFixtureServer, type FixtureServer } from "../chat/fixture-server.js";
@@ -18,7 +26,11 @@ function recording() {
     const url = String(input instanceof Request ? input.url : input);
     if (url.includes("/models")) {
       const headers = new Headers(init?.headers);
-      reads.push({ url, authorization: headers.get("authorization"), siwx: headers.get("sign-in-with-x") ?? headers.get("x-sign-in-with-x") });
+      reads.push({
+        url,
+        authorization: headers.get("authorization"),
+        siwx: headers.get("sign-in-with-x") ?? headers.get("x-sign-in-with-x"),
+      });
     }
     return fetch(input, init);
   };
@@ -55,7 +67,12 @@ describe("the shared /models records", () => {
     expect(reads[0]!.siwx).toBeNull();
     // every handle sees the records, synchronously
     for (const c of clients) expect(c.models().get("emu-s")?.id).toBe("emu-s");
-    expect(clients[2]!.models().list().map((m) => m.id)).toEqual(MODELS.map((m) => m.id));
+    expect(
+      clients[2]!
+        .models()
+        .list()
+        .map((m) => m.id),
+    ).toEqual(MODELS.map((m) => m.id));
 
     // another list type is another read; a forced load reads again
     await clients[0]!.models("embedding").load();

@@ -73,7 +73,12 @@ async function bundle(code: string, target: BuildOptions, installed: string[] = 
           return { path: args.path, external: true };
         }
         if (!isBuiltin(args.path)) return undefined;
-        const plain = await b.resolve(args.path, { kind: args.kind, importer: args.importer, resolveDir: args.resolveDir, pluginData: "plain" });
+        const plain = await b.resolve(args.path, {
+          kind: args.kind,
+          importer: args.importer,
+          resolveDir: args.resolveDir,
+          pluginData: "plain",
+        });
         if (plain.errors.length === 0 && !plain.external) return plain;
         found.push({ kind: "builtin", specifier: args.path, importer: args.importer });
         return { path: args.path, external: true };
@@ -174,11 +179,18 @@ describe("the entries bundle for browsers and workers with no optional peer inst
  * bundles take none.
  */
 const PEERS_WORKER_BUILTINS = [{ specifier: "events", from: "node_modules/@solana/" }];
-const byPeerForWorker = (o: Offence) => PEERS_WORKER_BUILTINS.some((p) => o.specifier === p.specifier && o.chain.some((m) => m.startsWith(p.from)));
+const byPeerForWorker = (o: Offence) =>
+  PEERS_WORKER_BUILTINS.some((p) => o.specifier === p.specifier && o.chain.some((m) => m.startsWith(p.from)));
 
 const PEER_ENTRIES: Record<string, { code: string; installed: string[] }> = {
-  "langchain-service/evm": { code: `export { EvmWallet, smartAccountSigner } from "./src/evm/index.ts";`, installed: ["viem", "@x402/core", "@x402/evm"] },
-  "langchain-service/solana": { code: `export { SolanaWallet } from "./src/solana/index.ts";`, installed: ["@solana/kit", "@x402/core", "@x402/svm", "@solana-program/token"] },
+  "langchain-service/evm": {
+    code: `export { EvmWallet, smartAccountSigner } from "./src/evm/index.ts";`,
+    installed: ["viem", "@x402/core", "@x402/evm"],
+  },
+  "langchain-service/solana": {
+    code: `export { SolanaWallet } from "./src/solana/index.ts";`,
+    installed: ["@solana/kit", "@x402/core", "@x402/svm", "@solana-program/token"],
+  },
 };
 
 describe("the wallet entries bundle for browsers and workers with their own peers installed", () => {
@@ -192,11 +204,14 @@ describe("the wallet entries bundle for browsers and workers with their own peer
           expect(describeOffences(peers), "optional peers beyond the entry's own").toEqual([]);
         });
 
-        it(targetName === "browser" ? "pulls in no Node builtin" : "pulls in no Node builtin but its peers' own worker builds'", async () => {
-          const { builtins } = await result;
-          const ours = targetName === "browser" ? builtins : builtins.filter((o) => !byPeerForWorker(o));
-          expect(describeOffences(ours), "Node builtins in the bundle").toEqual([]);
-        });
+        it(
+          targetName === "browser" ? "pulls in no Node builtin" : "pulls in no Node builtin but its peers' own worker builds'",
+          async () => {
+            const { builtins } = await result;
+            const ours = targetName === "browser" ? builtins : builtins.filter((o) => !byPeerForWorker(o));
+            expect(describeOffences(ours), "Node builtins in the bundle").toEqual([]);
+          },
+        );
       });
     }
   }

@@ -47,7 +47,16 @@ function holdsCopy(text: string, values: string[]): boolean {
   if (values.length < 3) return values.every((v) => new RegExp(quoted(v), "i").test(text));
   const run = Math.min(values.length, 5);
   for (let at = 0; at + run <= values.length; at++) {
-    if (new RegExp(values.slice(at, at + run).map(quoted).join(NEXT), "i").test(text)) return true;
+    if (
+      new RegExp(
+        values
+          .slice(at, at + run)
+          .map(quoted)
+          .join(NEXT),
+        "i",
+      ).test(text)
+    )
+      return true;
   }
   return false;
 }

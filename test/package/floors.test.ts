@@ -38,7 +38,11 @@ function arrowsOut(floor: string, allowed: string[]): string[] {
 /** The import graph of a package's sources: file -> the files it imports (static, dynamic and type-only). */
 function importGraph(root = SRC): Map<string, string[]> {
   const graph = new Map<string, string[]>();
-  for (const file of sources(root)) graph.set(relative(root, file), importsOf(file, root).map((t) => t.replace(/\.js$/, ".ts")));
+  for (const file of sources(root))
+    graph.set(
+      relative(root, file),
+      importsOf(file, root).map((t) => t.replace(/\.js$/, ".ts")),
+    );
   return graph;
 }
 
@@ -97,7 +101,12 @@ describe("the floors of src/", () => {
     expect(graph.get("http/headers.ts")).toContain("http/config.ts"); // headers reads the brand's names
     graph.get("http/config.ts")!.push("http/headers.ts"); // what config -> errors -> headers -> config once was
     expect(circlesIn(graph)).toEqual([["http/config.ts", "http/headers.ts"]]);
-    const scratch = new Map([["a", ["b"]], ["b", ["c"]], ["c", ["a"]], ["d", ["a", "d"]]]);
+    const scratch = new Map([
+      ["a", ["b"]],
+      ["b", ["c"]],
+      ["c", ["a"]],
+      ["d", ["a", "d"]],
+    ]);
     expect(circlesIn(scratch)).toEqual([["a", "b", "c"], ["d"]]);
   });
 
@@ -121,8 +130,19 @@ describe("the floors of src/", () => {
   });
 
   it("actions that take a client (src/api/, src/media/, src/account/, src/x402/client.ts) never import src/client.ts: its shape and request helper come from src/api/request.ts", () => {
-    const actions = [...sources(join(SRC, "api")), ...sources(join(SRC, "media")), ...sources(join(SRC, "account")), join(SRC, "x402", "client.ts")];
-    expect(actions.flatMap((file) => importsOf(file).filter((t) => t === "client.js").map((t) => `${relative(SRC, file)} -> ${t}`))).toEqual([]);
+    const actions = [
+      ...sources(join(SRC, "api")),
+      ...sources(join(SRC, "media")),
+      ...sources(join(SRC, "account")),
+      join(SRC, "x402", "client.ts"),
+    ];
+    expect(
+      actions.flatMap((file) =>
+        importsOf(file)
+          .filter((t) => t === "client.js")
+          .map((t) => `${relative(SRC, file)} -> ${t}`),
+      ),
+    ).toEqual([]);
   });
 
   it("the scan sees imports (a known file's arrows are found)", () => {
@@ -135,7 +155,7 @@ describe("the emulator package and the client stay two packages", () => {
     expect(circlesIn(importGraph(EMULATOR_SRC))).toEqual([]);
   });
 
-  it("no relative import crosses the boundary: the emulator reaches the client only as \"langchain-service\", the client never the emulator", () => {
+  it('no relative import crosses the boundary: the emulator reaches the client only as "langchain-service", the client never the emulator', () => {
     expect(arrowsLeaving(EMULATOR_SRC)).toEqual([]);
     expect(arrowsLeaving(SRC)).toEqual([]);
   });

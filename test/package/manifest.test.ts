@@ -40,10 +40,20 @@ function importsOf(file: string): Imports {
       const clause = node.importClause;
       const typeOnly =
         clause?.isTypeOnly ||
-        (clause && !clause.name && clause.namedBindings && ts.isNamedImports(clause.namedBindings) && clause.namedBindings.elements.length > 0 && clause.namedBindings.elements.every((e) => e.isTypeOnly));
+        (clause &&
+          !clause.name &&
+          clause.namedBindings &&
+          ts.isNamedImports(clause.namedBindings) &&
+          clause.namedBindings.elements.length > 0 &&
+          clause.namedBindings.elements.every((e) => e.isTypeOnly));
       if (!typeOnly) out.static.push(node.moduleSpecifier.text);
     } else if (ts.isExportDeclaration(node) && node.moduleSpecifier && ts.isStringLiteral(node.moduleSpecifier)) {
-      const typeOnly = node.isTypeOnly || (node.exportClause && ts.isNamedExports(node.exportClause) && node.exportClause.elements.length > 0 && node.exportClause.elements.every((e) => e.isTypeOnly));
+      const typeOnly =
+        node.isTypeOnly ||
+        (node.exportClause &&
+          ts.isNamedExports(node.exportClause) &&
+          node.exportClause.elements.length > 0 &&
+          node.exportClause.elements.every((e) => e.isTypeOnly));
       if (!typeOnly) out.static.push(node.moduleSpecifier.text);
     } else if (ts.isCallExpression(node) && node.expression.kind === ts.SyntaxKind.ImportKeyword) {
       const arg = node.arguments[0];
@@ -58,7 +68,8 @@ function importsOf(file: string): Imports {
 /** `@scope/name/sub` → `@scope/name`; `name/sub` → `name`; undefined for relative and node builtins. */
 function packageOf(specifier: string): string | undefined {
   // `#base`: the package's own import (src/package.json), not a package
-  if (specifier.startsWith(".") || specifier.startsWith("#") || specifier.startsWith("node:") || builtinModules.includes(specifier)) return undefined;
+  if (specifier.startsWith(".") || specifier.startsWith("#") || specifier.startsWith("node:") || builtinModules.includes(specifier))
+    return undefined;
   const parts = specifier.split("/");
   return specifier.startsWith("@") ? parts.slice(0, 2).join("/") : parts[0];
 }
@@ -156,7 +167,13 @@ describe("package.json declares what src uses, and no more", () => {
 
 describe("what each entry point loads", () => {
   it("langchain-service/chat loads only LangChain, zod, the SSE parser and (on Node) undici", () => {
-    expect([...eagerPackages("src/chat/index.ts")].sort()).toEqual(["@langchain/core", "@langchain/openai", "eventsource-parser", "undici", "zod"]);
+    expect([...eagerPackages("src/chat/index.ts")].sort()).toEqual([
+      "@langchain/core",
+      "@langchain/openai",
+      "eventsource-parser",
+      "undici",
+      "zod",
+    ]);
   });
 
   it("langchain-service loads only dependencies and required peers (ethers for the crypto tools and wallets)", () => {
@@ -232,6 +249,10 @@ describe("the emulator package (packages/langchain-service-emulator) declares wh
 
   it("the client's package.json names no emulator-only library and not the emulator", () => {
     const named = new Set([...Object.keys(deps), ...Object.keys(peers)]);
-    expect(["langchain-service-emulator", "ganache", "solc", "litesvm", "@solana-program/token", "hono", "@hono/node-server"].filter((n) => named.has(n))).toEqual([]);
+    expect(
+      ["langchain-service-emulator", "ganache", "solc", "litesvm", "@solana-program/token", "hono", "@hono/node-server"].filter((n) =>
+        named.has(n),
+      ),
+    ).toEqual([]);
   });
 });

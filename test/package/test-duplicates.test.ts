@@ -58,11 +58,15 @@ describe(`test/{${FOLDERS.join(",")}} repeat no block of ${WINDOW} code lines`, 
     for (const file of files) {
       const lines = codeLines(file);
       for (let i = 0; i + WINDOW <= lines.length; i++) {
-        const key = lines.slice(i, i + WINDOW).map((l) => l.text).join("\n");
+        const key = lines
+          .slice(i, i + WINDOW)
+          .map((l) => l.text)
+          .join("\n");
         const seen = first.get(key);
         if (!seen) first.set(key, { line: lines[i]!, index: i });
         // within one file, only a block that does not overlap its first place
-        else if (seen.line.file !== file || i - seen.index >= WINDOW) repeats.add(`${seen.line.file}:${seen.line.at} = ${file}:${lines[i]!.at}`);
+        else if (seen.line.file !== file || i - seen.index >= WINDOW)
+          repeats.add(`${seen.line.file}:${seen.line.at} = ${file}:${lines[i]!.at}`);
       }
     }
     // one entry per repeated block: a longer block repeats many windows, keep the first of a run

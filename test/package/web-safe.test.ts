@@ -22,7 +22,11 @@ function importsOf(file: string): string[] {
   const source = ts.createSourceFile(file, readFileSync(file, "utf8"), ts.ScriptTarget.Latest, true);
   const out: string[] = [];
   const visit = (node: ts.Node): void => {
-    if ((ts.isImportDeclaration(node) || ts.isExportDeclaration(node)) && node.moduleSpecifier && ts.isStringLiteral(node.moduleSpecifier)) {
+    if (
+      (ts.isImportDeclaration(node) || ts.isExportDeclaration(node)) &&
+      node.moduleSpecifier &&
+      ts.isStringLiteral(node.moduleSpecifier)
+    ) {
       const typeOnly = ts.isImportDeclaration(node) ? node.importClause?.isTypeOnly : node.isTypeOnly;
       if (!typeOnly) out.push(node.moduleSpecifier.text);
     } else if (ts.isCallExpression(node) && node.expression.kind === ts.SyntaxKind.ImportKeyword) {
@@ -56,7 +60,15 @@ function builtinsReached(entry: string): string[] {
 
 describe("no client entry imports a Node builtin at load", () => {
   // the wallet entries too: util.inspect's hook by its symbol, Ed25519 from @noble/curves, randomness from WebCrypto
-  const entries = ["src/index.ts", "src/chat/index.ts", "src/redis/index.ts", "src/evm/index.ts", "src/solana/index.ts", "src/agents/index.ts", "src/solana-connection/index.ts"];
+  const entries = [
+    "src/index.ts",
+    "src/chat/index.ts",
+    "src/redis/index.ts",
+    "src/evm/index.ts",
+    "src/solana/index.ts",
+    "src/agents/index.ts",
+    "src/solana-connection/index.ts",
+  ];
   for (const entry of entries) {
     it(`${entry}: none outside the base`, () => {
       expect(builtinsReached(entry)).toEqual([]);
@@ -79,7 +91,12 @@ describe("bytes without Buffer", () => {
   it("base64 and UTF-8 lengths agree with Node's Buffer, and decode as leniently", () => {
     const bytes = Uint8Array.from({ length: 70_000 }, (_, i) => (i * 7919) % 256);
     const text = "héllo \u{1F600} wörld \ud800";
-    const [b64, back, len, urlSafe] = withoutBuffer(() => [bytesToBase64(bytes), base64ToBytes(""), utf8Length(text), base64ToBytes("-_8")]);
+    const [b64, back, len, urlSafe] = withoutBuffer(() => [
+      bytesToBase64(bytes),
+      base64ToBytes(""),
+      utf8Length(text),
+      base64ToBytes("-_8"),
+    ]);
     expect(b64).toBe(Buffer.from(bytes).toString("base64"));
     expect(back).toEqual(new Uint8Array());
     expect(len).toBe(Buffer.byteLength(text, "utf8"));
@@ -89,7 +106,9 @@ describe("bytes without Buffer", () => {
   });
 
   it("the sniffers, the embeddings decoder and the x402 header JSON run with Buffer gone", () => {
-    const png = new Uint8Array([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0, 0, 0, 13, 0x49, 0x48, 0x44, 0x52, 0, 0, 1, 0, 0, 0, 0, 200]);
+    const png = new Uint8Array([
+      0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0, 0, 0, 13, 0x49, 0x48, 0x44, 0x52, 0, 0, 1, 0, 0, 0, 0, 200,
+    ]);
     const wav = new Uint8Array(44 + 16_000);
     const view = new DataView(wav.buffer);
     wav.set(new TextEncoder().encode("RIFF"), 0);
@@ -124,6 +143,8 @@ describe("bytes without Buffer", () => {
     expect(signature).toHaveLength(64);
     const key = await crypto.subtle.importKey("raw", Uint8Array.from(wallet.publicKeyBytes), { name: "Ed25519" }, false, ["verify"]);
     expect(await crypto.subtle.verify({ name: "Ed25519" }, key, Uint8Array.from(signature), data)).toBe(true);
-    expect(await crypto.subtle.verify({ name: "Ed25519" }, key, Uint8Array.from(signature), new TextEncoder().encode("sign it"))).toBe(false);
+    expect(await crypto.subtle.verify({ name: "Ed25519" }, key, Uint8Array.from(signature), new TextEncoder().encode("sign it"))).toBe(
+      false,
+    );
   });
 });

@@ -19,4 +19,9 @@ const entries = {
   "langchain-service/solana": () => import("langchain-service/solana"),
 };
 // where each name resolved: the built package, never src/
-await runScenario(config, (line) => console.log(line), entries, (name) => import.meta.resolve(name));
+await runScenario(
+  config,
+  (line) => console.log(line),
+  entries,
+  (name) => import.meta.resolve(name),
+);

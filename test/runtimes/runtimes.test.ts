@@ -82,7 +82,10 @@ function byStep(lines: StepLine[], extra = ""): Record<string, StepLine> {
 
 /** The checks of every step, against what the emulator's ledger and the chain say. */
 async function checkSteps(lines: StepLine[], world: RunWorld, steps: string[], extra = "") {
-  expect(lines.map((l) => l.step), `steps reported${extra}`).toEqual(steps);
+  expect(
+    lines.map((l) => l.step),
+    `steps reported${extra}`,
+  ).toEqual(steps);
   const s = byStep(lines, extra);
   const runtime = world.config.runtime as string;
   const ran = (step: string) => steps.includes(step);
@@ -109,7 +112,11 @@ async function checkSteps(lines: StepLine[], world: RunWorld, steps: string[], e
   }
   if (ran("evm-sign-in")) {
     // the EVM sign-in: the wallet's own credit paid for the answer, no top-up
-    expect(s["evm-sign-in"]!.detail).toMatchObject({ address: world.signIn, text: `Echo: signed in on ${runtime}`, entry: { entry: "langchain-service/evm" } });
+    expect(s["evm-sign-in"]!.detail).toMatchObject({
+      address: world.signIn,
+      text: `Echo: signed in on ${runtime}`,
+      entry: { entry: "langchain-service/evm" },
+    });
     const signedIn = emu.account(world.signIn)!;
     expect(signedIn.entries.filter((e) => e.type === "CHARGE").length).toBe(1);
     expect(signedIn.entries.filter((e) => e.type === "TOP_UP")).toEqual([]);
@@ -132,7 +139,11 @@ async function checkSteps(lines: StepLine[], world: RunWorld, steps: string[], e
   }
   if (ran("solana-sign-in")) {
     // the Solana sign-in: an Ed25519 SIWX the emulator verified, billed to that address
-    expect(s["solana-sign-in"]!.detail).toMatchObject({ address: world.solana, text: `Echo: solana on ${runtime}`, entry: { entry: "langchain-service/solana" } });
+    expect(s["solana-sign-in"]!.detail).toMatchObject({
+      address: world.solana,
+      text: `Echo: solana on ${runtime}`,
+      entry: { entry: "langchain-service/solana" },
+    });
     expect(emu.account(world.solana)!.entries.filter((e) => e.type === "CHARGE").length).toBe(1);
   }
 }
@@ -153,15 +164,19 @@ describe("the scenario on every runtime", () => {
   }
 
   const runtime = bun();
-  runtimeIt(runtime, "the EVM wallets as an injected EIP-1193 provider (EvmWallet.fromEip1193): sign-in, 402 -> top-up -> retry", async () => {
-    const steps = ["import", "evm-sign-in", "x402-top-up"];
-    const world = await runWorld(emu, `${runtime.title} (EIP-1193)`, API_KEY, holder, steps);
-    // the scenario gets a provider over the keys, never the keys
-    const { evmSignInKey: _a, payerKey: _b, ...config } = world.config;
-    const { lines, stderr, code } = await runCli(runtime.command!, { ...config, injectedKeys: world.evmKeys });
-    await checkSteps(lines, world, steps, `\n${stderr.slice(-2000)}`);
-    expect(code).toBe(0);
-  });
+  runtimeIt(
+    runtime,
+    "the EVM wallets as an injected EIP-1193 provider (EvmWallet.fromEip1193): sign-in, 402 -> top-up -> retry",
+    async () => {
+      const steps = ["import", "evm-sign-in", "x402-top-up"];
+      const world = await runWorld(emu, `${runtime.title} (EIP-1193)`, API_KEY, holder, steps);
+      // the scenario gets a provider over the keys, never the keys
+      const { evmSignInKey: _a, payerKey: _b, ...config } = world.config;
+      const { lines, stderr, code } = await runCli(runtime.command!, { ...config, injectedKeys: world.evmKeys });
+      await checkSteps(lines, world, steps, `\n${stderr.slice(-2000)}`);
+      expect(code).toBe(0);
+    },
+  );
 });
 
 /** Runs the worker bundle in workerd (miniflare) and returns the scenario's lines (or the load error). */
@@ -190,22 +205,29 @@ describe("the scenario in Cloudflare workerd (miniflare)", () => {
     } }`;
     const mf = new Miniflare({ modules: true, script, compatibilityDate: WORKERD_COMPAT_DATE });
     try {
-      const res = await mf.dispatchFetch("http://scenario.worker/", { method: "POST", body: JSON.stringify({ url: emu.url, key: API_KEY }) });
+      const res = await mf.dispatchFetch("http://scenario.worker/", {
+        method: "POST",
+        body: JSON.stringify({ url: emu.url, key: API_KEY }),
+      });
       expect(await res.json()).toEqual({ status: 200, text: "Echo: from workerd" });
     } finally {
       await mf.dispose();
     }
   });
 
-  runtimeIt(runtime, "nodejs_compat: invoke, stream, tool call, crypto RPC, EVM sign-in, 402 -> top-up -> retry, Solana sign-in", async () => {
-    const built = await bundle("worker.mjs", "worker", "external");
-    expect(built.errors, "esbuild for workers, node built-ins left to nodejs_compat").toEqual([]);
-    // minified, as a deploy is: 3.1 MB on 2026-11-27 (6.9 MB unminified, ~15 s before workerd was ready here)
-    expect(built.code!.length, "the worker bundle's size").toBeLessThan(4_000_000);
-    const world = await runWorld(emu, runtime.title, API_KEY, holder);
-    const lines = await inWorkerd(built.code!, ["nodejs_compat"], world.config);
-    await checkSteps(lines, world, ALL_STEPS);
-  });
+  runtimeIt(
+    runtime,
+    "nodejs_compat: invoke, stream, tool call, crypto RPC, EVM sign-in, 402 -> top-up -> retry, Solana sign-in",
+    async () => {
+      const built = await bundle("worker.mjs", "worker", "external");
+      expect(built.errors, "esbuild for workers, node built-ins left to nodejs_compat").toEqual([]);
+      // minified, as a deploy is: 3.1 MB on 2026-11-27 (6.9 MB unminified, ~15 s before workerd was ready here)
+      expect(built.code!.length, "the worker bundle's size").toBeLessThan(4_000_000);
+      const world = await runWorld(emu, runtime.title, API_KEY, holder);
+      const lines = await inWorkerd(built.code!, ["nodejs_compat"], world.config);
+      await checkSteps(lines, world, ALL_STEPS);
+    },
+  );
 
   runtimeIt(runtime, "without nodejs_compat, the main entry alone: an API-key user's invoke and stream", async () => {
     const built = await bundle("worker-main.mjs", "worker", "none");
@@ -239,58 +261,98 @@ async function servePage(script: string): Promise<{ url: string; server: Server 
 
 describe("the scenario in headless Chromium (playwright-core)", () => {
   const runtime = chromium();
-  runtimeIt(runtime, "a page on another origin calls the emulator (CORS): a preflighted POST with a key, the headers the client reads", async () => {
-    const { chromium: launcher } = await import("playwright-core");
-    const { url, server } = await servePage("globalThis.ready = true;");
-    const browser = await launcher.launch({ executablePath: CHROMIUM, headless: true });
-    try {
-      const page = await browser.newPage();
-      await page.goto(url);
-      const seen = await page.evaluate(async ([base, key]) => {
-        const res = await fetch(`${base}/chat/completions`, {
-          method: "POST",
-          headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
-          body: JSON.stringify({ model: "emu-xs", messages: [{ role: "user", content: "from a page" }] }),
+  runtimeIt(
+    runtime,
+    "a page on another origin calls the emulator (CORS): a preflighted POST with a key, the headers the client reads",
+    async () => {
+      const { chromium: launcher } = await import("playwright-core");
+      const { url, server } = await servePage("globalThis.ready = true;");
+      const browser = await launcher.launch({ executablePath: CHROMIUM, headless: true });
+      try {
+        const page = await browser.newPage();
+        await page.goto(url);
+        const seen = await page.evaluate(
+          async ([base, key]) => {
+            const res = await fetch(`${base}/chat/completions`, {
+              method: "POST",
+              headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+              body: JSON.stringify({ model: "emu-xs", messages: [{ role: "user", content: "from a page" }] }),
+            });
+            const read = [
+              "date",
+              "x-request-id",
+              "x-ratelimit-remaining-requests",
+              "x-service-balance-usd",
+              "x-service-model-id",
+              "x-service-version",
+            ];
+            return {
+              status: res.status,
+              text: ((await res.json()) as { choices: { message: { content: string } }[] }).choices[0]!.message.content,
+              headers: read.map((h) => [h, res.headers.get(h) !== null]),
+            };
+          },
+          [emu.url, API_KEY] as const,
+        );
+        expect(seen).toEqual({
+          status: 200,
+          text: "Echo: from a page",
+          headers: [
+            "date",
+            "x-request-id",
+            "x-ratelimit-remaining-requests",
+            "x-service-balance-usd",
+            "x-service-model-id",
+            "x-service-version",
+          ].map((h) => [h, true]),
         });
-        const read = ["date", "x-request-id", "x-ratelimit-remaining-requests", "x-service-balance-usd", "x-service-model-id", "x-service-version"];
-        return { status: res.status, text: ((await res.json()) as { choices: { message: { content: string } }[] }).choices[0]!.message.content, headers: read.map((h) => [h, res.headers.get(h) !== null]) };
-      }, [emu.url, API_KEY] as const);
-      expect(seen).toEqual({
-        status: 200,
-        text: "Echo: from a page",
-        headers: ["date", "x-request-id", "x-ratelimit-remaining-requests", "x-service-balance-usd", "x-service-model-id", "x-service-version"].map((h) => [h, true]),
-      });
-    } finally {
-      await browser.close();
-      await new Promise((resolve) => server.close(resolve));
-    }
-  });
+      } finally {
+        await browser.close();
+        await new Promise((resolve) => server.close(resolve));
+      }
+    },
+  );
 
-  runtimeIt(runtime, "an injected EIP-1193 wallet and a wallet-standard Solana wallet, the emulator's CORS: invoke, stream, tool call, crypto RPC, EVM sign-in, 402 -> top-up -> retry, Solana sign-in", async () => {
-    const built = await bundle("page.mjs", "browser", "none");
-    expect(built.errors, "esbuild for the browser").toEqual([]);
-    const world = await runWorld(emu, runtime.title, API_KEY, holder);
-    const { chromium: launcher } = await import("playwright-core");
-    const { url, server } = await servePage(built.code!);
-    const browser = await launcher.launch({ executablePath: CHROMIUM, headless: true });
-    try {
-      const page = await browser.newPage();
-      const pageErrors: string[] = [];
-      page.on("pageerror", (err) => pageErrors.push(String(err)));
-      await page.goto(url);
-      await page.waitForFunction(() => typeof (globalThis as { runScenarioInPage?: unknown }).runScenarioInPage === "function", undefined, { timeout: 30_000 });
-      // the keys go to the page's injected wallets (EIP-1193, wallet-standard), not to the scenario (its config has none)
-      const { evmSignInKey: _a, payerKey: _b, solanaKey, ...config } = world.config;
-      const lines = (await page.evaluate(
-        ([c, keys, solana]) => (globalThis as unknown as { runScenarioInPage: (c: unknown, k: unknown, s: unknown) => Promise<string[]> }).runScenarioInPage(c, keys, solana),
-        [config, world.evmKeys, solanaKey] as const,
-      )).map((l) => JSON.parse(l) as StepLine);
-      await checkSteps(lines, world, ALL_STEPS, `\npage errors: ${pageErrors.join("\n")}`);
-      // the Solana sign-in went through the page's wallet-standard wallet (SolanaWallet.fromWalletStandard)
-      expect(lines.find((l) => l.step === "solana-sign-in")!.detail.via).toBe("Scenario Wallet");
-    } finally {
-      await browser.close();
-      await new Promise((resolve) => server.close(resolve));
-    }
-  });
+  runtimeIt(
+    runtime,
+    "an injected EIP-1193 wallet and a wallet-standard Solana wallet, the emulator's CORS: invoke, stream, tool call, crypto RPC, EVM sign-in, 402 -> top-up -> retry, Solana sign-in",
+    async () => {
+      const built = await bundle("page.mjs", "browser", "none");
+      expect(built.errors, "esbuild for the browser").toEqual([]);
+      const world = await runWorld(emu, runtime.title, API_KEY, holder);
+      const { chromium: launcher } = await import("playwright-core");
+      const { url, server } = await servePage(built.code!);
+      const browser = await launcher.launch({ executablePath: CHROMIUM, headless: true });
+      try {
+        const page = await browser.newPage();
+        const pageErrors: string[] = [];
+        page.on("pageerror", (err) => pageErrors.push(String(err)));
+        await page.goto(url);
+        await page.waitForFunction(
+          () => typeof (globalThis as { runScenarioInPage?: unknown }).runScenarioInPage === "function",
+          undefined,
+          { timeout: 30_000 },
+        );
+        // the keys go to the page's injected wallets (EIP-1193, wallet-standard), not to the scenario (its config has none)
+        const { evmSignInKey: _a, payerKey: _b, solanaKey, ...config } = world.config;
+        const lines = (
+          await page.evaluate(
+            ([c, keys, solana]) =>
+              (globalThis as unknown as { runScenarioInPage: (c: unknown, k: unknown, s: unknown) => Promise<string[]> }).runScenarioInPage(
+                c,
+                keys,
+                solana,
+              ),
+            [config, world.evmKeys, solanaKey] as const,
+          )
+        ).map((l) => JSON.parse(l) as StepLine);
+        await checkSteps(lines, world, ALL_STEPS, `\npage errors: ${pageErrors.join("\n")}`);
+        // the Solana sign-in went through the page's wallet-standard wallet (SolanaWallet.fromWalletStandard)
+        expect(lines.find((l) => l.step === "solana-sign-in")!.detail.via).toBe("Scenario Wallet");
+      } finally {
+        await browser.close();
+        await new Promise((resolve) => server.close(resolve));
+      }
+    },
+  );
 });

@@ -85,7 +85,11 @@ export async function runScenario(config, print, entries, resolve) {
   });
 
   await step("tool-call", async () => {
-    const [{ tool }, { HumanMessage }, { z }] = await Promise.all([import("@langchain/core/tools"), import("@langchain/core/messages"), import("zod")]);
+    const [{ tool }, { HumanMessage }, { z }] = await Promise.all([
+      import("@langchain/core/tools"),
+      import("@langchain/core/messages"),
+      import("zod"),
+    ]);
     const weather = tool(({ city }) => `Sunny in ${city}`, {
       name: "get_weather",
       description: "The weather in a city",
@@ -107,7 +111,11 @@ export async function runScenario(config, print, entries, resolve) {
     const tools = new pkg.CryptoRpcToolkit({ client }).getTools();
     const erc20 = tools.find((t) => t.name === "erc20_balance");
     const out = await erc20.invoke({ network: "base-mainnet", token: config.chain.usdc, owner: config.chain.holder });
-    return { chainId: chainId.result ?? chainId, tools: tools.map((t) => t.name), erc20: JSON.parse(typeof out === "string" ? out : out.content) };
+    return {
+      chainId: chainId.result ?? chainId,
+      tools: tools.map((t) => t.name),
+      erc20: JSON.parse(typeof out === "string" ? out : out.content),
+    };
   });
 
   /** An EVM wallet: a raw key, or the page's EIP-1193 provider (`fromEip1193`: the key stays in the provider). */

@@ -7,7 +7,9 @@ import { runScenario } from "./scenario.mjs";
 export default {
   async fetch(request) {
     const lines = [];
-    await runScenario(await request.json(), (line) => lines.push(line), { "langchain-service/chat": () => import("langchain-service/chat") });
+    await runScenario(await request.json(), (line) => lines.push(line), {
+      "langchain-service/chat": () => import("langchain-service/chat"),
+    });
     return new Response(`${lines.join("\n")}\n`, { headers: { "content-type": "application/x-ndjson" } });
   },
 };

@@ -60,7 +60,9 @@ describe("SpendBudget: reserve the worst case, settle the real cost", () => {
     const e = err as BudgetExceededError;
     expect(e).toMatchObject({ budget: "tight", spentUsd: 0, reservedUsd: 0, limitUsd: 0.0005 });
     expect(e.estimateUsd).toBeGreaterThan(0.0005);
-    expect(e.message).toMatch(/budget tight refused POST \/api\/v1\/chat\/completions: its worst case \$[\d.e-]+ does not fit.*nothing was sent/);
+    expect(e.message).toMatch(
+      /budget tight refused POST \/api\/v1\/chat\/completions: its worst case \$[\d.e-]+ does not fit.*nothing was sent/,
+    );
     expect(seen.filter((p) => p.endsWith("/chat/completions"))).toEqual([]); // only the public /models read went out
     expect(charged(KEYS[1]!)).toBe(0);
     // the worst case follows maxTokens (else the model's output cap): a short answer fits the same budget
@@ -90,7 +92,10 @@ describe("SpendBudget: reserve the worst case, settle the real cost", () => {
     const agent = createAgent({ model, tools: [new WebSearchTool({ client })] });
     const run = new SpendBudget({ maxUsd: 1, name: "agent-run", fees: { augmentSearchUsd: 0.004 } });
     const before = charged(KEYS[3]!);
-    await agent.invoke({ messages: [new HumanMessage('[[emu:tool=web_search {"query":"x402 payments"}]] look it up')] }, { configurable: { budget: run } });
+    await agent.invoke(
+      { messages: [new HumanMessage('[[emu:tool=web_search {"query":"x402 payments"}]] look it up')] },
+      { configurable: { budget: run } },
+    );
     const runCharged = charged(KEYS[3]!) - before;
     // two model calls and one search, each settled: the emulator's $0.004 search fee set as the budget's fee
     expect(Math.abs(run.spentUsd - runCharged)).toBeLessThan(3e-6);
@@ -143,8 +148,16 @@ describe("SpendBudget: reserve the worst case, settle the real cost", () => {
     expect(() => new SpendBudget({ maxUsd: Number.NaN })).toThrow(ConfigurationError);
     expect(() => new SpendBudget({ maxUsd: 1, name: "has spaces" })).toThrow(ConfigurationError);
     expect(() => new SpendBudget({ maxUsd: 1, fees: { webSearch: 1 } as never })).toThrow(/unknown fee/);
-    expect(() => new ChatService({ baseUrl: emu.url, apiKey: KEYS[6], model: "emu-s", budget: { maxUsd: 1 } as never })).toThrow(/budget must be a SpendBudget/);
-    expect(new SpendBudget({ maxUsd: 2, name: "json" }).toJSON()).toEqual({ name: "json", maxUsd: 2, spentUsd: 0, reservedUsd: 0, remainingUsd: 2 });
+    expect(() => new ChatService({ baseUrl: emu.url, apiKey: KEYS[6], model: "emu-s", budget: { maxUsd: 1 } as never })).toThrow(
+      /budget must be a SpendBudget/,
+    );
+    expect(new SpendBudget({ maxUsd: 2, name: "json" }).toJSON()).toEqual({
+      name: "json",
+      maxUsd: 2,
+      spentUsd: 0,
+      reservedUsd: 0,
+      remainingUsd: 2,
+    });
   });
 });
 

@@ -63,13 +63,26 @@ describe("SpendLog: receipts that reconcile", () => {
     expect(call).toMatchObject({ kind: "crypto-rpc", source: "reported", rpcCredits: 20, path: "/api/v1/crypto/rpc/base-mainnet" });
     expect(call!.requestId).toBeTruthy();
     // the budget settled the RPC call to its cost header, exactly
-    expect(budget.spentUsd).toBe((Math.round(chat!.costUsd! * 1e9) + Math.round(chat!.costDiem! * 1e9) + Math.round(call!.costUsd! * 1e9)) / 1e9);
+    expect(budget.spentUsd).toBe(
+      (Math.round(chat!.costUsd! * 1e9) + Math.round(chat!.costDiem! * 1e9) + Math.round(call!.costUsd! * 1e9)) / 1e9,
+    );
 
-    const lines = log.toJSONL().trim().split("\n").map((l) => JSON.parse(l));
+    const lines = log
+      .toJSONL()
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l));
     expect(lines.map((l) => l.type)).toEqual(["payment", "charge", "charge"]);
 
     const report = await log.reconcile(client);
-    expect(report).toMatchObject({ ok: true, unseenCharges: [], missingFromLedger: [], amountMismatches: [], unseenTopUps: [], missingTopUps: [] });
+    expect(report).toMatchObject({
+      ok: true,
+      unseenCharges: [],
+      missingFromLedger: [],
+      amountMismatches: [],
+      unseenTopUps: [],
+      missingTopUps: [],
+    });
     expect(report.ledger.toppedUpUsd).toBe(5);
     expect(report.run).toMatchObject({ charges: 2, payments: 1, paidUsd: 5 });
   });
@@ -97,7 +110,13 @@ describe("SpendLog: receipts that reconcile", () => {
     const { client, model } = walletFaces(3, { spendLog: log });
     const answer = await model.invoke("one");
     // a record the ledger cannot have, and one whose amount is off by more than a millionth
-    log.recordCharge({ requestId: "chatcmpl-never-sent", path: "/api/v1/chat/completions", kind: "chat", costUsd: 0.001, source: "reported" });
+    log.recordCharge({
+      requestId: "chatcmpl-never-sent",
+      path: "/api/v1/chat/completions",
+      kind: "chat",
+      costUsd: 0.001,
+      source: "reported",
+    });
     log.recordCharge({ requestId: answer.id, path: "/api/v1/chat/completions", kind: "chat", costUsd: 0.00001, source: "reported" });
     const report = await log.reconcile(client);
     expect(report.missingFromLedger.map((c) => c.requestId)).toEqual(["chatcmpl-never-sent"]);

@@ -8,14 +8,35 @@ import { reconcileLog, type LedgerReader } from "../../src/spend/reconcile.js";
 import type { ChargeRecord } from "../../src/spend/receipts.js";
 
 const at = new Date().toISOString();
-const charge = (requestId: string, costUsd: number): ChargeRecord => ({ type: "charge", at, requestId, path: "/api/v1/chat/completions", kind: "chat", costUsd, source: "reported" });
+const charge = (requestId: string, costUsd: number): ChargeRecord => ({
+  type: "charge",
+  at,
+  requestId,
+  path: "/api/v1/chat/completions",
+  kind: "chat",
+  costUsd,
+  source: "reported",
+});
 type Row = Awaited<ReturnType<LedgerReader["getX402Transactions"]>>["transactions"][number];
-const ledger = (rows: Row[]): LedgerReader => ({ getX402Transactions: async () => ({ transactions: rows, pagination: { hasMore: false } }) });
-const row = (requestId: string, amount: number, balanceAfter: number): Row => ({ type: "CHARGE", amount, balanceAfter, createdAt: at, requestId, modelId: "emu-m" });
+const ledger = (rows: Row[]): LedgerReader => ({
+  getX402Transactions: async () => ({ transactions: rows, pagination: { hasMore: false } }),
+});
+const row = (requestId: string, amount: number, balanceAfter: number): Row => ({
+  type: "CHARGE",
+  amount,
+  balanceAfter,
+  createdAt: at,
+  requestId,
+  modelId: "emu-m",
+});
 
 describe("reconcileLog", () => {
   it("sums a request's CHARGE rows (the model and its web search) before comparing", async () => {
-    const report = await reconcileLog([charge("req-search", 0.011)], Date.now(), ledger([row("req-search", -0.001, 4.989), row("req-search", -0.01, 4.979)]));
+    const report = await reconcileLog(
+      [charge("req-search", 0.011)],
+      Date.now(),
+      ledger([row("req-search", -0.001, 4.989), row("req-search", -0.01, 4.979)]),
+    );
     expect(report).toMatchObject({ ok: true, amountMismatches: [], collectedWhatWasLeft: [], unseenCharges: [], missingFromLedger: [] });
     expect(report.ledger.chargedUsd).toBeCloseTo(0.011, 9);
   });

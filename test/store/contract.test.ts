@@ -50,9 +50,20 @@ describe.skipIf(!redisAvailable)("RedisStore on a real redis-server", () => {
     const keys = await keysUnder(server().admin, prefix);
     const names = keys.map((k) => k.slice(prefix.length).replace(/^res:.*/, "res:<id>"));
     expect(names).toEqual(
-      expect.arrayContaining(["leases", "res:<id>", "scope:wallet:eip155:0x71", "spend:wallet:eip155:0x71", "scope:policy:t", "spend:policy:t", "scope:wallet:eip155:0x72", "topup:wallet:eip155:0x71"]),
+      expect.arrayContaining([
+        "leases",
+        "res:<id>",
+        "scope:wallet:eip155:0x71",
+        "spend:wallet:eip155:0x71",
+        "scope:policy:t",
+        "spend:policy:t",
+        "scope:wallet:eip155:0x72",
+        "topup:wallet:eip155:0x71",
+      ]),
     );
-    const ttls = Object.fromEntries(await Promise.all(keys.map(async (k) => [k.slice(prefix.length), await server().admin.pttl(k)] as const)));
+    const ttls = Object.fromEntries(
+      await Promise.all(keys.map(async (k) => [k.slice(prefix.length), await server().admin.pttl(k)] as const)),
+    );
     for (const [key, ttl] of Object.entries(ttls)) expect(ttl, key).toBeGreaterThan(0);
     // records for the longest period, plus the lease; pins for pinTtlMs
     expect(ttls["spend:wallet:eip155:0x71"]).toBeGreaterThan(2 * DAY);
@@ -116,7 +127,12 @@ describe.skipIf(!redisAvailable)("RedisStore on a real redis-server", () => {
       const r = await store.reserveSpend({ scopes: [scope("wallet:eip155:0xa1", 5)], candidates: [cand(A)], now: 1 });
       expect(r).toMatchObject({ ok: true });
       const keys = await keysUnder(server().admin, `kp:${prefix}`);
-      expect(keys.map((k) => k.slice(`kp:${prefix}`.length)).sort()).toEqual(["leases", expect.stringMatching(/^res:/), "scope:wallet:eip155:0xa1", "spend:wallet:eip155:0xa1"]);
+      expect(keys.map((k) => k.slice(`kp:${prefix}`.length)).sort()).toEqual([
+        "leases",
+        expect.stringMatching(/^res:/),
+        "scope:wallet:eip155:0xa1",
+        "spend:wallet:eip155:0xa1",
+      ]);
       expect(await keysUnder(server().admin, prefix)).toEqual([]);
       await store.close();
       expect(await client.ping()).toBe("PONG");
@@ -146,7 +162,9 @@ describe.skipIf(!redisAvailable)("RedisStore on a real redis-server", () => {
     const wrong = new RedisStore({ url: `redis://fleet-user:s3cret-pw@${server().url.slice("redis://".length)}`, timeoutMs: 2000 });
     try {
       for (const store of [down, wrong]) {
-        const err = await store.reserveSpend({ scopes: [scope("wallet:eip155:0x1", 5)], candidates: [cand(A)], now: 1 }).catch((e: unknown) => e);
+        const err = await store
+          .reserveSpend({ scopes: [scope("wallet:eip155:0x1", 5)], candidates: [cand(A)], now: 1 })
+          .catch((e: unknown) => e);
         expect(err).toBeInstanceOf(StoreUnavailableError);
         const text = `${String(err)} ${(err as Error).stack} ${JSON.stringify(err)} ${JSON.stringify(store)}`;
         expect(text).not.toContain("s3cret");

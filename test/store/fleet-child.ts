@@ -18,10 +18,19 @@ type Job = { storeUrl?: string } & (
 );
 
 const job = JSON.parse(process.env.FLEET_JOB ?? "{}") as Job;
-const offer = (payTo: string) => ({ scheme: "exact", network: "eip155:8453", amount: "5000000", asset: USDC_BASE, payTo, maxTimeoutSeconds: 300 });
+const offer = (payTo: string) => ({
+  scheme: "exact",
+  network: "eip155:8453",
+  amount: "5000000",
+  asset: USDC_BASE,
+  payTo,
+  maxTimeoutSeconds: 300,
+});
 const outcome = (err: unknown) => `${(err as Error).name}:${(err as { rule?: string }).rule ?? (err as Error).message}`;
 
-const store = job.storeUrl ? new HttpStore({ url: job.storeUrl, namespace: job.prefix }) : new RedisStore({ url: job.url, prefix: job.prefix });
+const store = job.storeUrl
+  ? new HttpStore({ url: job.storeUrl, namespace: job.prefix })
+  : new RedisStore({ url: job.url, prefix: job.prefix });
 await store.spentUsd("warm-up", 1, 1); // connected before the start line
 const lines = createInterface({ input: process.stdin });
 const go = new Promise<void>((resolve) => lines.on("line", (l) => l.trim() === "go" && resolve()));

@@ -6,7 +6,16 @@
  * the same store calls a process makes (take the lease, credit the wallet, end the top-up as settled).
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { authorizationOf, completed, hostileServers, json, offer, paymentRequired, toppedUp, type RecordedRequest } from "../hostile/server.js";
+import {
+  authorizationOf,
+  completed,
+  hostileServers,
+  json,
+  offer,
+  paymentRequired,
+  toppedUp,
+  type RecordedRequest,
+} from "../hostile/server.js";
 import { redisAvailable, startRedis, type TestRedis } from "./redis-server.js";
 import { MemoryStore } from "../../src/store/memory.js";
 import { RedisStore } from "../../src/store/redis.js";
@@ -83,10 +92,19 @@ async function anotherProcessPays(store: PaymentStore, walletKey: string, credit
 }
 
 function client(store: PaymentStore, wallet: EvmWallet, service: string, events: PaymentEvent[]) {
-  return withX402(fetch, { wallet, policy: { maxPerPeriodUsd: 50 }, baseUrl: service, store, onPayment: (e) => events.push(e), maxResends: 1, resendDelayMs: 10 });
+  return withX402(fetch, {
+    wallet,
+    policy: { maxPerPeriodUsd: 50 },
+    baseUrl: service,
+    store,
+    onPayment: (e) => events.push(e),
+    maxResends: 1,
+    resendDelayMs: 10,
+  });
 }
 
-const chat = (f: ReturnType<typeof client>, url: string) => f(`${url}/chat/completions`, { method: "POST", headers: { "content-type": "application/json" }, body: "{}" });
+const chat = (f: ReturnType<typeof client>, url: string) =>
+  f(`${url}/chat/completions`, { method: "POST", headers: { "content-type": "application/json" }, body: "{}" });
 const keyOf = (wallet: EvmWallet) => `wallet:eip155:${wallet.address.toLowerCase()}`;
 
 describe("a 402 drawn before another process's top-up landed, with the epoch unreadable as the request left", () => {

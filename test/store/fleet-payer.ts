@@ -55,7 +55,11 @@ lines.close();
 
 const statuses = await Promise.all(
   Array.from({ length: job.requests }, (_, i) =>
-    f(`${job.service}/chat/completions`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ i }) }).then(
+    f(`${job.service}/chat/completions`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ i }),
+    }).then(
       async (r) => (await r.text(), r.status),
       (err: Error) => `${err.name}: ${err.message}`,
     ),

@@ -27,7 +27,8 @@ export function creditServices(hostile: ReturnType<typeof hostileServers>) {
         state.signed.push(auth.nonce);
         paid();
         if (state.holdTopUps) return; // never settled, never answered
-        if (state.nonces.has(auth.nonce)) return json(res, { error: "PAYMENT_VERIFICATION_FAILED", message: "Payment nonce already used" }, {}, 400);
+        if (state.nonces.has(auth.nonce))
+          return json(res, { error: "PAYMENT_VERIFICATION_FAILED", message: "Payment nonce already used" }, {}, 400);
         state.nonces.add(auth.nonce);
         state.credit += 5;
         return toppedUp(res, 5);

@@ -43,7 +43,14 @@ describe.skipIf(!redisAvailable)("a fleet paying from one wallet through one Red
   it("with the top-up epoch unreadable as requests leave (a slow store), a 402 burst still makes one payment", async () => {
     const { svc, state } = await creditService();
     const wallet = Wallet.createRandom();
-    const job = { service: svc.url, redisUrl: redis!.url, prefix: redis!.prefix(), privateKey: wallet.privateKey, requests: 25, epochUnreadable: true };
+    const job = {
+      service: svc.url,
+      redisUrl: redis!.url,
+      prefix: redis!.prefix(),
+      privateKey: wallet.privateKey,
+      requests: 25,
+      epochUnreadable: true,
+    };
     const results = await fleet<PayerResult>(PAYER, [job, job, job, job], 60_000);
     expect(results.flatMap((r) => r.statuses)).toEqual(Array(100).fill(200));
     expect(new Set(state.signed).size).toBe(1);
@@ -52,7 +59,14 @@ describe.skipIf(!redisAvailable)("a fleet paying from one wallet through one Red
   it("a process killed while its payment is out: the next holder waits for the lease, re-sends the same payment, signs nothing", async () => {
     const { svc, state, firstPayment } = await creditService({ holdTopUps: true });
     const wallet = Wallet.createRandom();
-    const job = { service: svc.url, redisUrl: redis!.url, prefix: redis!.prefix(), privateKey: wallet.privateKey, requests: 1, leaseMs: 1_000 };
+    const job = {
+      service: svc.url,
+      redisUrl: redis!.url,
+      prefix: redis!.prefix(),
+      privateKey: wallet.privateKey,
+      requests: 1,
+      leaseMs: 1_000,
+    };
     const doomed = member<PayerResult>(PAYER, job);
     await bounded(doomed.ready, 30_000, "first member start");
     doomed.go();

@@ -11,7 +11,17 @@ import { StoreUnavailableError } from "../../src/http/errors.js";
 import { RedisStore } from "../../src/store/redis.js";
 import { withX402 } from "../../src/x402/with-x402.js";
 import { PaymentPolicy, walletScopeKey } from "../../src/x402/policy.js";
-import { PAYEE_A, PAYEE_B, authorizationOf, json, offer, paymentRequired, startHostile, toppedUp, type HostileServer } from "../hostile/server.js";
+import {
+  PAYEE_A,
+  PAYEE_B,
+  authorizationOf,
+  json,
+  offer,
+  paymentRequired,
+  startHostile,
+  toppedUp,
+  type HostileServer,
+} from "../hostile/server.js";
 import { bounded, fleet as fleetOf } from "./processes.js";
 import { freePort, keysUnder, ownRedisAvailable, redisAvailable, startRedis, type TestRedis } from "./redis-server.js";
 
@@ -59,7 +69,10 @@ describe.skipIf(!redisAvailable)("a fleet of processes on one Redis", () => {
     try {
       for (let i = 0; i < wallets.length; i++) {
         const pair = [toA![i], toB![i]];
-        expect(pair.filter((o) => o === "ok"), `wallet ${i}: ${pair.join(", ")}`).toHaveLength(1);
+        expect(
+          pair.filter((o) => o === "ok"),
+          `wallet ${i}: ${pair.join(", ")}`,
+        ).toHaveLength(1);
         expect(pair.filter((o) => o !== "ok")).toEqual(["PaymentPolicyError:payee"]);
         const winner = toA![i] === "ok" ? PAYEE_A : PAYEE_B;
         expect(await store.pins(walletScopeKey("eip155", wallets[i]!))).toEqual({ [N]: winner.toLowerCase() });
@@ -88,35 +101,38 @@ describe.skipIf(!redisAvailable)("Redis down: payments fail closed", () => {
     }
   });
 
-  it.runIf(ownRedisAvailable)("paused past the timeout: authorize rejects, and the late reservation is undone once Redis runs it", async () => {
-    const own = await startRedis({ own: true });
-    const prefix = own.prefix();
-    const store = new RedisStore({ url: own.url, prefix, timeoutMs: 800 });
-    try {
-      const wallet = randomAddress();
-      const key = walletScopeKey("eip155", wallet);
-      await store.spentUsd(key, 1, 1); // connected
-      const scripts = async () => {
-        const stats = await own.admin.info("commandstats");
-        return [...stats.matchAll(/cmdstat_eval(?:sha)?:calls=(\d+)/g)].reduce((n, m) => n + Number(m[1]), 0);
-      };
-      const before = await scripts();
-      await own.admin.client("PAUSE", 2500, "WRITE");
-      const err = await new PaymentPolicy(policyOptions).authorize([offer()], ctx(store, wallet)).catch((e: unknown) => e);
-      expect(err).toBeInstanceOf(StoreUnavailableError);
-      expect((err as Error).message).toContain("no answer within 800 ms");
-      await bounded(own.admin.set(`${prefix}probe`, "1", "PX", 1000), 5000, "unpause"); // a write: waits for the pause to end
-      // queued behind the late reserve and its undo on the store's connection: both have run when this answers
-      expect(await store.pins(key)).toEqual({});
-      expect(await scripts()).toBeGreaterThanOrEqual(before + 3); // reserve, undo, pins
-      expect(await store.spentUsd(key, 24 * 60 * 60_000, Date.now())).toBe(0);
-      expect(await own.admin.zcard(`${prefix}leases`)).toBe(0);
-      expect((await keysUnder(own.admin, `${prefix}res:`)).length).toBe(0);
-    } finally {
-      await store.close();
-      await own.stop();
-    }
-  });
+  it.runIf(ownRedisAvailable)(
+    "paused past the timeout: authorize rejects, and the late reservation is undone once Redis runs it",
+    async () => {
+      const own = await startRedis({ own: true });
+      const prefix = own.prefix();
+      const store = new RedisStore({ url: own.url, prefix, timeoutMs: 800 });
+      try {
+        const wallet = randomAddress();
+        const key = walletScopeKey("eip155", wallet);
+        await store.spentUsd(key, 1, 1); // connected
+        const scripts = async () => {
+          const stats = await own.admin.info("commandstats");
+          return [...stats.matchAll(/cmdstat_eval(?:sha)?:calls=(\d+)/g)].reduce((n, m) => n + Number(m[1]), 0);
+        };
+        const before = await scripts();
+        await own.admin.client("PAUSE", 2500, "WRITE");
+        const err = await new PaymentPolicy(policyOptions).authorize([offer()], ctx(store, wallet)).catch((e: unknown) => e);
+        expect(err).toBeInstanceOf(StoreUnavailableError);
+        expect((err as Error).message).toContain("no answer within 800 ms");
+        await bounded(own.admin.set(`${prefix}probe`, "1", "PX", 1000), 5000, "unpause"); // a write: waits for the pause to end
+        // queued behind the late reserve and its undo on the store's connection: both have run when this answers
+        expect(await store.pins(key)).toEqual({});
+        expect(await scripts()).toBeGreaterThanOrEqual(before + 3); // reserve, undo, pins
+        expect(await store.spentUsd(key, 24 * 60 * 60_000, Date.now())).toBe(0);
+        expect(await own.admin.zcard(`${prefix}leases`)).toBe(0);
+        expect((await keysUnder(own.admin, `${prefix}res:`)).length).toBe(0);
+      } finally {
+        await store.close();
+        await own.stop();
+      }
+    },
+  );
 
   describe("through the x402 layer: the error surfaces as is and nothing is sent", () => {
     const services: HostileServer[] = [];
@@ -141,7 +157,14 @@ describe.skipIf(!redisAvailable)("Redis down: payments fail closed", () => {
       const store = new RedisStore({ url: `redis://:s3cret@127.0.0.1:${await freePort()}`, timeoutMs: 2000 });
       const events: string[] = [];
       try {
-        const f = withX402(fetch, { wallet: EvmWallet.random(), policy: policyOptions, baseUrl: svc.url, store, onPayment: (e) => events.push(e.type), ...quick });
+        const f = withX402(fetch, {
+          wallet: EvmWallet.random(),
+          policy: policyOptions,
+          baseUrl: svc.url,
+          store,
+          onPayment: (e) => events.push(e.type),
+          ...quick,
+        });
         const err = await f(`${svc.url}/chat/completions`, { method: "POST", body: "{}" }).catch((e: unknown) => e);
         expect(err).toBeInstanceOf(StoreUnavailableError);
         expect(JSON.stringify(err) + String(err)).not.toContain("s3cret");

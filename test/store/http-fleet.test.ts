@@ -30,7 +30,13 @@ const creditService = creditServices(hostileServers());
 describe("a fleet sharing one HTTP store (state in another process)", () => {
   it("4 processes x 25 concurrent requests hitting 402: one payment signed, every request served", async () => {
     const { svc, state } = await creditService();
-    const job = { service: svc.url, storeUrl: server.url, prefix: randomUUID(), privateKey: Wallet.createRandom().privateKey, requests: 25 };
+    const job = {
+      service: svc.url,
+      storeUrl: server.url,
+      prefix: randomUUID(),
+      privateKey: Wallet.createRandom().privateKey,
+      requests: 25,
+    };
     const results = await fleet<PayerResult>(PAYER, [job, job, job, job], 60_000);
     expect(results.flatMap((r) => r.statuses)).toEqual(Array(100).fill(200));
     expect(state.signed).toHaveLength(1);

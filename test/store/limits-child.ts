@@ -75,7 +75,11 @@ if (job.kind === "wallet") {
     Array.from({ length: job.count }, async (_, i) => {
       const res = await chat({ model: job.model, messages: [{ role: "user", content: `fleet burst ${i}` }], max_tokens: 8 });
       await res.arrayBuffer();
-      return { status: res.status, reset: res.headers.get("x-ratelimit-reset-requests"), remaining: res.headers.get("x-ratelimit-remaining-requests") };
+      return {
+        status: res.status,
+        reset: res.headers.get("x-ratelimit-reset-requests"),
+        remaining: res.headers.get("x-ratelimit-remaining-requests"),
+      };
     }),
   );
 } else {

@@ -50,11 +50,15 @@ describe.skipIf(!redisAvailable)("limits in Redis", () => {
     expect(grants.filter((g) => g.granted)).toHaveLength(11);
     // the guard likewise: 5 places for 20 sends from four clients
     const guard = await Promise.all(
-      Array.from({ length: 20 }, (_, i) => clients[i % 4]!.acquireGuard("o|k", { now: T0, id: `s${i}`, maxFailures: 5, windowMs: 30_000, leaseMs: 30_000 })),
+      Array.from({ length: 20 }, (_, i) =>
+        clients[i % 4]!.acquireGuard("o|k", { now: T0, id: `s${i}`, maxFailures: 5, windowMs: 30_000, leaseMs: 30_000 }),
+      ),
     );
     expect(guard.filter((g) => g.granted)).toHaveLength(5);
     // a wallet's requests in flight likewise: 5 places for 20 requests from four clients
-    const slots = await Promise.all(Array.from({ length: 20 }, (_, i) => clients[i % 4]!.acquireSlot("o|w|wallet", { now: T0, id: `r${i}`, limit: 5, leaseMs: 30_000 })));
+    const slots = await Promise.all(
+      Array.from({ length: 20 }, (_, i) => clients[i % 4]!.acquireSlot("o|w|wallet", { now: T0, id: `r${i}`, limit: 5, leaseMs: 30_000 })),
+    );
     expect(slots.filter((g) => g.granted)).toHaveLength(5);
   });
 

@@ -118,21 +118,24 @@ describe("the store failing: pacing and the guard go on per process, with one wa
     );
   const ourWarnings = () => warn.mock.calls.filter((c: unknown[]) => String(c[0]).includes("the shared store failed"));
 
-  it.runIf(redisAvailable)("Redis unreachable: a 2x burst is paced by the process (no 429), one warning, nothing secret in it", async () => {
-    const store = new RedisStore({ url: `redis://:s3cret@127.0.0.1:${await freePort()}`, timeoutMs: 1000 });
-    try {
-      const rec = recorder();
-      const f = createServiceFetch({ baseUrl: emu.url, apiKey: "k-down", store, fetch: rec.fetch, retry: false });
-      const statuses = await bounded(burst(f, 2 * RPM), 20_000, "burst");
-      expect(statuses.every((s) => s === 200)).toBe(true);
-      expect(rec.statuses.filter((s) => s === 429)).toHaveLength(0);
-      expect(ourWarnings()).toHaveLength(1);
-      expect(String(ourWarnings()[0]![0])).toMatch(/fall back to this process's own limits/);
-      expect(JSON.stringify(warn.mock.calls)).not.toContain("s3cret");
-    } finally {
-      await store.close();
-    }
-  });
+  it.runIf(redisAvailable)(
+    "Redis unreachable: a 2x burst is paced by the process (no 429), one warning, nothing secret in it",
+    async () => {
+      const store = new RedisStore({ url: `redis://:s3cret@127.0.0.1:${await freePort()}`, timeoutMs: 1000 });
+      try {
+        const rec = recorder();
+        const f = createServiceFetch({ baseUrl: emu.url, apiKey: "k-down", store, fetch: rec.fetch, retry: false });
+        const statuses = await bounded(burst(f, 2 * RPM), 20_000, "burst");
+        expect(statuses.every((s) => s === 200)).toBe(true);
+        expect(rec.statuses.filter((s) => s === 429)).toHaveLength(0);
+        expect(ourWarnings()).toHaveLength(1);
+        expect(String(ourWarnings()[0]![0])).toMatch(/fall back to this process's own limits/);
+        expect(JSON.stringify(warn.mock.calls)).not.toContain("s3cret");
+      } finally {
+        await store.close();
+      }
+    },
+  );
 
   it.runIf(ownRedisAvailable)("Redis stopped while in use: requests go on, paced by the process, with one warning", async () => {
     const own = await startRedis({ own: true });
@@ -189,7 +192,13 @@ describe("the store failing: pacing and the guard go on per process, with one wa
     expect(await burst(f, 1)).toEqual([200]);
     // both layers asked it again, for each send: a place in the pacing window and in the guard's, each given back
     expect(store.calls - failedCalls).toBe(8);
-    const grant = await store.acquireGuard(`${new URL(emu.url).origin}|${f.identity}`, { now: Date.now(), id: "t", maxFailures: 20, windowMs: 30_000, leaseMs: 1000 });
+    const grant = await store.acquireGuard(`${new URL(emu.url).origin}|${f.identity}`, {
+      now: Date.now(),
+      id: "t",
+      maxFailures: 20,
+      windowMs: 30_000,
+      leaseMs: 1000,
+    });
     expect(grant).toEqual({ granted: true, waitMs: 0, failures: 0 });
     store.down = true;
     await sleep(STORE_RETRY_MS + 50);
@@ -200,7 +209,16 @@ describe("the store failing: pacing and the guard go on per process, with one wa
 
 describe.skipIf(!redisAvailable)("without the store, the same fleet draws 429s (what the store is for)", () => {
   it("four processes, each pacing to the whole limit alone", async () => {
-    const job = { kind: "burst", redisUrl: redis!.url, prefix: redis!.prefix(), baseUrl: emu.url, apiKey: "k-fleet-nostore", model: "emu-s", count: (3 * RPM) / 4, noStore: true };
+    const job = {
+      kind: "burst",
+      redisUrl: redis!.url,
+      prefix: redis!.prefix(),
+      baseUrl: emu.url,
+      apiKey: "k-fleet-nostore",
+      model: "emu-s",
+      count: (3 * RPM) / 4,
+      noStore: true,
+    };
     const answers = (await fleet([job, job, job, job])).flat() as Answer[];
     expect(answers.filter((a) => a.status === 429).length).toBeGreaterThan(0);
   });

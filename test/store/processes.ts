@@ -10,9 +10,10 @@ const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 
 export function bounded<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
   let timer: NodeJS.Timeout;
-  return Promise.race([p, new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`${what}: not done within ${ms} ms`)), ms)))]).finally(() =>
-    clearTimeout(timer),
-  );
+  return Promise.race([
+    p,
+    new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`${what}: not done within ${ms} ms`)), ms))),
+  ]).finally(() => clearTimeout(timer));
 }
 
 export interface Member<R> {
@@ -24,7 +25,10 @@ export interface Member<R> {
 }
 
 export function member<R>(script: string, job: Record<string, unknown>): Member<R> {
-  const child = spawn(process.execPath, ["--import", "tsx", script], { cwd: ROOT, env: { ...process.env, FLEET_JOB: JSON.stringify(job) } });
+  const child = spawn(process.execPath, ["--import", "tsx", script], {
+    cwd: ROOT,
+    env: { ...process.env, FLEET_JOB: JSON.stringify(job) },
+  });
   let out = "";
   let err = "";
   child.stderr.on("data", (d: Buffer) => (err += d.toString()));

@@ -60,9 +60,10 @@ export function freePort(): Promise<number> {
 
 function withTimeout<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
   let timer: NodeJS.Timeout;
-  return Promise.race([p, new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`${what}: no answer within ${ms} ms`)), ms)))]).finally(() =>
-    clearTimeout(timer),
-  );
+  return Promise.race([
+    p,
+    new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`${what}: no answer within ${ms} ms`)), ms))),
+  ]).finally(() => clearTimeout(timer));
 }
 
 /** Starts a redis-server (or, with `REDIS_URL` and `own` unset, uses that one). Every wait is bounded. */
@@ -71,7 +72,12 @@ export async function startRedis(options: { own?: boolean } = {}): Promise<TestR
   if (external && !options.own) {
     const admin = new Redis(external, { maxRetriesPerRequest: 1, lazyConnect: true });
     await withTimeout(admin.connect(), 10_000, `REDIS_URL`);
-    return { url: external, admin, prefix: () => `lcs-test:${randomUUID().slice(0, 8)}:`, stop: async () => void (await admin.quit().catch(() => admin.disconnect())) };
+    return {
+      url: external,
+      admin,
+      prefix: () => `lcs-test:${randomUUID().slice(0, 8)}:`,
+      stop: async () => void (await admin.quit().catch(() => admin.disconnect())),
+    };
   }
   const bin = redisServerBinary();
   if (!bin) throw new Error(HOW_TO_ENABLE);

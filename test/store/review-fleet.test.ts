@@ -43,7 +43,8 @@ async function creditService(answer: (n: number) => "ok" | "503" = () => "ok") {
       const auth = authorizationOf(req);
       if (!auth) return json(res, { x402Version: 2, accepts: [offer()] }, {}, 402);
       state.signed.push(auth.nonce);
-      if (state.nonces.has(auth.nonce)) return json(res, { error: "PAYMENT_VERIFICATION_FAILED", message: "Payment nonce already used" }, {}, 400);
+      if (state.nonces.has(auth.nonce))
+        return json(res, { error: "PAYMENT_VERIFICATION_FAILED", message: "Payment nonce already used" }, {}, 400);
       state.nonces.add(auth.nonce);
       state.credit += 5;
       if (answer(state.signed.length) === "503") return json(res, { error: "upstream" }, {}, 503);

@@ -28,7 +28,13 @@ describe("ServiceClient: search, scrape, images, speech", () => {
     expect(own.images[0]!.mimeType).toBe("image/png");
     const speech = await client.createSpeech({ input: "hello there" });
     expect(speech.durationSeconds).toBeGreaterThan(0);
-    expect(counts).toMatchObject({ "/augment/search": 1, "/augment/scrape": 1, "/images/generations": 1, "/image/generate": 1, "/audio/speech": 1 });
+    expect(counts).toMatchObject({
+      "/augment/search": 1,
+      "/augment/scrape": 1,
+      "/images/generations": 1,
+      "/image/generate": 1,
+      "/audio/speech": 1,
+    });
   });
 
   it("bad input is a ValidationError before any request", async () => {

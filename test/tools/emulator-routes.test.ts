@@ -31,7 +31,13 @@ async function post(path: string, body: unknown, key: string | null = "rich", he
   });
   const bytes = Buffer.from(await res.arrayBuffer());
   const type = res.headers.get("content-type") ?? "";
-  return { status: res.status, headers: res.headers, type, bytes, json: type.includes("json") ? JSON.parse(bytes.toString("utf8")) : undefined };
+  return {
+    status: res.status,
+    headers: res.headers,
+    type,
+    bytes,
+    json: type.includes("json") ? JSON.parse(bytes.toString("utf8")) : undefined,
+  };
 }
 
 describe("payload shapes as published", () => {
@@ -46,7 +52,11 @@ describe("payload shapes as published", () => {
 
   it("/augment/scrape: {url, content, format: markdown}; other pages 400, blocked sites 403", async () => {
     const r = await post("/augment/scrape", { url: "https://example.org/solana" });
-    expect(r.json).toEqual({ url: "https://example.org/solana", content: expect.stringContaining("# Solana network basics"), format: "markdown" });
+    expect(r.json).toEqual({
+      url: "https://example.org/solana",
+      content: expect.stringContaining("# Solana network basics"),
+      format: "markdown",
+    });
     const other = await post("/augment/scrape", { url: "https://example.com/" });
     expect(other.status).toBe(400);
     expect(other.json).toMatchObject({ error: expect.stringContaining("local corpus"), details: expect.any(Object) });
@@ -56,7 +66,11 @@ describe("payload shapes as published", () => {
   });
 
   it("/image/generate: {id, images (base64 PNG), request, timing}; variants; return_binary gives image/png", async () => {
-    const r = await post("/image/generate", { model: "emu-image", prompt: "hills", width: 40, height: 24, variants: 2, seed: 7 }, "defaults");
+    const r = await post(
+      "/image/generate",
+      { model: "emu-image", prompt: "hills", width: 40, height: 24, variants: 2, seed: 7 },
+      "defaults",
+    );
     expect(r.status).toBe(200);
     expect(r.json.id).toMatch(/^generate-image-\d+/);
     expect(r.json.images).toHaveLength(2);
@@ -66,7 +80,11 @@ describe("payload shapes as published", () => {
     expect(r.json.images[0]).not.toBe(r.json.images[1]);
     expect(r.headers.get("x-service-model-id")).toBe("emu-image");
     expect(r.headers.get("x-service-is-blurred")).toBe("false");
-    const bin = await post("/image/generate", { model: "emu-image", prompt: "hills", width: 40, height: 24, return_binary: true }, "defaults");
+    const bin = await post(
+      "/image/generate",
+      { model: "emu-image", prompt: "hills", width: 40, height: 24, return_binary: true },
+      "defaults",
+    );
     expect(bin.type).toBe("image/png");
     expect(decodePng(bin.bytes)).toMatchObject({ width: 40, height: 24 });
   });
@@ -83,12 +101,21 @@ describe("payload shapes as published", () => {
     const r = await post("/audio/speech", { input: "Hello, world.", model: "tts-orpheus", voice: "tara", speed: 1.5 });
     expect(r.type).toBe("audio/wav");
     expect(decodeWav(r.bytes)).toMatchObject({ sampleRate: 24_000, channels: 1, bitsPerSample: 16 });
-    const pcm = await post("/audio/speech", { input: "Hello, world.", model: "tts-orpheus", voice: "tara", speed: 1.5, response_format: "pcm" });
+    const pcm = await post("/audio/speech", {
+      input: "Hello, world.",
+      model: "tts-orpheus",
+      voice: "tara",
+      speed: 1.5,
+      response_format: "pcm",
+    });
     expect(pcm.type).toBe("audio/pcm");
     expect(pcm.bytes.equals(r.bytes.subarray(44))).toBe(true); // same samples, deterministic
     const models = await (await fetch(`${emu.url}/models?type=tts`)).json();
     const kokoro = models.data.find((m: { id: string }) => m.id === "tts-kokoro");
-    expect(kokoro).toMatchObject({ type: "tts", model_spec: { voices: expect.arrayContaining(["af_sky"]), supported_formats: ["wav", "pcm"], default_format: "wav" } });
+    expect(kokoro).toMatchObject({
+      type: "tts",
+      model_spec: { voices: expect.arrayContaining(["af_sky"]), supported_formats: ["wav", "pcm"], default_format: "wav" },
+    });
     const images = await (await fetch(`${emu.url}/models?type=image`)).json();
     expect(images.data.map((m: { id: string }) => m.id)).toEqual(["emu-image", "emu-image-hd"]);
     expect(images.data[0].model_spec.traits).toContain("default");
@@ -205,7 +232,12 @@ describe("billing from the chat ledger", () => {
       const wallet = new EvmWallet(Wallet.createRandom().privateKey);
       const stack = (e: Emulator) => createServiceFetch({ baseUrl: e.url, wallet, paymentLayer: (next) => next, retry: false });
       const send = (e: Emulator, path: string, body: unknown) =>
-        stack(e)(`${e.url}${path}`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body), service: { throwOnError: false } });
+        stack(e)(`${e.url}${path}`, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify(body),
+          service: { throwOnError: false },
+        });
       const r = await send(emu2, "/images/generations", { prompt: "p", size: "256x256" });
       expect(r.status).toBe(200);
       const remaining = r.headers.get("x-balance-remaining");
@@ -216,7 +248,11 @@ describe("billing from the chat ledger", () => {
       expect(speech.headers.get("x-balance-remaining")).toBeTruthy();
       const refused = await send(poor, "/augment/search", { query: "usdc" });
       expect(refused.status).toBe(402);
-      expect(await refused.json()).toMatchObject({ code: "PAYMENT_REQUIRED", reason: "insufficient_balance", topUpInstructions: expect.any(Object) });
+      expect(await refused.json()).toMatchObject({
+        code: "PAYMENT_REQUIRED",
+        reason: "insufficient_balance",
+        topUpInstructions: expect.any(Object),
+      });
       expect(refused.headers.get("x-balance-remaining")).toBeNull();
     } finally {
       await emu2.close();
@@ -228,7 +264,10 @@ describe("billing from the chat ledger", () => {
 describe("per-type request limits (spec part 8)", () => {
   it("image and audio requests are counted in their own windows, with request headers only", async () => {
     const main = emu;
-    emu = await startEmulator({ apiKeys: [{ key: "limited", usd: 50, diem: 0 }], rateLimits: { types: { image: { requests: 2 }, audio: { requests: 3 } } } });
+    emu = await startEmulator({
+      apiKeys: [{ key: "limited", usd: 50, diem: 0 }],
+      rateLimits: { types: { image: { requests: 2 }, audio: { requests: 3 } } },
+    });
     try {
       await limited();
     } finally {
@@ -257,8 +296,14 @@ describe("per-type request limits (spec part 8)", () => {
     const emu3 = await startEmulator({ apiKeys: ["k"] });
     try {
       const h = (path: string, body: unknown) =>
-        fetch(`${emu3.url}${path}`, { method: "POST", headers: { authorization: "Bearer k", "content-type": "application/json" }, body: JSON.stringify(body) });
-      expect((await h("/image/generate", { model: "emu-image", prompt: "p", width: 8, height: 8 })).headers.get("x-ratelimit-limit-requests")).toBe("20");
+        fetch(`${emu3.url}${path}`, {
+          method: "POST",
+          headers: { authorization: "Bearer k", "content-type": "application/json" },
+          body: JSON.stringify(body),
+        });
+      expect(
+        (await h("/image/generate", { model: "emu-image", prompt: "p", width: 8, height: 8 })).headers.get("x-ratelimit-limit-requests"),
+      ).toBe("20");
       expect((await h("/audio/speech", { input: "hi" })).headers.get("x-ratelimit-limit-requests")).toBe("60");
     } finally {
       await emu3.close();

@@ -12,7 +12,12 @@ export function countingClient(emu: Emulator, options: Record<string, unknown> =
 }
 
 /** Invokes a tool as an agent would (a tool call) and returns its ToolMessage's parsed content and artifact. */
-export async function callTool(tool: { invoke(input: unknown, config?: unknown): Promise<unknown> }, name: string, args: Record<string, unknown>, config?: unknown) {
+export async function callTool(
+  tool: { invoke(input: unknown, config?: unknown): Promise<unknown> },
+  name: string,
+  args: Record<string, unknown>,
+  config?: unknown,
+) {
   const message = (await tool.invoke({ type: "tool_call", id: `call_${name}`, name, args }, config)) as { content: string; artifact: any };
   return { text: message.content, json: JSON.parse(message.content), artifact: message.artifact };
 }
@@ -52,7 +57,8 @@ export function decodePng(bytes: Uint8Array): DecodedPng {
   const height = ihdr.readUInt32BE(4);
   const channels = ihdr[9] === 6 ? 4 : 3;
   const raw = inflateSync(Buffer.concat(idat));
-  if (raw.length !== (width * channels + 1) * height) throw new Error(`IDAT inflates to ${raw.length}, expected ${(width * channels + 1) * height}`);
+  if (raw.length !== (width * channels + 1) * height)
+    throw new Error(`IDAT inflates to ${raw.length}, expected ${(width * channels + 1) * height}`);
   return { width, height, bitDepth: ihdr[8]!, colorType: ihdr[9]!, raw, chunks };
 }
 
@@ -76,7 +82,8 @@ export function decodeWav(bytes: Uint8Array): DecodedWav {
   const byteRate = b.readUInt32LE(28);
   const blockAlign = b.readUInt16LE(32);
   const bitsPerSample = b.readUInt16LE(34);
-  if (byteRate !== (sampleRate * channels * bitsPerSample) / 8 || blockAlign !== (channels * bitsPerSample) / 8) throw new Error("inconsistent fmt");
+  if (byteRate !== (sampleRate * channels * bitsPerSample) / 8 || blockAlign !== (channels * bitsPerSample) / 8)
+    throw new Error("inconsistent fmt");
   if (b.toString("latin1", 36, 40) !== "data") throw new Error("no data chunk");
   const dataBytes = b.readUInt32LE(40);
   if (dataBytes !== b.length - 44) throw new Error("data size does not match");

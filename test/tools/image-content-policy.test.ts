@@ -11,7 +11,15 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startEmulator, type Emulator } from "langchain-service-emulator";
 import { pictureFor } from "../../packages/langchain-service-emulator/src/media/png.js";
-import { ContentPolicyError, ContentViolationError, ImageEditTool, ImageGenerationTool, ServiceClient, generateImage, simpleGenerateImage } from "../../src/index.js";
+import {
+  ContentPolicyError,
+  ContentViolationError,
+  ImageEditTool,
+  ImageGenerationTool,
+  ServiceClient,
+  generateImage,
+  simpleGenerateImage,
+} from "../../src/index.js";
 import { callTool } from "./helpers.js";
 
 const KEY = "k-policy";
@@ -54,7 +62,10 @@ describe("a withheld picture", () => {
     const outputDir = join(root, "generated");
     const tool = new ImageGenerationTool({ client: client(), outputDir, width: 32, height: 32, model: "emu-image" });
     const refused = await callTool(tool, "generate_image", { prompt: BLOCKED });
-    expect(refused.json.error).toMatchObject({ code: "CONTENT_POLICY", message: expect.stringMatching(/content policy; nothing was made/) });
+    expect(refused.json.error).toMatchObject({
+      code: "CONTENT_POLICY",
+      message: expect.stringMatching(/content policy; nothing was made/),
+    });
     expect(refused.json.path).toBeUndefined();
     expect(await files(outputDir)).toEqual([]);
     const drawn = await callTool(tool, "generate_image", { prompt: "a street at night" });

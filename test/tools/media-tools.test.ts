@@ -10,7 +10,14 @@ import { dirname, join, relative } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startEmulator, type Emulator } from "langchain-service-emulator";
 import { ConfigurationError, ValidationError } from "../../src/http/errors.js";
-import { createClonedVoice, createSpeech, generateImage, ImageGenerationTool, simpleGenerateImage, TextToSpeechTool } from "../../src/tools/index.js";
+import {
+  createClonedVoice,
+  createSpeech,
+  generateImage,
+  ImageGenerationTool,
+  simpleGenerateImage,
+  TextToSpeechTool,
+} from "../../src/tools/index.js";
 import { callTool, countingClient, decodePng, decodeWav } from "./helpers.js";
 
 const KEY = "media-tools-key";
@@ -47,7 +54,8 @@ describe("generate_image", () => {
     expect(png.chunks).toEqual(["IHDR", "tEXt", "tEXt", "IDAT", "IEND"]);
     // a picture, not a flat fill: many distinct colours
     const colours = new Set<string>();
-    for (let y = 0; y < 64; y += 4) for (let x = 0; x < 96; x += 4) colours.add(png.raw.subarray(y * 289 + 1 + x * 3, y * 289 + 4 + x * 3).toString("hex"));
+    for (let y = 0; y < 64; y += 4)
+      for (let x = 0; x < 96; x += 4) colours.add(png.raw.subarray(y * 289 + 1 + x * 3, y * 289 + 4 + x * 3).toString("hex"));
     expect(colours.size).toBeGreaterThan(10);
     expect(artifact).toMatchObject({ model: "emu-image", mimeType: "image/png", width: 96, height: 64, path: json.path });
     expect(artifact.dataUrl).toBeUndefined();
@@ -63,7 +71,13 @@ describe("generate_image", () => {
 
   it("file names are the tool's: a prompt that looks like a path changes nothing", async () => {
     const outputDir = join(root, "names");
-    const tool = new ImageGenerationTool({ client: countingClient(emu, { apiKey: KEY }).client, outputDir, width: 16, height: 16, model: "emu-image" });
+    const tool = new ImageGenerationTool({
+      client: countingClient(emu, { apiKey: KEY }).client,
+      outputDir,
+      width: 16,
+      height: 16,
+      model: "emu-image",
+    });
     const { json } = await callTool(tool, "generate_image", { prompt: "../../../../tmp/evil.png" });
     expect(inside(outputDir, json.path)).toBe(true);
     expect(await readdir(outputDir)).toHaveLength(1);
@@ -71,7 +85,12 @@ describe("generate_image", () => {
   });
 
   it("without outputDir the image is a data URL in the artifact only", async () => {
-    const tool = new ImageGenerationTool({ client: countingClient(emu, { apiKey: KEY }).client, width: 32, height: 32, model: "emu-image" });
+    const tool = new ImageGenerationTool({
+      client: countingClient(emu, { apiKey: KEY }).client,
+      width: 32,
+      height: 32,
+      model: "emu-image",
+    });
     const { json, text, artifact } = await callTool(tool, "generate_image", { prompt: "a night sky with stars" });
     expect(json.image).toContain("artifact.dataUrl");
     expect(text.length).toBeLessThan(400);
@@ -82,7 +101,14 @@ describe("generate_image", () => {
   it("bad input is refused before any request", async () => {
     const { client, total } = countingClient(emu, { apiKey: KEY });
     const tool = new ImageGenerationTool({ client, outputDir: join(root, "never"), model: "emu-image" });
-    for (const args of [{ prompt: "" }, { prompt: "  " }, { prompt: "x".repeat(7501) }, { prompt: "ok", width: 5000 }, { prompt: "ok", height: 10 }, { prompt: "ok", width: 64.5 }]) {
+    for (const args of [
+      { prompt: "" },
+      { prompt: "  " },
+      { prompt: "x".repeat(7501) },
+      { prompt: "ok", width: 5000 },
+      { prompt: "ok", height: 10 },
+      { prompt: "ok", width: 64.5 },
+    ]) {
       const { json } = await callTool(tool, "generate_image", args);
       expect(json.error.code, JSON.stringify(args).slice(0, 60)).toBe("INVALID_PARAMS");
     }

@@ -64,7 +64,12 @@ describe("web_search output bound (review)", () => {
     const s = await hostile(async (_req, res) =>
       json(res, {
         query: "q",
-        results: Array.from({ length: 500 }, (_, i) => ({ title: `T${i} ${"x".repeat(50_000)}`, url: `https://example.org/${i}`, content: "c", date: "2025-01-01" })),
+        results: Array.from({ length: 500 }, (_, i) => ({
+          title: `T${i} ${"x".repeat(50_000)}`,
+          url: `https://example.org/${i}`,
+          content: "c",
+          date: "2025-01-01",
+        })),
       }),
     );
     const tool = new WebSearchTool({ client: new ServiceClient({ baseUrl: s.url, apiKey: "k", retry: false }) });
@@ -95,9 +100,16 @@ describe("shared lookups of the media tools (review)", () => {
     const s = await hostile(async (req, res) => {
       if (req.url.includes("/models")) {
         await new Promise((r) => setTimeout(r, 150));
-        json(res, { object: "list", data: [{ id: "img-default", object: "model", type: "image", created: 1, owned_by: "x", model_spec: { traits: ["default"] } }] });
+        json(res, {
+          object: "list",
+          data: [{ id: "img-default", object: "model", type: "image", created: 1, owned_by: "x", model_spec: { traits: ["default"] } }],
+        });
       } else {
-        json(res, { id: "generate-image-1", images: [pictureFor("p", 8, 8).toString("base64")], timing: { inferenceDuration: 1, inferencePreprocessingTime: 0, inferenceQueueTime: 0, total: 1 } });
+        json(res, {
+          id: "generate-image-1",
+          images: [pictureFor("p", 8, 8).toString("base64")],
+          timing: { inferenceDuration: 1, inferencePreprocessingTime: 0, inferenceQueueTime: 0, total: 1 },
+        });
       }
     });
     const { ImageGenerationTool } = await import("../../src/tools/index.js");

@@ -26,7 +26,12 @@ describe("web_search", () => {
     const before = emu.account(KEY)!.usd;
     const { json, artifact, text } = await callTool(tool, "web_search", { query: "x402 payment protocol", limit: 2, provider: "google" });
     expect(json.query).toBe("x402 payment protocol");
-    expect(json.results[0]).toMatchObject({ n: 1, title: "The x402 payment protocol", url: "https://example.org/x402", date: "2025-04-22" });
+    expect(json.results[0]).toMatchObject({
+      n: 1,
+      title: "The x402 payment protocol",
+      url: "https://example.org/x402",
+      date: "2025-04-22",
+    });
     expect(json.results.length).toBeLessThanOrEqual(2);
     expect(typeof json.results[0].snippet).toBe("string");
     expect(text.length).toBeLessThan(1200);
@@ -52,7 +57,14 @@ describe("web_search", () => {
   it("bad input comes back to the model as an error, with zero requests", async () => {
     const { client, total } = countingClient(emu, { apiKey: KEY });
     const tool = new WebSearchTool({ client });
-    for (const args of [{ query: "" }, { query: "   " }, { query: "x".repeat(401) }, { query: "ok", limit: 0 }, { query: "ok", limit: 21 }, { query: "ok", limit: 2.5 }]) {
+    for (const args of [
+      { query: "" },
+      { query: "   " },
+      { query: "x".repeat(401) },
+      { query: "ok", limit: 0 },
+      { query: "ok", limit: 21 },
+      { query: "ok", limit: 2.5 },
+    ]) {
       const { json } = await callTool(tool, "web_search", args);
       expect(json.error.code).toBe("INVALID_PARAMS");
     }
@@ -164,7 +176,13 @@ describe("web_scrape", () => {
   });
 
   it("public addresses pass the guard (normalized)", () => {
-    for (const url of ["https://example.org/x402", "http://93.184.216.34/", "http://[2606:4700:4700::1111]/", "https://EXAMPLE.org:443/a?b=1", "http://8.8.8.8:8080/"]) {
+    for (const url of [
+      "https://example.org/x402",
+      "http://93.184.216.34/",
+      "http://[2606:4700:4700::1111]/",
+      "https://EXAMPLE.org:443/a?b=1",
+      "http://8.8.8.8:8080/",
+    ]) {
       expect(() => assertPublicHttpUrl(url), url).not.toThrow();
     }
     expect(assertPublicHttpUrl("https://EXAMPLE.org:443/a").href).toBe("https://example.org/a");

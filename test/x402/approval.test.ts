@@ -9,7 +9,13 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Emulator } from "langchain-service-emulator";
 import { ServiceClient } from "../../src/client.js";
 import { ConfigurationError, PaymentPolicyError } from "../../src/http/errors.js";
-import { PaymentPolicy, USDC_BASE, type PaymentApprovalRequest, type PaymentEvent, type PaymentPolicyOptions } from "../../src/x402/index.js";
+import {
+  PaymentPolicy,
+  USDC_BASE,
+  type PaymentApprovalRequest,
+  type PaymentEvent,
+  type PaymentPolicyOptions,
+} from "../../src/x402/index.js";
 import { chatBody, payer, startPaidEmulator, testPolicy, unpacedRoutes, usdcBalance } from "./helpers.js";
 
 let emu: Emulator;
@@ -23,7 +29,14 @@ afterAll(async () => {
 function walletClient(index: number, payment: PaymentPolicy | PaymentPolicyOptions) {
   const wallet = payer(emu, index);
   const events: PaymentEvent[] = [];
-  const client = new ServiceClient({ baseUrl: emu.url, wallet, payment, onPayment: (e) => events.push(e), abuseGuard: false, pacing: unpacedRoutes });
+  const client = new ServiceClient({
+    baseUrl: emu.url,
+    wallet,
+    payment,
+    onPayment: (e) => events.push(e),
+    abuseGuard: false,
+    pacing: unpacedRoutes,
+  });
   const chat = () => client.request("/chat/completions", { body: JSON.parse(chatBody()) });
   const topUps = () => (emu.account(wallet.address)?.entries ?? []).filter((e) => e.type === "TOP_UP");
   return { wallet, client, events, chat, topUps, signed: () => events.filter((e) => e.type === "payment.signed").length };
@@ -139,7 +152,11 @@ describe("strict: deny by default", () => {
   });
 
   it("pays a listed payee; refuses an unlisted one (rule payee) where a default policy would pin it on first use", async () => {
-    const listed = walletClient(8, { strict: true, allowedPayees: [emu.chain!.treasury], allowedAssets: [{ network: "eip155:8453", asset: USDC_BASE }] });
+    const listed = walletClient(8, {
+      strict: true,
+      allowedPayees: [emu.chain!.treasury],
+      allowedAssets: [{ network: "eip155:8453", asset: USDC_BASE }],
+    });
     expect((await listed.chat()).status).toBe(200);
     expect(listed.topUps()).toHaveLength(1);
 
@@ -157,7 +174,11 @@ describe("strict: deny by default", () => {
   });
 
   it("refuses an asset or network not listed", async () => {
-    const w = walletClient(11, { strict: true, allowedPayees: [emu.chain!.treasury], allowedAssets: [{ network: "eip155:84532", asset: USDC_BASE }] });
+    const w = walletClient(11, {
+      strict: true,
+      allowedPayees: [emu.chain!.treasury],
+      allowedAssets: [{ network: "eip155:84532", asset: USDC_BASE }],
+    });
     const err = await w.chat().catch((e: unknown) => e);
     expect((err as PaymentPolicyError).rule).toBe("network");
     expect(w.topUps()).toHaveLength(0);

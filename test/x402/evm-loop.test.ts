@@ -9,7 +9,13 @@ import type { Emulator } from "langchain-service-emulator";
 import type { FetchLike } from "../../src/http/fetch-stack.js";
 import { createServiceFetch } from "../../src/stack.js";
 import { ServiceClient } from "../../src/client.js";
-import { InsufficientBalanceError, PaymentFailedError, PaymentPolicyError, PermissionDeniedError, AuthenticationError } from "../../src/http/errors.js";
+import {
+  InsufficientBalanceError,
+  PaymentFailedError,
+  PaymentPolicyError,
+  PermissionDeniedError,
+  AuthenticationError,
+} from "../../src/http/errors.js";
 import {
   createSiwxHeader,
   createWalletAuth,
@@ -72,7 +78,11 @@ function topUps(address: string) {
 
 describe("x402 on Base against the emulator", () => {
   it("answers an unauthenticated inference call with the discovery 402 (variant 2)", async () => {
-    const res = await fetch(`${emu.url}/chat/completions`, { method: "POST", headers: { "content-type": "application/json" }, body: chatBody() });
+    const res = await fetch(`${emu.url}/chat/completions`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: chatBody(),
+    });
     expect(res.status).toBe(402);
     const body = (await res.json()) as Record<string, any>;
     expect(body.x402Version).toBe(2);
@@ -100,7 +110,12 @@ describe("x402 on Base against the emulator", () => {
     expect(res.status).toBe(200);
     expect(res.data.choices.length).toBeGreaterThan(0);
     // the inference 402's requirements are a hint: what is signed comes from the top-up endpoint itself
-    expect(sent).toEqual(["POST /api/v1/chat/completions", "POST /api/v1/x402/top-up", "POST /api/v1/x402/top-up", "POST /api/v1/chat/completions"]);
+    expect(sent).toEqual([
+      "POST /api/v1/chat/completions",
+      "POST /api/v1/x402/top-up",
+      "POST /api/v1/x402/top-up",
+      "POST /api/v1/chat/completions",
+    ]);
     expect(events.map((e) => e.type)).toEqual(["payment.requested", "payment.signed", "payment.settled"]);
     const credited = topUps(wallet.address);
     expect(credited).toHaveLength(1);
@@ -221,7 +236,11 @@ describe("x402 on Base against the emulator", () => {
   it("withX402 around plain fetch does the same loop", async () => {
     const wallet = payer(emu, 8);
     const f = withX402(fetch, { wallet, policy: testPolicy(emu, { amountUsd: 6 }) });
-    const res = await f(`${emu.url}/chat/completions`, { method: "POST", headers: { "content-type": "application/json" }, body: chatBody() });
+    const res = await f(`${emu.url}/chat/completions`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: chatBody(),
+    });
     expect(res.status).toBe(200);
     expect(topUps(wallet.address).map((e) => e.amount)).toEqual([6]);
     expect(f.controller.completedTopUps).toBeGreaterThanOrEqual(1);
@@ -244,9 +263,20 @@ describe("the emulator's top-up endpoint refuses bad payments", () => {
   /** A decision to sign `over` (amount, payee, validity) while `accepted` names the real offer unless `offered` says. */
   const decision = (over: Record<string, unknown> = {}, form: "v2" | "v1" = "v2", offered: Record<string, unknown> = requirement()) => {
     const r = requirement(over);
-    return { requirement: r, form, offered, amountUsd: Number(r.amount) / 1e6, amountAtomic: BigInt(r.amount), minimumUsd: 5, decimals: 6, network: r.network, asset: r.asset, payTo: r.payTo };
+    return {
+      requirement: r,
+      form,
+      offered,
+      amountUsd: Number(r.amount) / 1e6,
+      amountAtomic: BigInt(r.amount),
+      minimumUsd: 5,
+      decimals: 6,
+      network: r.network,
+      asset: r.asset,
+      payTo: r.payTo,
+    };
   };
-  const errorOf = async (res: Response) => ((await res.json()) as { error: string; message: string });
+  const errorOf = async (res: Response) => (await res.json()) as { error: string; message: string };
 
   it("without a payment header: 402 with accepts", async () => {
     const res = await post({});
@@ -349,7 +379,11 @@ describe("the emulator's top-up endpoint refuses bad payments", () => {
     expect(reused.status).toBe(401);
     expect(await reused.json()).toEqual({ error: "Invalid Sign-in-with-x signature" });
     const wrongDomain = await createSiwxHeader(mine, "http://example.com/api/v1");
-    const client2 = await fetch(`${emu.url}/chat/completions`, { method: "POST", headers: { "SIGN-IN-WITH-X": wrongDomain }, body: chatBody() });
+    const client2 = await fetch(`${emu.url}/chat/completions`, {
+      method: "POST",
+      headers: { "SIGN-IN-WITH-X": wrongDomain },
+      body: chatBody(),
+    });
     expect(client2.status).toBe(401);
     expect(await client2.json()).toMatchObject({ code: "X402_SIGN_IN_DOMAIN_MISMATCH", details: { reason: "domain_mismatch" } });
     void AuthenticationError;

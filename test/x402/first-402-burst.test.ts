@@ -84,7 +84,8 @@ describe("the first-402 burst", () => {
         if (e.type === "payment.requested") topUpStarted?.();
       },
     });
-    const chat = () => f(`${emu.url}/chat/completions`, { method: "POST", headers: { "content-type": "application/json" }, body: chatBody() });
+    const chat = () =>
+      f(`${emu.url}/chat/completions`, { method: "POST", headers: { "content-type": "application/json" }, body: chatBody() });
     expect((await chat()).status).toBe(200);
     expect(f.controller.creditKnownOk).toBe(true);
 
@@ -124,7 +125,9 @@ describe("the first-402 burst", () => {
     expect(f.controller.creditKnownOk).toBe(false);
     // the wallet still has no credit: a burst of chat calls is still held behind one request
     const results = await Promise.all(
-      Array.from({ length: 25 }, () => f(`${emu.url}/chat/completions`, { method: "POST", headers: { "content-type": "application/json" }, body: chatBody() })),
+      Array.from({ length: 25 }, () =>
+        f(`${emu.url}/chat/completions`, { method: "POST", headers: { "content-type": "application/json" }, body: chatBody() }),
+      ),
     );
     expect(results.map((r) => r.status)).toEqual(Array(25).fill(200));
     const counts = walletCounts(wallet.address);
@@ -144,7 +147,9 @@ describe("the first-402 burst", () => {
       { wallet, policy: { ...testPolicy(emu), allowedPayees: ["0x000000000000000000000000000000000000dEaD"] } },
     );
     const results = await Promise.allSettled(
-      Array.from({ length: 25 }, () => f(`${emu.url}/chat/completions`, { method: "POST", headers: { "content-type": "application/json" }, body: chatBody() })),
+      Array.from({ length: 25 }, () =>
+        f(`${emu.url}/chat/completions`, { method: "POST", headers: { "content-type": "application/json" }, body: chatBody() }),
+      ),
     );
     expect(results.every((r) => r.status === "rejected" && r.reason instanceof PaymentPolicyError)).toBe(true);
     // one request went out and drew the one 402; the other 24 never reached the service

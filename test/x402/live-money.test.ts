@@ -78,7 +78,11 @@ interface Offer {
 /** The `accepts` of an inference 402's PAYMENT-REQUIRED header, for a signed-in wallet with no credit. */
 async function challengeOffers(wallet: EvmWallet): Promise<Offer[]> {
   const url = `${emu.url}/chat/completions`;
-  const res = await globalThis.fetch(url, { method: "POST", headers: { "content-type": "application/json", "SIGN-IN-WITH-X": await createSiwxHeader(wallet, url) }, body: chatBody() });
+  const res = await globalThis.fetch(url, {
+    method: "POST",
+    headers: { "content-type": "application/json", "SIGN-IN-WITH-X": await createSiwxHeader(wallet, url) },
+    body: chatBody(),
+  });
   expect(res.status).toBe(402);
   await res.body?.cancel();
   return (JSON.parse(Buffer.from(res.headers.get("payment-required")!, "base64").toString()) as { accepts: Offer[] }).accepts;
@@ -146,7 +150,11 @@ describe("a 402 that a top-up cannot cure is not paid", () => {
     expect(signed()).toBe(1);
     expect(emu.account(wallet.address)!.usd).toBe(5);
     expect(emu.ledger.linked.get(wallet.address.toLowerCase())!.diemUsd).toBeLessThan(1);
-    expect(await client.getX402Balance()).toMatchObject({ balanceUsd: 5, canConsume: true, diemBalanceUsd: emu.ledger.linked.get(wallet.address.toLowerCase())!.diemUsd });
+    expect(await client.getX402Balance()).toMatchObject({
+      balanceUsd: 5,
+      canConsume: true,
+      diemBalanceUsd: emu.ledger.linked.get(wallet.address.toLowerCase())!.diemUsd,
+    });
   });
 });
 
@@ -256,7 +264,13 @@ describe("the credit left, without X-Balance-Remaining", () => {
     expect(await client.lastBalanceUsd()).toBe(left);
     expect(reads()).toBe(1);
     // another client of the same wallet shares it; a paid request makes it stale
-    const other = new ServiceClient({ baseUrl: emu.url, wallet: payer(emu, 8), payment: testPolicy(emu), abuseGuard: false, pacing: unpacedRoutes });
+    const other = new ServiceClient({
+      baseUrl: emu.url,
+      wallet: payer(emu, 8),
+      payment: testPolicy(emu),
+      abuseGuard: false,
+      pacing: unpacedRoutes,
+    });
     expect(await other.lastBalanceUsd()).toBe(left);
     await chat();
     const after = await other.lastBalanceUsd();

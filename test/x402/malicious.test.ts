@@ -20,7 +20,9 @@ beforeAll(async () => {
   server = createServer((req, res) => {
     if (req.headers["payment-signature"] || req.headers["x-payment"]) signaturesReceived++;
     if (req.url?.endsWith("/x402/top-up") && !req.headers["payment-signature"]) topUpDiscoveries++;
-    const body = req.url?.endsWith("/x402/top-up") ? { x402Version: 2, accepts: [] } : { error: "Payment required", code: "PAYMENT_REQUIRED", suggestedTopUpUsd: 10 };
+    const body = req.url?.endsWith("/x402/top-up")
+      ? { x402Version: 2, accepts: [] }
+      : { error: "Payment required", code: "PAYMENT_REQUIRED", suggestedTopUpUsd: 10 };
     const required = Buffer.from(JSON.stringify({ x402Version: 2, accepts: offer })).toString("base64");
     res.writeHead(402, { "content-type": "application/json", "payment-required": required });
     res.end(JSON.stringify(body));

@@ -45,7 +45,15 @@ describe("PaymentPolicy.decide", () => {
     const d = new PaymentPolicy({ amountUsd: 7.25 }).decide([base()], evm);
     expect(d.requirement.amount).toBe("7250000");
     expect(d.form).toBe("v1");
-    const solana = { scheme: "exact", network: SOLANA_MAINNET, amount: "5000000", asset: USDC_SOLANA, payTo: "8qUL23aSj7mDWdoLMXGHFvnVCT9wd7jXcysiekroADEL", maxTimeoutSeconds: 300, extra: { feePayer: "BFK9TLC3edb13K6v4YyH3DwPb5DSUpkWvb7XnqCL9b4F" } };
+    const solana = {
+      scheme: "exact",
+      network: SOLANA_MAINNET,
+      amount: "5000000",
+      asset: USDC_SOLANA,
+      payTo: "8qUL23aSj7mDWdoLMXGHFvnVCT9wd7jXcysiekroADEL",
+      maxTimeoutSeconds: 300,
+      extra: { feePayer: "BFK9TLC3edb13K6v4YyH3DwPb5DSUpkWvb7XnqCL9b4F" },
+    };
     const err = refusal(() => new PaymentPolicy({ amountUsd: 10 }).decide([solana], { namespace: "solana" }));
     expect(err.rule).toBe("amount");
     expect(new PaymentPolicy().decide([solana], { namespace: "solana" }).form).toBe("v2");
@@ -113,7 +121,10 @@ describe("PaymentPolicy.authorize (decide + reserve in one step of the store)", 
   const W = "0x00000000000000000000000000000000000000a1";
   const ctx = (store: MemoryStore, extra = {}) => ({ ...evm, walletAddress: W, store, ...extra });
   const refusedAsync = async (p: Promise<unknown>) => {
-    const err = await p.then(() => undefined, (e: unknown) => e);
+    const err = await p.then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     expect(err).toBeInstanceOf(PaymentPolicyError);
     return err as PaymentPolicyError;
   };

@@ -44,7 +44,12 @@ export async function startSigningService(): Promise<SigningService> {
     return (await res.json()) as T;
   };
   const signBytes = async (what: "message" | "transaction", bytes: Uint8Array) =>
-    new Uint8Array(Buffer.from((await post<{ signature: string }>(`/solana/sign-${what}`, { bytes: Buffer.from(bytes).toString("base64") })).signature, "base64")) as SignatureBytes;
+    new Uint8Array(
+      Buffer.from(
+        (await post<{ signature: string }>(`/solana/sign-${what}`, { bytes: Buffer.from(bytes).toString("base64") })).signature,
+        "base64",
+      ),
+    ) as SignatureBytes;
   const address = solana as Address;
   return {
     url,
@@ -63,8 +68,10 @@ export async function startSigningService(): Promise<SigningService> {
     }),
     solanaSigner: {
       address,
-      signMessages: (messages) => Promise.all(messages.map(async (m) => ({ [address]: await signBytes("message", m.content) }) as SignatureDictionary)),
-      signTransactions: (txs) => Promise.all(txs.map(async (t) => ({ [address]: await signBytes("transaction", t.messageBytes) }) as SignatureDictionary)),
+      signMessages: (messages) =>
+        Promise.all(messages.map(async (m) => ({ [address]: await signBytes("message", m.content) }) as SignatureDictionary)),
+      signTransactions: (txs) =>
+        Promise.all(txs.map(async (t) => ({ [address]: await signBytes("transaction", t.messageBytes) }) as SignatureDictionary)),
     },
     log: async () => ((await (await fetch(`${url}/log`)).json()) as { log: string[] }).log,
     close: () => child.kill(),

@@ -40,7 +40,8 @@ function endpoint(offered: string, answer: (n: number) => Response | Error) {
   };
   return { send: send as never, signed };
 }
-const ok = (usd: number) => new Response(JSON.stringify({ success: true, data: { amountCredited: usd, newBalance: usd } }), { status: 200 });
+const ok = (usd: number) =>
+  new Response(JSON.stringify({ success: true, data: { amountCredited: usd, newBalance: usd } }), { status: 200 });
 
 describe("explicit top-ups", () => {
   it("obey the payee pinned by an earlier payment (no allowedPayees): a changed payee is refused, nothing signed", async () => {
@@ -83,7 +84,12 @@ describe("at most once across top-ups", () => {
     const { send, signed } = endpoint(PINNED, (n) =>
       n === 1 ? reset : new Response(JSON.stringify({ error: "PAYMENT_ALREADY_USED", message: "nonce used" }), { status: 400 }),
     );
-    const controller = new X402PaymentController({ wallet: EvmWallet.random(), policy: { allowedPayees: [PINNED] }, maxResends: 0, resendDelayMs: 0 });
+    const controller = new X402PaymentController({
+      wallet: EvmWallet.random(),
+      policy: { allowedPayees: [PINNED] },
+      maxResends: 0,
+      resendDelayMs: 0,
+    });
     await expect(controller.topUp(send, TOP_UP)).rejects.toBeInstanceOf(PaymentFailedError);
     expect(controller.hasPendingPayment).toBe(true);
     const result = await controller.topUp(send, TOP_UP);

@@ -33,9 +33,13 @@ describe("route keys", () => {
   it("balance and transactions per wallet (EVM case-insensitive), the top-up per service origin, nothing else", () => {
     const a = limitedRouteOf("http://svc:1/api/v1/x402/balance/0xAbC0000000000000000000000000000000000001");
     expect(a).toEqual({ route: "balance", key: "http://svc:1|x402|balance|0xabc0000000000000000000000000000000000001" });
-    expect(limitedRouteOf("http://svc:1/api/v1/x402/transactions/So1ana?limit=50")).toEqual({ route: "transactions", key: "http://svc:1|x402|transactions|So1ana" });
+    expect(limitedRouteOf("http://svc:1/api/v1/x402/transactions/So1ana?limit=50")).toEqual({
+      route: "transactions",
+      key: "http://svc:1|x402|transactions|So1ana",
+    });
     expect(limitedRouteOf("http://svc:1/api/v1/x402/top-up")).toEqual({ route: "topUp", key: "http://svc:1|x402|top-up" });
-    for (const other of ["http://svc:1/api/v1/chat/completions", "http://svc:1/api/v1/x402/balance", "http://svc:1/api/v1/x402/top-up/x"]) expect(limitedRouteOf(other)).toBeUndefined();
+    for (const other of ["http://svc:1/api/v1/chat/completions", "http://svc:1/api/v1/x402/balance", "http://svc:1/api/v1/x402/top-up/x"])
+      expect(limitedRouteOf(other)).toBeUndefined();
   });
 });
 
@@ -46,7 +50,9 @@ describe("in the process", () => {
     const wallet = EvmWallet.random();
     const statuses: number[] = [];
     const pacing = { routeLimits: { balance: 3 }, routeWindowMs: 800 };
-    const clients = [0, 1].map(() => new ServiceClient({ baseUrl: emu.url, wallet, fetch: recording(statuses), pacing, abuseGuard: false }));
+    const clients = [0, 1].map(
+      () => new ServiceClient({ baseUrl: emu.url, wallet, fetch: recording(statuses), pacing, abuseGuard: false }),
+    );
     const reads = await Promise.all(Array.from({ length: 7 }, (_, i) => clients[i % 2]!.getX402Balance()));
     expect(reads.every((r) => r.balanceUsd === 1)).toBe(true);
     expect(statuses.filter((s) => s === 429)).toEqual([]);
@@ -58,7 +64,17 @@ describe("in the process", () => {
     started.push(emu);
     const statuses: number[] = [];
     const pacing = { routeLimits: { topUp: 4 }, routeWindowMs: 1_000 };
-    const clients = [1, 2, 3].map((i) => new ServiceClient({ baseUrl: emu.url, wallet: payer(emu, i), payment: testPolicy(emu), fetch: recording(statuses), pacing, abuseGuard: false }));
+    const clients = [1, 2, 3].map(
+      (i) =>
+        new ServiceClient({
+          baseUrl: emu.url,
+          wallet: payer(emu, i),
+          payment: testPolicy(emu),
+          fetch: recording(statuses),
+          pacing,
+          abuseGuard: false,
+        }),
+    );
     const answers = await Promise.all(clients.map((c) => c.request("/chat/completions", { body: JSON.parse(chatBody()) })));
     expect(answers.map((r) => r.status)).toEqual([200, 200, 200]);
     expect(statuses.filter((s) => s === 429)).toEqual([]);
@@ -74,7 +90,12 @@ describe("with a fleet store", () => {
     const store = new MemoryLimits();
     const processes: FetchLike[] = [];
     for (let i = 0; i < 2; i++) {
-      const layer = pacingLayer(`${emu.url}|anonymous`, { routeLimits: { topUp: 3 }, routeWindowMs: 600 }, { store, label: "test" }, createServiceContext());
+      const layer = pacingLayer(
+        `${emu.url}|anonymous`,
+        { routeLimits: { topUp: 3 }, routeWindowMs: 600 },
+        { store, label: "test" },
+        createServiceContext(),
+      );
       processes.push(layer((input, init) => globalThis.fetch(input, init)));
     }
     const statuses = await Promise.all(

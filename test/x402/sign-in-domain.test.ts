@@ -76,7 +76,13 @@ describe("signInDomain: the service's host, named by a client that reaches it el
     const wallet = EvmWallet.random();
     const chat = new ChatService({ model: "emu-xs", baseUrl: proxyBase, wallet, signInDomain: `https://${DOMAIN}/api/v1`, ...common });
     expect(typeof (await chat.invoke([new HumanMessage("hello")])).content).toBe("string");
-    const embeddings = new ServiceEmbeddings({ model: "text-embedding-bge-m3", baseUrl: proxyBase, wallet, signInDomain: DOMAIN, ...common });
+    const embeddings = new ServiceEmbeddings({
+      model: "text-embedding-bge-m3",
+      baseUrl: proxyBase,
+      wallet,
+      signInDomain: DOMAIN,
+      ...common,
+    });
     expect((await embeddings.embedQuery("hello")).length).toBeGreaterThan(0);
     const tool = new WebSearchTool({ baseUrl: proxyBase, wallet, signInDomain: DOMAIN, ...common });
     expect(String(await tool.invoke({ query: "harbour" }))).not.toMatch(/DOMAIN_MISMATCH|error/i);
@@ -89,7 +95,9 @@ describe("signInDomain: the service's host, named by a client that reaches it el
     const before = forwarded.length;
     for (const bad of ["", "not a host", "https://user:pw@api.deploy.test", "api.deploy.test/path?x", 42]) {
       expect(() => new ServiceClient({ baseUrl: proxyBase, wallet, signInDomain: bad as string })).toThrow(ConfigurationError);
-      expect(() => new ChatService({ model: "emu-xs", baseUrl: proxyBase, wallet, signInDomain: bad as string })).toThrow(ConfigurationError);
+      expect(() => new ChatService({ model: "emu-xs", baseUrl: proxyBase, wallet, signInDomain: bad as string })).toThrow(
+        ConfigurationError,
+      );
       expect(() => withX402(globalThis.fetch, { wallet, baseUrl: proxyBase, signInDomain: bad as string })).toThrow(ConfigurationError);
     }
     expect(forwarded.length).toBe(before);

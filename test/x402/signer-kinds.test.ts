@@ -24,7 +24,10 @@ let service: SigningService;
 const x402Options: X402EmulatorOptions = {};
 
 beforeAll(async () => {
-  [emu, service] = await Promise.all([startPaidEmulator({ chain: { accounts: 12 }, x402: x402Options as Record<string, unknown> }), startSigningService()]);
+  [emu, service] = await Promise.all([
+    startPaidEmulator({ chain: { accounts: 12 }, x402: x402Options as Record<string, unknown> }),
+    startSigningService(),
+  ]);
   // the signing service's address starts with no USDC: pay it some from a funded account (its key stays there)
   const provider = new JsonRpcProvider(emu.chain!.rpcUrl, Network.from(emu.chain!.chainId), { staticNetwork: true });
   try {
@@ -50,7 +53,11 @@ function eip1193Over(privateKey: string, asked: string[]): Eip1193Provider {
       if (method === "eth_accounts" || method === "eth_requestAccounts") return [wallet.address];
       if (method === "personal_sign") return wallet.signMessage(getBytes(args[0] as string));
       if (method === "eth_signTypedData_v4") {
-        const { domain, types, message } = JSON.parse(args[1] as string) as { domain: Record<string, unknown>; types: Record<string, never>; message: Record<string, unknown> };
+        const { domain, types, message } = JSON.parse(args[1] as string) as {
+          domain: Record<string, unknown>;
+          types: Record<string, never>;
+          message: Record<string, unknown>;
+        };
         const { EIP712Domain: _domainType, ...rest } = types; // v4 sends the domain's type; ethers derives it
         return wallet.signTypedData(domain, rest, message);
       }

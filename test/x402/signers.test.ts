@@ -21,12 +21,27 @@ import { transferWithAuthorization } from "./helpers.js";
 const KEY = "0x4c0883a69102937d6231471b5dbb6204fe5129617082792ae468d01a3f362318";
 const ADDRESS = new Wallet(KEY).address;
 const ORIGIN = "http://127.0.0.1:4567";
-const req: EmulatorRequest = { method: "POST", path: "/chat/completions", params: {}, query: new URLSearchParams(), headers: {}, body: Buffer.alloc(0), url: new URL(`${ORIGIN}/api/v1/chat/completions`) };
+const req: EmulatorRequest = {
+  method: "POST",
+  path: "/chat/completions",
+  params: {},
+  query: new URLSearchParams(),
+  headers: {},
+  body: Buffer.alloc(0),
+  url: new URL(`${ORIGIN}/api/v1/chat/completions`),
+};
 
 /** An EIP-3009 authorization on Base's USDC. */
 const TYPED = transferWithAuthorization(
   { name: "USD Coin", version: "2", chainId: 8453, verifyingContract: "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913" },
-  { from: ADDRESS as `0x${string}`, to: "0x9999999999999999999999999999999999999999", value: 5_000_000n, validAfter: 0n, validBefore: 2_000_000_000n, nonce: `0x${"ab".repeat(32)}` },
+  {
+    from: ADDRESS as `0x${string}`,
+    to: "0x9999999999999999999999999999999999999999",
+    value: 5_000_000n,
+    validAfter: 0n,
+    validBefore: 2_000_000_000n,
+    nonce: `0x${"ab".repeat(32)}`,
+  },
 );
 
 function eip1193Over(key: string, asked: unknown[][] = []): Eip1193Provider {
@@ -39,7 +54,11 @@ function eip1193Over(key: string, asked: unknown[][] = []): Eip1193Provider {
       if (method === "eth_requestAccounts") return [wallet.address];
       if (method === "personal_sign") return wallet.signMessage(getBytes(args[0] as string));
       if (method === "eth_signTypedData_v4") {
-        const { domain, types, message } = JSON.parse(args[1] as string) as { domain: Record<string, unknown>; types: Record<string, never>; message: Record<string, unknown> };
+        const { domain, types, message } = JSON.parse(args[1] as string) as {
+          domain: Record<string, unknown>;
+          types: Record<string, never>;
+          message: Record<string, unknown>;
+        };
         const { EIP712Domain: _, ...rest } = types;
         return wallet.signTypedData(domain, rest, message);
       }
@@ -55,13 +74,26 @@ const evmKinds: [string, () => Promise<EvmWallet> | EvmWallet][] = [
   ["a viem local Account", () => new EvmWallet(local)],
   [
     "a viem custom Account",
-    () => new EvmWallet(toAccount({ address: local.address, signMessage: (a) => local.signMessage(a), signTypedData: (t) => local.signTypedData(t as never), signTransaction: (t) => local.signTransaction(t) })),
+    () =>
+      new EvmWallet(
+        toAccount({
+          address: local.address,
+          signMessage: (a) => local.signMessage(a),
+          signTypedData: (t) => local.signTypedData(t as never),
+          signTransaction: (t) => local.signTransaction(t),
+        }),
+      ),
   ],
   ["an EIP-1193 provider", () => EvmWallet.fromEip1193(eip1193Over(KEY))],
 ];
 
 function expectNoSecret(wallet: X402Wallet, secret: string) {
-  for (const text of [String(wallet), JSON.stringify(wallet), inspect(wallet, { showHidden: true, depth: 8 }), JSON.stringify({ nested: wallet })]) {
+  for (const text of [
+    String(wallet),
+    JSON.stringify(wallet),
+    inspect(wallet, { showHidden: true, depth: 8 }),
+    JSON.stringify({ nested: wallet }),
+  ]) {
     expect(text).not.toContain(secret);
     expect(text).toContain(wallet.address);
   }
@@ -110,14 +142,16 @@ describe("EVM signers", () => {
   });
 
   it("a signer's own failure comes through, and the key is not in it", async () => {
-    const failing = new EvmWallet(toAccount({
-      address: local.address,
-      signMessage: async () => {
-        throw new Error("KMS: access denied");
-      },
-      signTypedData: (t) => local.signTypedData(t as never),
-      signTransaction: (t) => local.signTransaction(t),
-    }));
+    const failing = new EvmWallet(
+      toAccount({
+        address: local.address,
+        signMessage: async () => {
+          throw new Error("KMS: access denied");
+        },
+        signTypedData: (t) => local.signTypedData(t as never),
+        signTransaction: (t) => local.signTransaction(t),
+      }),
+    );
     const err = await createSiwxHeader(failing, ORIGIN).catch((e: unknown) => e);
     expect(String(err)).toContain("access denied");
     expect(String(err) + JSON.stringify(err)).not.toContain(KEY.slice(2, 22));

@@ -30,7 +30,13 @@ describe("formatEvmSiwxMessage", () => {
   });
 
   it("what EIP-4361 refuses is refused (a bad address), and a nonce it does not allow is checked the full way", async () => {
-    const base = { domain: "api.example.com", uri: "https://api.example.com", chainId: 8453, issuedAt: new Date().toISOString(), expirationTime: new Date(Date.now() + 1000).toISOString() };
+    const base = {
+      domain: "api.example.com",
+      uri: "https://api.example.com",
+      chainId: 8453,
+      issuedAt: new Date().toISOString(),
+      expirationTime: new Date(Date.now() + 1000).toISOString(),
+    };
     await expect(formatEvmSiwxMessage({ ...base, address: "0xnot-an-address", nonce: siwxNonce() })).rejects.toThrow();
     const address = EvmWallet.random().address;
     await formatEvmSiwxMessage({ ...base, address, nonce: siwxNonce() }); // the signer is checked now

@@ -45,7 +45,11 @@ describe("smartAccountSigner's input", () => {
     ["a factory without its call", { address: ACCOUNT, owner, factory: FACTORY }, /factory and factoryData go together/],
     ["a call without its factory", { address: ACCOUNT, owner, factoryData: data }, /factory and factoryData go together/],
     ["a bad factory", { address: ACCOUNT, owner, factory: "factory", factoryData: data }, /factory must be an EVM address/],
-    ["calldata that is not hex", { address: ACCOUNT, owner, factory: FACTORY, factoryData: "createAccount()" }, /factoryData must be non-empty 0x hex/],
+    [
+      "calldata that is not hex",
+      { address: ACCOUNT, owner, factory: FACTORY, factoryData: "createAccount()" },
+      /factoryData must be non-empty 0x hex/,
+    ],
     ["undeployed with no way to deploy", { address: ACCOUNT, owner, deployed: false }, /needs factory and factoryData/],
     ["a deployed flag that is neither", { address: ACCOUNT, owner, deployed: "yes" }, /boolean or a client with getCode/],
   ])("refuses %s with a ConfigurationError that names no key", async (_name, options, message) => {
@@ -64,15 +68,23 @@ describe("smartAccountSigner's input", () => {
   it("is a viem custom account with the smart account's address; it refuses raw transactions", async () => {
     const signer = await smartAccountSigner({ address: ACCOUNT, owner, deployed: true });
     expect(signer).toMatchObject({ address: ACCOUNT, type: "local", source: "custom" });
-    await expect(signer.signTransaction({ to: ACCOUNT, value: 1n, chainId: 8453, type: "eip1559" })).rejects.toBeInstanceOf(ConfigurationError);
+    await expect(signer.signTransaction({ to: ACCOUNT, value: 1n, chainId: 8453, type: "eip1559" })).rejects.toBeInstanceOf(
+      ConfigurationError,
+    );
   });
 
   it("signs as the owner when deployed; wraps in ERC-6492 (factory, call, owner's signature) when not, or when unknown", async () => {
     const message = "hello";
     const plain = await owner.signMessage({ message });
-    expect(await (await smartAccountSigner({ address: ACCOUNT, owner, factory: FACTORY, factoryData: data, deployed: true })).signMessage({ message })).toBe(plain);
+    expect(
+      await (await smartAccountSigner({ address: ACCOUNT, owner, factory: FACTORY, factoryData: data, deployed: true })).signMessage({
+        message,
+      }),
+    ).toBe(plain);
     for (const deployed of [false, undefined]) {
-      const wrapped = await (await smartAccountSigner({ address: ACCOUNT, owner, factory: FACTORY, factoryData: data, deployed })).signMessage({ message });
+      const wrapped = await (
+        await smartAccountSigner({ address: ACCOUNT, owner, factory: FACTORY, factoryData: data, deployed })
+      ).signMessage({ message });
       expect(isErc6492Signature(wrapped)).toBe(true);
       expect(parseErc6492Signature(wrapped)).toEqual({ address: FACTORY, data, signature: plain });
     }
@@ -86,7 +98,12 @@ describe("smartAccountSigner against the emulator's chain", () => {
   beforeAll(async () => {
     emu = await startPaidEmulator({ routes: [probeRoute], walletStartingUsd: 0, x402: { solana: false } });
     const chain = emu.chain!;
-    const local = defineChain({ id: chain.chainId, name: "local", nativeCurrency: { name: "Ether", symbol: "ETH", decimals: 18 }, rpcUrls: { default: { http: [chain.rpcUrl] } } });
+    const local = defineChain({
+      id: chain.chainId,
+      name: "local",
+      nativeCurrency: { name: "Ether", symbol: "ETH", decimals: 18 },
+      rpcUrls: { default: { http: [chain.rpcUrl] } },
+    });
     publicClient = createPublicClient({ chain: local, transport: http(chain.rpcUrl), pollingInterval: 20 });
   });
   afterAll(async () => {
@@ -112,12 +129,26 @@ describe("smartAccountSigner against the emulator's chain", () => {
     const chain = emu.chain!;
     const owner = privateKeyToAccount(generatePrivateKey());
     const factory = chain.smartAccountFactory as Hex;
-    const address = await publicClient.readContract({ address: factory, abi: FACTORY_ABI, functionName: "getAddress", args: [owner.address, 7n] });
+    const address = await publicClient.readContract({
+      address: factory,
+      abi: FACTORY_ABI,
+      functionName: "getAddress",
+      args: [owner.address, 7n],
+    });
     const factoryData = encodeFunctionData({ abi: FACTORY_ABI, functionName: "createAccount", args: [owner.address, 7n] });
     // fund the counterfactual address with 20 test USDC
     const local = publicClient.chain!;
-    const funder = createWalletClient({ chain: local, transport: http(chain.rpcUrl), account: privateKeyToAccount(chain.accounts[4]!.privateKey as Hex) });
-    const funded = await funder.writeContract({ address: chain.usdc.address as Hex, abi: erc20Abi, functionName: "transfer", args: [address, 20_000_000n] });
+    const funder = createWalletClient({
+      chain: local,
+      transport: http(chain.rpcUrl),
+      account: privateKeyToAccount(chain.accounts[4]!.privateKey as Hex),
+    });
+    const funded = await funder.writeContract({
+      address: chain.usdc.address as Hex,
+      abi: erc20Abi,
+      functionName: "transfer",
+      args: [address, 20_000_000n],
+    });
     expect((await publicClient.waitForTransactionReceipt({ hash: funded })).status).toBe("success");
 
     const signer = await smartAccountSigner({ address, owner, factory, factoryData, deployed: publicClient });
@@ -128,7 +159,12 @@ describe("smartAccountSigner against the emulator's chain", () => {
     const client = new ServiceClient({ baseUrl: emu.url, wallet, abuseGuard: false, pacing: unpacedRoutes });
     const result = await topUp(client, 5, { wallet, policy: testPolicy(emu) });
     expect(result.amountUsd).toBe(5);
-    expect(emu.account(address)?.entries.filter((e) => e.type === "TOP_UP").map((e) => e.amount)).toEqual([5]);
+    expect(
+      emu
+        .account(address)
+        ?.entries.filter((e) => e.type === "TOP_UP")
+        .map((e) => e.amount),
+    ).toEqual([5]);
     expect(await usdcBalance(emu, address)).toBe(15_000_000n);
     expect(await publicClient.getCode({ address })).toMatch(/^0x[0-9a-f]{100,}$/);
 

@@ -45,10 +45,19 @@ let salt = 0n;
 beforeAll(async () => {
   emu = await startPaidEmulator({ routes: [probeRoute], walletStartingUsd: 1, x402: { solana: false } });
   const chain = emu.chain!;
-  const local = defineChain({ id: chain.chainId, name: "local", nativeCurrency: { name: "Ether", symbol: "ETH", decimals: 18 }, rpcUrls: { default: { http: [chain.rpcUrl] } } });
+  const local = defineChain({
+    id: chain.chainId,
+    name: "local",
+    nativeCurrency: { name: "Ether", symbol: "ETH", decimals: 18 },
+    rpcUrls: { default: { http: [chain.rpcUrl] } },
+  });
   publicClient = createPublicClient({ chain: local, transport: http(chain.rpcUrl), pollingInterval: 20 });
   // not account 0: the facilitator pays gas from it
-  funder = createWalletClient({ chain: local, transport: http(chain.rpcUrl), account: privateKeyToAccount(chain.accounts[2]!.privateKey as Hex) });
+  funder = createWalletClient({
+    chain: local,
+    transport: http(chain.rpcUrl),
+    account: privateKeyToAccount(chain.accounts[2]!.privateKey as Hex),
+  });
 });
 afterAll(async () => {
   await emu?.close();
@@ -66,10 +75,25 @@ async function newAccount(usdc = 0n): Promise<SmartAccount> {
   const owner = privateKeyToAccount(generatePrivateKey());
   const factory = emu.chain!.smartAccountFactory as Hex;
   salt += 1n;
-  const address = await publicClient.readContract({ address: factory, abi: FACTORY_ABI, functionName: "getAddress", args: [owner.address, salt] });
+  const address = await publicClient.readContract({
+    address: factory,
+    abi: FACTORY_ABI,
+    functionName: "getAddress",
+    args: [owner.address, salt],
+  });
   const factoryData = encodeFunctionData({ abi: FACTORY_ABI, functionName: "createAccount", args: [owner.address, salt] });
   // a counterfactual address holds tokens like any other
-  if (usdc > 0n) await mined(funder.writeContract({ address: emu.chain!.usdc.address as Hex, abi: erc20Abi, functionName: "transfer", args: [address, usdc], chain: null, account: funder.account! }));
+  if (usdc > 0n)
+    await mined(
+      funder.writeContract({
+        address: emu.chain!.usdc.address as Hex,
+        abi: erc20Abi,
+        functionName: "transfer",
+        args: [address, usdc],
+        chain: null,
+        account: funder.account!,
+      }),
+    );
   return { owner, address, factory, factoryData };
 }
 
@@ -86,7 +110,8 @@ async function mined(hash: Promise<Hex>): Promise<void> {
 /** What signs for the account: the owner's key (or another), its signature ERC-6492-wrapped while undeployed. */
 function accountSigner(account: SmartAccount, opts: { key?: LocalAccount; wrap: boolean }) {
   const key = opts.key ?? account.owner;
-  const wrap = (signature: Hex) => (opts.wrap ? serializeErc6492Signature({ address: account.factory, data: account.factoryData, signature }) : signature);
+  const wrap = (signature: Hex) =>
+    opts.wrap ? serializeErc6492Signature({ address: account.factory, data: account.factoryData, signature }) : signature;
   return {
     signMessage: async (message: string) => wrap(await key.signMessage({ message })),
     signTypedData: async (typed: Parameters<LocalAccount["signTypedData"]>[0]) => wrap(await key.signTypedData(typed)),
@@ -127,10 +152,20 @@ describe("the local chain's smart accounts", () => {
     expect(await publicClient.getCode({ address: account.address })).toBeUndefined();
     await deploy(account);
     const hash = hashMessage("hello");
-    const valid = await publicClient.readContract({ address: account.address, abi: ERC1271_ABI, functionName: "isValidSignature", args: [hash, await account.owner.signMessage({ message: "hello" })] });
+    const valid = await publicClient.readContract({
+      address: account.address,
+      abi: ERC1271_ABI,
+      functionName: "isValidSignature",
+      args: [hash, await account.owner.signMessage({ message: "hello" })],
+    });
     expect(valid).toBe("0x1626ba7e");
     const other = privateKeyToAccount(generatePrivateKey());
-    const invalid = await publicClient.readContract({ address: account.address, abi: ERC1271_ABI, functionName: "isValidSignature", args: [hash, await other.signMessage({ message: "hello" })] });
+    const invalid = await publicClient.readContract({
+      address: account.address,
+      abi: ERC1271_ABI,
+      functionName: "isValidSignature",
+      args: [hash, await other.signMessage({ message: "hello" })],
+    });
     expect(invalid).toBe("0xffffffff");
   });
 
@@ -141,17 +176,29 @@ describe("the local chain's smart accounts", () => {
     const to = emu.chain!.accounts[3]!.address as Hex;
     const authorization = (nonce: Hex) => ({ from: account.address, to, value: 1_000_000n, validAfter: 0n, validBefore: 2n ** 40n, nonce });
     const domain = { name: usdc.name, version: usdc.version, chainId: emu.chain!.chainId, verifyingContract: usdc.address as Hex };
-    const sign = (key: LocalAccount, message: ReturnType<typeof authorization>) => key.signTypedData(transferWithAuthorization(domain, message));
-    const abi = parseAbi(["function transferWithAuthorization(address from, address to, uint256 value, uint256 validAfter, uint256 validBefore, bytes32 nonce, bytes signature)"]);
+    const sign = (key: LocalAccount, message: ReturnType<typeof authorization>) =>
+      key.signTypedData(transferWithAuthorization(domain, message));
+    const abi = parseAbi([
+      "function transferWithAuthorization(address from, address to, uint256 value, uint256 validAfter, uint256 validBefore, bytes32 nonce, bytes signature)",
+    ]);
     const send = (a: ReturnType<typeof authorization>, signature: Hex) =>
-      funder.writeContract({ address: usdc.address as Hex, abi, functionName: "transferWithAuthorization", args: [a.from, a.to, a.value, a.validAfter, a.validBefore, a.nonce, signature], chain: null, account: funder.account! });
+      funder.writeContract({
+        address: usdc.address as Hex,
+        abi,
+        functionName: "transferWithAuthorization",
+        args: [a.from, a.to, a.value, a.validAfter, a.validBefore, a.nonce, signature],
+        chain: null,
+        account: funder.account!,
+      });
 
     const good = authorization(`0x${"11".repeat(32)}`);
     await mined(send(good, await sign(account.owner, good)));
     expect(await usdcBalance(emu, account.address)).toBe(9_000_000n);
 
     const forged = authorization(`0x${"22".repeat(32)}`);
-    await expect(send(forged, await sign(privateKeyToAccount(generatePrivateKey()), forged))).rejects.toThrow(/FiatTokenV2: invalid signature/);
+    await expect(send(forged, await sign(privateKeyToAccount(generatePrivateKey()), forged))).rejects.toThrow(
+      /FiatTokenV2: invalid signature/,
+    );
     expect(await usdcBalance(emu, account.address)).toBe(9_000_000n);
   });
 });
@@ -219,7 +266,10 @@ describe("a top-up paid from a smart account", () => {
       if (deployed) await deploy(account);
       const wallet = smartWallet(account, { wrap: !deployed, key: privateKeyToAccount(generatePrivateKey()) });
       const treasuryBefore = await usdcBalance(emu, emu.chain!.treasury);
-      const err = (await topUp(client(wallet), 5, { wallet, policy: testPolicy(emu) }).catch((e: unknown) => e)) as PaymentFailedError & { status?: number; body?: any };
+      const err = (await topUp(client(wallet), 5, { wallet, policy: testPolicy(emu) }).catch((e: unknown) => e)) as PaymentFailedError & {
+        status?: number;
+        body?: any;
+      };
       expect(err).toBeInstanceOf(PaymentFailedError);
       expect(err.status).toBe(400);
       expect(err.body).toMatchObject({ error: "PAYMENT_VERIFICATION_FAILED" });

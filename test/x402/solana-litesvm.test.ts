@@ -8,7 +8,11 @@ import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import type { ToolMessage } from "@langchain/core/messages";
 import { getMintDecoder, getTokenDecoder } from "@solana-program/token";
 import { startEmulator, type Emulator } from "langchain-service-emulator";
-import { LITESVM_MISSING_MESSAGE, SOLANA_STARTING_USDC_ATOMIC, type SolanaRail } from "../../packages/langchain-service-emulator/src/x402/solana.js";
+import {
+  LITESVM_MISSING_MESSAGE,
+  SOLANA_STARTING_USDC_ATOMIC,
+  type SolanaRail,
+} from "../../packages/langchain-service-emulator/src/x402/solana.js";
 import { ServiceClient } from "../../src/client.js";
 import { UnsupportedNetworkError } from "../../src/http/errors.js";
 import { CryptoRpcToolkit } from "../../src/crypto-rpc/index.js";
@@ -30,7 +34,10 @@ afterAll(async () => {
 });
 
 async function rpc(method: string, params: unknown[] = []): Promise<{ result?: any; error?: { code: number; message: string } }> {
-  const res = await fetch(`${emu.url}/x402/solana/rpc`, { method: "POST", body: JSON.stringify({ jsonrpc: "2.0", id: 7, method, params }) });
+  const res = await fetch(`${emu.url}/x402/solana/rpc`, {
+    method: "POST",
+    body: JSON.stringify({ jsonrpc: "2.0", id: 7, method, params }),
+  });
   expect(res.status).toBe(200);
   return (await res.json()) as { result?: any; error?: { code: number; message: string } };
 }
@@ -129,18 +136,32 @@ describe("crypto RPC on solana-mainnet reads the same LiteSVM", () => {
     expect((answer.result as { value: number }).value).toBe(2_500_000_000);
 
     const tool = new CryptoRpcToolkit({ client }).getTools().find((t) => t.name === "native_balance")!;
-    const message = (await tool.invoke({ type: "tool_call", id: "c1", name: "native_balance", args: { network: "solana-mainnet", address: owner } })) as ToolMessage;
+    const message = (await tool.invoke({
+      type: "tool_call",
+      id: "c1",
+      name: "native_balance",
+      args: { network: "solana-mainnet", address: owner },
+    })) as ToolMessage;
     expect(JSON.parse(message.content as string).balance).toEqual({ lamports: "2500000000", sol: "2.5", symbol: "SOL" });
 
-    const devnet = await client.cryptoRpc("solana-devnet", { jsonrpc: "2.0", id: 2, method: "getTokenAccountBalance", params: [await rail.ledger.tokenAccountOf(rail.payTo)] });
-    expect((devnet.result as { value: { amount: string; decimals: number } }).value).toMatchObject({ decimals: 6, amount: (await rail.balanceOf(rail.payTo)).toString() });
+    const devnet = await client.cryptoRpc("solana-devnet", {
+      jsonrpc: "2.0",
+      id: 2,
+      method: "getTokenAccountBalance",
+      params: [await rail.ledger.tokenAccountOf(rail.payTo)],
+    });
+    expect((devnet.result as { value: { amount: string; decimals: number } }).value).toMatchObject({
+      decimals: 6,
+      amount: (await rail.balanceOf(rail.payTo)).toString(),
+    });
   });
 });
 
 describe("without litesvm", () => {
   it("the Solana rail is off with a one-line notice; the Base rail keeps working", async () => {
     const warn = vi.spyOn(console, "warn").mockImplementation(() => undefined);
-    const missing = () => Promise.reject(Object.assign(new Error("Cannot find package 'litesvm' imported from x"), { code: "ERR_MODULE_NOT_FOUND" }));
+    const missing = () =>
+      Promise.reject(Object.assign(new Error("Cannot find package 'litesvm' imported from x"), { code: "ERR_MODULE_NOT_FOUND" }));
     const noSvm = await startEmulator({ chain: true, apiKeys: [KEY], x402: { solanaImporter: missing } });
     try {
       expect(LITESVM_MISSING_MESSAGE).not.toContain("\n");
@@ -151,11 +172,17 @@ describe("without litesvm", () => {
       expect((await fetch(`${noSvm.url}/x402/solana/rpc`, { method: "POST", body: "{}" })).status).toBe(404);
       const client = new ServiceClient({ baseUrl: noSvm.url, apiKey: KEY, retry: false });
       // no node for the Solana slugs: not listed, so a typed error at once (it used to be a 500)
-      await expect(client.cryptoRpc("solana-mainnet", { jsonrpc: "2.0", id: 1, method: "getSlot" })).rejects.toBeInstanceOf(UnsupportedNetworkError);
+      await expect(client.cryptoRpc("solana-mainnet", { jsonrpc: "2.0", id: 1, method: "getSlot" })).rejects.toBeInstanceOf(
+        UnsupportedNetworkError,
+      );
 
       // Base: an empty wallet pays and is served
       const f = withX402(fetch, { wallet: payer(noSvm, 5), policy: testPolicy(noSvm) });
-      const res = await f(`${noSvm.url}/chat/completions`, { method: "POST", headers: { "content-type": "application/json" }, body: chatBody() });
+      const res = await f(`${noSvm.url}/chat/completions`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: chatBody(),
+      });
       expect(res.status).toBe(200);
     } finally {
       warn.mockRestore();

@@ -27,7 +27,10 @@ afterAll(async () => {
 });
 
 async function solanaRpc(method: string, params: unknown[]): Promise<{ result?: any; error?: { code: number; message: string } }> {
-  const res = await fetch(`${emu.url}/x402/solana/rpc`, { method: "POST", body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }) });
+  const res = await fetch(`${emu.url}/x402/solana/rpc`, {
+    method: "POST",
+    body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }),
+  });
   return (await res.json()) as { result?: any; error?: { code: number; message: string } };
 }
 
@@ -70,7 +73,11 @@ describe("x402 on Solana against the emulator", () => {
     const payerBefore = await tokenBalance(wallet.address);
     const treasuryBefore = await tokenBalance(offer.payTo);
     const f = solanaFetch(wallet, events);
-    const res = await f(`${emu.url}/chat/completions`, { method: "POST", headers: { "content-type": "application/json" }, body: chatBody() });
+    const res = await f(`${emu.url}/chat/completions`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: chatBody(),
+    });
     expect(res.status).toBe(200);
     // live: no X-Balance-Remaining; the credit left is read from GET /x402/balance when asked
     expect(res.headers.get("x-balance-remaining")).toBeNull();
@@ -90,7 +97,9 @@ describe("x402 on Solana against the emulator", () => {
     const before = await fund(wallet.address);
     const f = solanaFetch(wallet, events);
     const results = await Promise.all(
-      Array.from({ length: 20 }, () => f(`${emu.url}/chat/completions`, { method: "POST", headers: { "content-type": "application/json" }, body: chatBody() })),
+      Array.from({ length: 20 }, () =>
+        f(`${emu.url}/chat/completions`, { method: "POST", headers: { "content-type": "application/json" }, body: chatBody() }),
+      ),
     );
     expect(results.map((r) => r.status)).toEqual(Array(20).fill(200));
     expect(events.filter((e) => e.type === "payment.signed")).toHaveLength(1);
@@ -102,7 +111,11 @@ describe("x402 on Solana against the emulator", () => {
     const f = solanaFetch(wallet, []);
     const handler = new PaymentSpendHandler();
     const agentStep = RunnableLambda.from(async () => {
-      const res = await f(`${emu.url}/chat/completions`, { method: "POST", headers: { "content-type": "application/json" }, body: chatBody() });
+      const res = await f(`${emu.url}/chat/completions`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: chatBody(),
+      });
       return res.status;
     });
     expect(await agentStep.invoke({}, { callbacks: [handler] })).toBe(200);

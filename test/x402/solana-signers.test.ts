@@ -23,8 +23,13 @@ let payTo: string;
 beforeAll(async () => {
   // the top-up route's own limit (10 a minute per IP) is off: four kinds read and pay it 13 times
   // (test/x402/route-limits.test.ts covers the limit)
-  [emu, service] = await Promise.all([startEmulator({ rateLimits: { abuseMaxFailures: 10_000 }, x402: { routeLimits: false } }), startSigningService()]);
-  const { accepts } = (await (await fetch(`${emu.url}/x402/top-up`, { method: "POST" })).json()) as { accepts: { network: string; payTo: string }[] };
+  [emu, service] = await Promise.all([
+    startEmulator({ rateLimits: { abuseMaxFailures: 10_000 }, x402: { routeLimits: false } }),
+    startSigningService(),
+  ]);
+  const { accepts } = (await (await fetch(`${emu.url}/x402/top-up`, { method: "POST" })).json()) as {
+    accepts: { network: string; payTo: string }[];
+  };
   payTo = accepts.find((a) => a.network.startsWith("solana:"))!.payTo;
 }, 60_000);
 afterAll(async () => {
@@ -44,13 +49,22 @@ const kinds: [string, () => Promise<SolanaWallet> | SolanaWallet][] = [
   ["a raw secret key", () => new SolanaWallet(secretKeyBytes())],
   ["a kit KeyPairSigner", async () => new SolanaWallet(await createKeyPairSignerFromBytes(secretKeyBytes()))],
   ["a kit partial signer signing in another process", () => new SolanaWallet(service.solanaSigner)],
-  ["a wallet-standard wallet (a browser's)", () => SolanaWallet.fromWalletStandard(testWalletStandardWallet(secretKeyBytes()).wallet as unknown as WalletStandardWallet)],
+  [
+    "a wallet-standard wallet (a browser's)",
+    () => SolanaWallet.fromWalletStandard(testWalletStandardWallet(secretKeyBytes()).wallet as unknown as WalletStandardWallet),
+  ],
 ];
 
 function solanaFetch(wallet: SolanaWallet, events: PaymentEvent[], allowedPayees = [payTo]) {
-  return withX402(fetch, { wallet, policy: { allowedPayees }, solanaRpcUrl: `${emu.url}/x402/solana/rpc`, onPayment: (e) => events.push(e) });
+  return withX402(fetch, {
+    wallet,
+    policy: { allowedPayees },
+    solanaRpcUrl: `${emu.url}/x402/solana/rpc`,
+    onPayment: (e) => events.push(e),
+  });
 }
-const chat = (f: typeof fetch) => f(`${emu.url}/chat/completions`, { method: "POST", headers: { "content-type": "application/json" }, body: chatBody() });
+const chat = (f: typeof fetch) =>
+  f(`${emu.url}/chat/completions`, { method: "POST", headers: { "content-type": "application/json" }, body: chatBody() });
 const topUps = (address: string) => emu.account(address)?.entries.filter((e) => e.type === "TOP_UP") ?? [];
 
 for (const [kind, make] of kinds) {

@@ -26,7 +26,9 @@ beforeAll(async () => {
   // the top-up route's own limit (10 a minute per IP) is off, as in the other payment tests
   emu = await startEmulator({ rateLimits: { abuseMaxFailures: 10_000 }, x402: { routeLimits: false } });
   rpcUrl = `${emu.url}/x402/solana/rpc`;
-  const { accepts } = (await (await fetch(`${emu.url}/x402/top-up`, { method: "POST" })).json()) as { accepts: { network: string; asset: string; payTo: string }[] };
+  const { accepts } = (await (await fetch(`${emu.url}/x402/top-up`, { method: "POST" })).json()) as {
+    accepts: { network: string; asset: string; payTo: string }[];
+  };
   offer = accepts.find((a) => a.network.startsWith("solana:"))!;
 }, 60_000);
 afterAll(async () => {
@@ -36,7 +38,10 @@ afterAll(async () => {
 /** The owner's test USDC as LiteSVM holds it (through the emulator's Solana RPC). */
 async function tokenBalance(owner: string): Promise<bigint> {
   const [ata] = await findAssociatedTokenPda({ mint: address(offer.asset), owner: address(owner), tokenProgram: TOKEN_PROGRAM_ADDRESS });
-  const res = await fetch(rpcUrl, { method: "POST", body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "getTokenAccountBalance", params: [ata] }) });
+  const res = await fetch(rpcUrl, {
+    method: "POST",
+    body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "getTokenAccountBalance", params: [ata] }),
+  });
   return BigInt(((await res.json()) as { result: { value: { amount: string } } }).result.value.amount);
 }
 async function fund(owner: string): Promise<bigint> {
@@ -46,7 +51,8 @@ async function fund(owner: string): Promise<bigint> {
 
 const solanaFetch = (wallet: SolanaWallet, events: PaymentEvent[]) =>
   withX402(fetch, { wallet, policy: { allowedPayees: [offer.payTo] }, solanaRpcUrl: rpcUrl, onPayment: (e) => events.push(e) });
-const chat = (f: typeof fetch) => f(`${emu.url}/chat/completions`, { method: "POST", headers: { "content-type": "application/json" }, body: chatBody() });
+const chat = (f: typeof fetch) =>
+  f(`${emu.url}/chat/completions`, { method: "POST", headers: { "content-type": "application/json" }, body: chatBody() });
 const topUps = (owner: string) => emu.account(owner)?.entries.filter((e) => e.type === "TOP_UP") ?? [];
 const asWallet = (w: unknown) => w as WalletStandardWallet;
 
@@ -74,7 +80,14 @@ describe("SolanaWallet.fromWalletStandard", () => {
     const wallet = await SolanaWallet.fromWalletStandard(asWallet(standard));
     expect(asked).toEqual(["standard:connect"]);
     const events: PaymentEvent[] = [];
-    const model = new ChatService({ model: "emu-xs", baseUrl: emu.url, wallet, payment: { allowedPayees: [offer.payTo] }, solanaRpcUrl: rpcUrl, onPayment: (e) => events.push(e) });
+    const model = new ChatService({
+      model: "emu-xs",
+      baseUrl: emu.url,
+      wallet,
+      payment: { allowedPayees: [offer.payTo] },
+      solanaRpcUrl: rpcUrl,
+      onPayment: (e) => events.push(e),
+    });
     const message = await model.invoke("hello from a browser wallet");
     expect(message.text.length).toBeGreaterThan(0);
     expect(events.map((e) => e.type)).toEqual(["payment.requested", "payment.signed", "payment.settled"]);
@@ -92,36 +105,87 @@ describe("SolanaWallet.fromWalletStandard", () => {
 
 describe("SolanaWallet.fromWalletStandard refuses, before asking the wallet anything", () => {
   const refusals: [string, () => Promise<unknown>, RegExp][] = [];
-  const add = (what: string, make: () => { wallet: unknown; asked: string[] }, options: Parameters<typeof SolanaWallet.fromWalletStandard>[1], message: RegExp) => {
-    refusals.push([what, async () => {
-      const { wallet, asked } = make();
-      const err = await SolanaWallet.fromWalletStandard(asWallet(wallet), options).catch((e: unknown) => e);
-      expect(asked).toEqual([]);
-      return err;
-    }, message]);
+  const add = (
+    what: string,
+    make: () => { wallet: unknown; asked: string[] },
+    options: Parameters<typeof SolanaWallet.fromWalletStandard>[1],
+    message: RegExp,
+  ) => {
+    refusals.push([
+      what,
+      async () => {
+        const { wallet, asked } = make();
+        const err = await SolanaWallet.fromWalletStandard(asWallet(wallet), options).catch((e: unknown) => e);
+        expect(asked).toEqual([]);
+        return err;
+      },
+      message,
+    ]);
   };
   const key = randomSolanaKey();
-  add("a wallet without solana:signTransaction", () => testWalletStandardWallet(key, { without: ["solana:signTransaction"] }), {}, /lacks solana:signTransaction/);
-  add("a wallet without solana:signMessage", () => testWalletStandardWallet(key, { without: ["solana:signMessage"] }), {}, /lacks solana:signMessage/);
-  add("a wallet with no account and no standard:connect", () => testWalletStandardWallet(key, { connected: false, without: ["standard:connect"] }), {}, /no Solana account/);
-  add("an account the wallet does not have", () => testWalletStandardWallet(key), { account: "9xQeWvG816bUx9EPjHmaT23yvVM2ZWbrrpZb9PusVFin" }, /not one of the wallet's accounts/);
+  add(
+    "a wallet without solana:signTransaction",
+    () => testWalletStandardWallet(key, { without: ["solana:signTransaction"] }),
+    {},
+    /lacks solana:signTransaction/,
+  );
+  add(
+    "a wallet without solana:signMessage",
+    () => testWalletStandardWallet(key, { without: ["solana:signMessage"] }),
+    {},
+    /lacks solana:signMessage/,
+  );
+  add(
+    "a wallet with no account and no standard:connect",
+    () => testWalletStandardWallet(key, { connected: false, without: ["standard:connect"] }),
+    {},
+    /no Solana account/,
+  );
+  add(
+    "an account the wallet does not have",
+    () => testWalletStandardWallet(key),
+    { account: "9xQeWvG816bUx9EPjHmaT23yvVM2ZWbrrpZb9PusVFin" },
+    /not one of the wallet's accounts/,
+  );
   add("a chain the account is not on", () => testWalletStandardWallet(key), { chain: "solana:testnet" }, /not on solana:testnet/);
-  add("a wallet that cannot sign version 0 transactions", () => {
-    const made = testWalletStandardWallet(key);
-    (made.wallet.features["solana:signTransaction"] as { supportedTransactionVersions: unknown[] }).supportedTransactionVersions = ["legacy"];
-    return made;
-  }, {}, /version 0/);
-  add("an account whose publicKey is not its address", () => {
-    const made = testWalletStandardWallet(key);
-    const other = { ...made.account, publicKey: randomSolanaKey().slice(32) };
-    return { ...made, wallet: { ...made.wallet, accounts: [other] } };
-  }, {}, /publicKey is not its address/);
-  add("an account that does not allow signing transactions", () => {
-    const made = testWalletStandardWallet(key);
-    const other = { ...made.account, features: ["solana:signMessage"] };
-    return { ...made, wallet: { ...made.wallet, accounts: [other] } };
-  }, {}, /does not allow solana:signTransaction/);
-  add("not a wallet (an EIP-1193 provider)", () => ({ wallet: { request: async () => [] }, asked: [] }), {}, /expected a wallet-standard Wallet/);
+  add(
+    "a wallet that cannot sign version 0 transactions",
+    () => {
+      const made = testWalletStandardWallet(key);
+      (made.wallet.features["solana:signTransaction"] as { supportedTransactionVersions: unknown[] }).supportedTransactionVersions = [
+        "legacy",
+      ];
+      return made;
+    },
+    {},
+    /version 0/,
+  );
+  add(
+    "an account whose publicKey is not its address",
+    () => {
+      const made = testWalletStandardWallet(key);
+      const other = { ...made.account, publicKey: randomSolanaKey().slice(32) };
+      return { ...made, wallet: { ...made.wallet, accounts: [other] } };
+    },
+    {},
+    /publicKey is not its address/,
+  );
+  add(
+    "an account that does not allow signing transactions",
+    () => {
+      const made = testWalletStandardWallet(key);
+      const other = { ...made.account, features: ["solana:signMessage"] };
+      return { ...made, wallet: { ...made.wallet, accounts: [other] } };
+    },
+    {},
+    /does not allow solana:signTransaction/,
+  );
+  add(
+    "not a wallet (an EIP-1193 provider)",
+    () => ({ wallet: { request: async () => [] }, asked: [] }),
+    {},
+    /expected a wallet-standard Wallet/,
+  );
 
   for (const [what, run, message] of refusals) {
     it(what, async () => {

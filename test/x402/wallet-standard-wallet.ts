@@ -63,7 +63,8 @@ export function testWalletStandardWallet(secretKey: Uint8Array, options: TestWal
         asked.push("solana:signMessage");
         return inputs.map(({ account: who, message }) => {
           own(who);
-          const signedMessage = options.misbehave === "prefix-message" ? new Uint8Array([...new TextEncoder().encode("Wallet: "), ...message]) : message;
+          const signedMessage =
+            options.misbehave === "prefix-message" ? new Uint8Array([...new TextEncoder().encode("Wallet: "), ...message]) : message;
           return { signedMessage, signature: ed25519.sign(signedMessage, signingSeed), signatureType: "ed25519" };
         });
       },
@@ -83,7 +84,9 @@ export function testWalletStandardWallet(secretKey: Uint8Array, options: TestWal
             messageBytes[at] = messageBytes[at]! ^ 1;
           }
           const signatures = { ...tx.signatures, [address]: ed25519.sign(messageBytes, signingSeed) };
-          return { signedTransaction: Uint8Array.from(getTransactionEncoder().encode({ messageBytes, signatures } as unknown as Transaction)) };
+          return {
+            signedTransaction: Uint8Array.from(getTransactionEncoder().encode({ messageBytes, signatures } as unknown as Transaction)),
+          };
         });
       },
     },

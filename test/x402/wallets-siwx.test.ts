@@ -18,7 +18,15 @@ const KEY = "0x4c0883a69102937d6231471b5dbb6204fe5129617082792ae468d01a3f362318"
 const ORIGIN = "http://127.0.0.1:4567";
 
 function req(url = `${ORIGIN}/api/v1/chat/completions`): EmulatorRequest {
-  return { method: "POST", path: "/chat/completions", params: {}, query: new URLSearchParams(), headers: {}, body: Buffer.alloc(0), url: new URL(url) };
+  return {
+    method: "POST",
+    path: "/chat/completions",
+    params: {},
+    query: new URLSearchParams(),
+    headers: {},
+    body: Buffer.alloc(0),
+    url: new URL(url),
+  };
 }
 
 /** `[code, reason]` of a refusal: the live code (the checker's default) and which check failed. */
@@ -112,15 +120,28 @@ describe("SIWX round trip at the emulator's checker", () => {
   it("refuses a header signed for another domain or URI", async () => {
     const w = new EvmWallet(KEY);
     const otherPort = await createSiwxHeader(w, "http://127.0.0.1:9999/api/v1");
-    expect(await code(verifySiwxHeader(otherPort, req(), new NonceStore(), Date.now()))).toEqual(["X402_SIGN_IN_DOMAIN_MISMATCH", "domain_mismatch"]);
+    expect(await code(verifySiwxHeader(otherPort, req(), new NonceStore(), Date.now()))).toEqual([
+      "X402_SIGN_IN_DOMAIN_MISMATCH",
+      "domain_mismatch",
+    ]);
     expect(await seedCode(otherPort)).toEqual(["X402_INVALID_SIGN_IN", "domain_mismatch"]);
     const sol = await createSiwxHeader(SolanaWallet.random(), "http://localhost:4567");
-    expect(await code(verifySiwxHeader(sol, req(), new NonceStore(), Date.now()))).toEqual(["X402_SIGN_IN_DOMAIN_MISMATCH", "domain_mismatch"]);
+    expect(await code(verifySiwxHeader(sol, req(), new NonceStore(), Date.now()))).toEqual([
+      "X402_SIGN_IN_DOMAIN_MISMATCH",
+      "domain_mismatch",
+    ]);
     // the domain right, the URI on another origin: the same live code, its own reason
     const payload = await createSiwxPayload(w, ORIGIN);
     const otherUri = await w.signMessage(payload.message.replace(`URI: ${ORIGIN}`, "URI: http://127.0.0.1:9999"));
-    const uriHeader = toBase64Json({ ...payload, message: payload.message.replace(`URI: ${ORIGIN}`, "URI: http://127.0.0.1:9999"), signature: otherUri });
-    expect(await code(verifySiwxHeader(uriHeader, req(), new NonceStore(), Date.now()))).toEqual(["X402_SIGN_IN_DOMAIN_MISMATCH", "uri_mismatch"]);
+    const uriHeader = toBase64Json({
+      ...payload,
+      message: payload.message.replace(`URI: ${ORIGIN}`, "URI: http://127.0.0.1:9999"),
+      signature: otherUri,
+    });
+    expect(await code(verifySiwxHeader(uriHeader, req(), new NonceStore(), Date.now()))).toEqual([
+      "X402_SIGN_IN_DOMAIN_MISMATCH",
+      "uri_mismatch",
+    ]);
   });
 
   it("refuses a stale issuedAt, an expired message, and one from the future", async () => {
@@ -132,7 +153,10 @@ describe("SIWX round trip at the emulator's checker", () => {
     expect(await code(verifySiwxHeader(expired, req(), new NonceStore(), Date.now()))).toEqual(["X402_SIGN_IN_EXPIRED", "expired"]);
     // the live guide's own code for an issuedAt ahead of the service's clock
     const future = await createSiwxHeader(w, ORIGIN, { now: Date.now() + 10 * 60_000 });
-    expect(await code(verifySiwxHeader(future, req(), new NonceStore(), Date.now()))).toEqual(["X402_SIGN_IN_FUTURE_TIMESTAMP", "issued_in_future"]);
+    expect(await code(verifySiwxHeader(future, req(), new NonceStore(), Date.now()))).toEqual([
+      "X402_SIGN_IN_FUTURE_TIMESTAMP",
+      "issued_in_future",
+    ]);
     expect(await seedCode(future)).toEqual(["X402_INVALID_SIGN_IN", "issued_in_future"]);
   });
 
@@ -148,20 +172,37 @@ describe("SIWX round trip at the emulator's checker", () => {
     const w = new EvmWallet(KEY);
     const payload = await createSiwxPayload(w, ORIGIN);
     const forged = { ...payload, signature: await new Wallet(Wallet.createRandom().privateKey).signMessage(payload.message) };
-    expect(await code(verifySiwxHeader(toBase64Json(forged), req(), new NonceStore(), Date.now()))).toEqual(["X402_SIGN_IN_INVALID_SIGNATURE", "invalid_signature"]);
+    expect(await code(verifySiwxHeader(toBase64Json(forged), req(), new NonceStore(), Date.now()))).toEqual([
+      "X402_SIGN_IN_INVALID_SIGNATURE",
+      "invalid_signature",
+    ]);
     expect(await seedCode(toBase64Json(forged))).toEqual(["X402_INVALID_SIGN_IN", "invalid_signature"]);
     const claimsOther = { ...payload, address: Wallet.createRandom().address };
-    expect(await code(verifySiwxHeader(toBase64Json(claimsOther), req(), new NonceStore(), Date.now()))).toEqual(["X402_SIGN_IN_ADDRESS_MISMATCH", "address_mismatch"]);
+    expect(await code(verifySiwxHeader(toBase64Json(claimsOther), req(), new NonceStore(), Date.now()))).toEqual([
+      "X402_SIGN_IN_ADDRESS_MISMATCH",
+      "address_mismatch",
+    ]);
     const sol = await createSiwxPayload(SolanaWallet.random(), ORIGIN);
     const solForged = { ...sol, message: sol.message.replace("Version: 1", "Version: 1\n") };
-    expect(await code(verifySiwxHeader(toBase64Json(solForged), req(), new NonceStore(), Date.now()))).toEqual(["X402_SIGN_IN_INVALID_SIGNATURE", "invalid_signature"]);
-    expect(await code(verifySiwxHeader("not base64 json", req(), new NonceStore(), Date.now()))).toEqual(["X402_SIGN_IN_PARSE_ERROR", "malformed"]);
-    expect(await code(verifySiwxHeader(toBase64Json({ address: w.address }), req(), new NonceStore(), Date.now()))).toEqual(["X402_SIGN_IN_INVALID_PAYLOAD", "malformed"]);
-    expect(await code(verifySiwxHeader(toBase64Json({ ...payload, message: "not a sign-in message" }), req(), new NonceStore(), Date.now()))).toEqual([
-      "X402_SIGN_IN_INVALID_MESSAGE",
+    expect(await code(verifySiwxHeader(toBase64Json(solForged), req(), new NonceStore(), Date.now()))).toEqual([
+      "X402_SIGN_IN_INVALID_SIGNATURE",
+      "invalid_signature",
+    ]);
+    expect(await code(verifySiwxHeader("not base64 json", req(), new NonceStore(), Date.now()))).toEqual([
+      "X402_SIGN_IN_PARSE_ERROR",
       "malformed",
     ]);
-    expect(await code(verifySiwxHeader(toBase64Json({ ...payload, chainId: 1 }), req(), new NonceStore(), Date.now()))).toEqual(["X402_SIGN_IN_UNSUPPORTED_CHAIN", "unsupported_chain"]);
+    expect(await code(verifySiwxHeader(toBase64Json({ address: w.address }), req(), new NonceStore(), Date.now()))).toEqual([
+      "X402_SIGN_IN_INVALID_PAYLOAD",
+      "malformed",
+    ]);
+    expect(
+      await code(verifySiwxHeader(toBase64Json({ ...payload, message: "not a sign-in message" }), req(), new NonceStore(), Date.now())),
+    ).toEqual(["X402_SIGN_IN_INVALID_MESSAGE", "malformed"]);
+    expect(await code(verifySiwxHeader(toBase64Json({ ...payload, chainId: 1 }), req(), new NonceStore(), Date.now()))).toEqual([
+      "X402_SIGN_IN_UNSUPPORTED_CHAIN",
+      "unsupported_chain",
+    ]);
     expect(await seedCode("not base64 json")).toEqual(["X402_INVALID_SIGN_IN", "malformed"]);
   });
 

@@ -11,9 +11,28 @@
  * (./routes/index.ts: `get(path, spec)`, `post(path, spec)`).
  */
 import { Hono } from "hono";
-import { answerPreflight, API_PREFIX, countFailures, internalError, logRequest, publicUrl, readRequest, withState, writeAnswer } from "./pipeline/edges.js";
+import {
+  answerPreflight,
+  API_PREFIX,
+  countFailures,
+  internalError,
+  logRequest,
+  publicUrl,
+  readRequest,
+  withState,
+  writeAnswer,
+} from "./pipeline/edges.js";
 import { abuseBlock, injectFaults, notFound, refusePaymentHeaders } from "./pipeline/gates.js";
-import { admit, authenticate, bindRoute, handle, holdWalletPlace, inferenceModel, limitRate, refuseOverloaded } from "./pipeline/route-stages.js";
+import {
+  admit,
+  authenticate,
+  bindRoute,
+  handle,
+  holdWalletPlace,
+  inferenceModel,
+  limitRate,
+  refuseOverloaded,
+} from "./pipeline/route-stages.js";
 import type { EmulatorEnv, PipelineState } from "./pipeline/state.js";
 import { mountApiRoutes } from "./routes/index.js";
 import type { Route, RouteSpec } from "./types.js";

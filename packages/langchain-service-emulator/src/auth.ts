@@ -7,7 +7,15 @@ import { createHash } from "node:crypto";
 import { SIWX_HEADER, SIWX_LEGACY_HEADER } from "langchain-service";
 import type { Ledger } from "./ledger.js";
 import type { X402EmulatorOptions } from "./x402/options.js";
-import { EmulatorHttpError, isLiveMode, type Account, type Caller, type EmulatorContext, type EmulatorRequest, type Route } from "./types.js";
+import {
+  EmulatorHttpError,
+  isLiveMode,
+  type Account,
+  type Caller,
+  type EmulatorContext,
+  type EmulatorRequest,
+  type Route,
+} from "./types.js";
 
 // request header names arrive lower-cased
 const SIWX = SIWX_HEADER.toLowerCase();

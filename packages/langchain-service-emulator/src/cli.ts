@@ -111,7 +111,8 @@ export function parseCliArgs(argv: string[]): { help: true } | { help: false; op
     const eq = spec.indexOf("=");
     const slug = spec.slice(0, eq);
     const url = spec.slice(eq + 1);
-    if (eq <= 0 || !/^https?:\/\//.test(url)) throw new CliUsageError(`--upstream: expected slug=http(s)://URL, got ${JSON.stringify(spec)}`);
+    if (eq <= 0 || !/^https?:\/\//.test(url))
+      throw new CliUsageError(`--upstream: expected slug=http(s)://URL, got ${JSON.stringify(spec)}`);
     upstreams[slug] = url;
   }
   const windowMs = number("window-ms", values["window-ms"], (n) => n > 0);
@@ -132,7 +133,8 @@ export function parseCliArgs(argv: string[]): { help: true } | { help: false; op
   if (values.cors) options.cors = true;
   if (values.brand) options.brand = values.brand;
   if (values.mode !== undefined) {
-    if (values.mode !== "live" && values.mode !== "seed") throw new CliUsageError(`--mode: expected live or seed, got ${JSON.stringify(values.mode)}`);
+    if (values.mode !== "live" && values.mode !== "seed")
+      throw new CliUsageError(`--mode: expected live or seed, got ${JSON.stringify(values.mode)}`);
     options.mode = values.mode;
   }
   if (values["public-origin"] !== undefined) {
@@ -143,14 +145,17 @@ export function parseCliArgs(argv: string[]): { help: true } | { help: false; op
       origin = undefined;
     }
     if (!origin || !/^https?:$/.test(origin.protocol) || origin.origin !== values["public-origin"].replace(/\/$/, "")) {
-      throw new CliUsageError(`--public-origin must be a bare http(s) origin such as https://api.example (got ${JSON.stringify(values["public-origin"])})`);
+      throw new CliUsageError(
+        `--public-origin must be a bare http(s) origin such as https://api.example (got ${JSON.stringify(values["public-origin"])})`,
+      );
     }
     options.publicOrigin = origin.origin;
   }
   if (values["sign-in-domain"]?.length) {
     const domains = values["sign-in-domain"].map((d) => d.trim().toLowerCase());
     const bad = domains.find((d) => !/^[a-z0-9.-]+$/.test(d) || d.startsWith(".") || d.endsWith("."));
-    if (bad !== undefined) throw new CliUsageError(`--sign-in-domain: expected a host name such as api.example.ai, got ${JSON.stringify(bad)}`);
+    if (bad !== undefined)
+      throw new CliUsageError(`--sign-in-domain: expected a host name such as api.example.ai, got ${JSON.stringify(bad)}`);
     options.x402 = { signInDomains: domains };
   }
   if (Object.keys(upstreams).length) options.upstreams = upstreams;
@@ -161,7 +166,10 @@ export function parseCliArgs(argv: string[]): { help: true } | { help: false; op
     options.faults = Object.fromEntries(Object.entries(faults).filter(([, v]) => v !== undefined));
   }
   if (jobMs !== undefined || jobFailures !== undefined) {
-    options.jobs = { ...(jobMs !== undefined ? { processingMs: jobMs } : {}), ...(jobFailures !== undefined ? { failures: { first: jobFailures } } : {}) };
+    options.jobs = {
+      ...(jobMs !== undefined ? { processingMs: jobMs } : {}),
+      ...(jobFailures !== undefined ? { failures: { first: jobFailures } } : {}),
+    };
   }
   return { help: false, options };
 }
@@ -174,7 +182,9 @@ async function startWithFallback(options: EmulatorOptions, io: CliIo): Promise<E
   } catch (err) {
     const reason = ((err as Error)?.message ?? String(err)).split("\n")[0];
     // what is lost, in true words: the Base rail and the EVM networks the chain would have served
-    io.err(`warning: local chain not started (${reason}); continuing without it: no Base x402 top-ups, and EVM crypto RPC networks only where --upstream gives a node`);
+    io.err(
+      `warning: local chain not started (${reason}); continuing without it: no Base x402 top-ups, and EVM crypto RPC networks only where --upstream gives a node`,
+    );
     return startEmulator({ ...options, chain: false });
   }
 }

@@ -16,7 +16,16 @@ import { jobOptions } from "./media/jobs.js";
 import { RateLimiter } from "./rate-limits.js";
 import { createApp, routeTable, type EmulatorApp } from "./app.js";
 import { API_PREFIX, closeServer, listen } from "./server.js";
-import { isLiveMode, type Account, type ApiKeyOption, type EmulatorContext, type EmulatorOptions, type FaultOptions, type LocalChain, type X402Hooks } from "./types.js";
+import {
+  isLiveMode,
+  type Account,
+  type ApiKeyOption,
+  type EmulatorContext,
+  type EmulatorOptions,
+  type FaultOptions,
+  type LocalChain,
+  type X402Hooks,
+} from "./types.js";
 import { createDefaultX402Hooks, loadX402Hooks } from "./x402-default.js";
 
 export * from "./types.js";
@@ -67,8 +76,18 @@ function publicOriginOf(value: string): string {
     url = undefined;
   }
   // nothing but scheme, host and port: SIWX domain and uri are compared with exactly this
-  if (!url || (url.protocol !== "http:" && url.protocol !== "https:") || url.username || url.password || url.pathname !== "/" || url.search || url.hash) {
-    throw new ConfigurationError(`emulator publicOrigin must be an http(s) origin such as https://api.example (got ${JSON.stringify(value)})`);
+  if (
+    !url ||
+    (url.protocol !== "http:" && url.protocol !== "https:") ||
+    url.username ||
+    url.password ||
+    url.pathname !== "/" ||
+    url.search ||
+    url.hash
+  ) {
+    throw new ConfigurationError(
+      `emulator publicOrigin must be an http(s) origin such as https://api.example (got ${JSON.stringify(value)})`,
+    );
   }
   return url.origin;
 }
@@ -81,8 +100,10 @@ function validateOptions(options: EmulatorOptions): void {
     throw new ConfigurationError(`emulator ${(err as Error).message}`);
   }
   validateChatOptions(options.chat);
-  if (options.cors !== undefined && typeof options.cors !== "boolean") throw new ConfigurationError(`emulator cors must be a boolean (got ${JSON.stringify(options.cors)})`);
-  if (options.modelGates !== undefined && typeof options.modelGates !== "boolean") throw new ConfigurationError(`modelGates must be a boolean (got ${JSON.stringify(options.modelGates)})`);
+  if (options.cors !== undefined && typeof options.cors !== "boolean")
+    throw new ConfigurationError(`emulator cors must be a boolean (got ${JSON.stringify(options.cors)})`);
+  if (options.modelGates !== undefined && typeof options.modelGates !== "boolean")
+    throw new ConfigurationError(`modelGates must be a boolean (got ${JSON.stringify(options.modelGates)})`);
   if (options.mode !== undefined && options.mode !== "live" && options.mode !== "seed") {
     throw new ConfigurationError(`emulator mode must be "live" or "seed" (got ${JSON.stringify(options.mode)})`);
   }
@@ -103,7 +124,10 @@ function validateOptions(options: EmulatorOptions): void {
     if (typeof o.key !== "string" || !/^\S+$/.test(o.key)) {
       throw new ConfigurationError("emulator API keys must be non-empty strings without spaces");
     }
-    for (const [name, value] of [["usd", o.usd], ["diem", o.diem]] as const) {
+    for (const [name, value] of [
+      ["usd", o.usd],
+      ["diem", o.diem],
+    ] as const) {
       if (value !== undefined && !(Number.isFinite(value) && value >= 0)) {
         // the key itself is a secret: name the field, not the key
         throw new ConfigurationError(`emulator API key balance \`${name}\` must be a finite number >= 0`);

@@ -109,7 +109,15 @@ export class Ledger {
       // billed to the linked account while it has DIEM (what is left, at most): not a row of the wallet's ledger
       const diem = round6(Math.min(linked.diemUsd, amount));
       linked.diemUsd = round6(linked.diemUsd - diem);
-      const entry: LedgerEntry = { id: randomUUID(), type: "CHARGE", amount: -diem, diem, balanceAfter: linked.diemUsd, createdAt: new Date().toISOString(), ...meta };
+      const entry: LedgerEntry = {
+        id: randomUUID(),
+        type: "CHARGE",
+        amount: -diem,
+        diem,
+        balanceAfter: linked.diemUsd,
+        createdAt: new Date().toISOString(),
+        ...meta,
+      };
       linked.entries.push(entry);
       return { entry, usd: 0, diem };
     }

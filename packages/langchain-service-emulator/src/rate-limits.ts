@@ -66,8 +66,7 @@ export const DEFAULT_ABUSE_BLOCK_MS = 30_000;
 export const RATE_LIMIT_LOG_SIZE = 50;
 
 /** The spec's abuse-block message (part 7), answered with 429. */
-export const ABUSE_BLOCK_MESSAGE =
-  "Too many failed attempts (> 20) resulting in a non-success status code. Please wait 30s and try again.";
+export const ABUSE_BLOCK_MESSAGE = "Too many failed attempts (> 20) resulting in a non-success status code. Please wait 30s and try again.";
 
 /** The live service's wording of the same block (its threshold named in it). */
 export function liveAbuseBlockMessage(maxFailures: number): string {
@@ -212,7 +211,9 @@ export class RateLimiter {
       ...requests,
       "x-ratelimit-limit-tokens": String(limits.tokens),
       "x-ratelimit-remaining-tokens": String(Math.max(0, limits.tokens - tokenWindow.tokens)),
-      "x-ratelimit-reset-tokens": String(this.resetUnit === "ms" ? tokensResetAt : Math.max(0, Math.ceil((tokensResetAt - this.now()) / 1000))),
+      "x-ratelimit-reset-tokens": String(
+        this.resetUnit === "ms" ? tokensResetAt : Math.max(0, Math.ceil((tokensResetAt - this.now()) / 1000)),
+      ),
       "x-ratelimit-type": "api_key",
     };
   }
@@ -273,7 +274,8 @@ export class RateLimiter {
    * budget's when that one blocked `identity`).
    */
   abuseMessage(identity?: string): string {
-    if (identity !== undefined && this.blockedBy.get(identity) === "unsupported") return liveAbuseBlockMessage(this.unsupportedFeatureMaxFailures);
+    if (identity !== undefined && this.blockedBy.get(identity) === "unsupported")
+      return liveAbuseBlockMessage(this.unsupportedFeatureMaxFailures);
     return this.abuseCounts === "4xx" ? liveAbuseBlockMessage(this.abuseMaxFailures) : ABUSE_BLOCK_MESSAGE;
   }
 
@@ -360,7 +362,8 @@ export function arrivalPromptTokens(body: Record<string, unknown>): number {
     n += 4;
     if (typeof content === "string") n += countTokens(content);
     else if (Array.isArray(content)) {
-      for (const part of content) if (typeof (part as { text?: unknown })?.text === "string") n += countTokens((part as { text: string }).text);
+      for (const part of content)
+        if (typeof (part as { text?: unknown })?.text === "string") n += countTokens((part as { text: string }).text);
     }
   }
   return n;

@@ -59,11 +59,6 @@ export type Caller =
   | { kind: "wallet"; account: Account; address: string; chain: "evm" | "solana" }
   | { kind: "anonymous" };
 
-
-
-
-
-
 /** Long-running jobs (video, asynchronous audio): how long they run, and which fail (then refunded). */
 export interface JobEmulatorOptions {
   /** ms from queue to media (default video 2000, audio 1000), one number or per kind */

@@ -74,7 +74,12 @@ function drained(res: ServerResponse): Promise<void> {
   });
 }
 
-async function writeStream(res: ServerResponse, stream: AsyncIterable<string>, cutAfter: number | undefined, onWritten?: () => void): Promise<void> {
+async function writeStream(
+  res: ServerResponse,
+  stream: AsyncIterable<string>,
+  cutAfter: number | undefined,
+  onWritten?: () => void,
+): Promise<void> {
   res.flushHeaders();
   const iterator = stream[Symbol.asyncIterator]();
   let written = 0;
@@ -111,7 +116,12 @@ async function writeStream(res: ServerResponse, stream: AsyncIterable<string>, c
   }
 }
 
-export async function writeOutcome(ctx: EmulatorContext, req: IncomingMessage, res: ServerResponse, outcome: WrittenOutcome): Promise<void> {
+export async function writeOutcome(
+  ctx: EmulatorContext,
+  req: IncomingMessage,
+  res: ServerResponse,
+  outcome: WrittenOutcome,
+): Promise<void> {
   const { response } = outcome;
   if (outcome.loseAnswer) {
     // the fault: the route ran (and charged), then the connection dies before any byte of its answer
@@ -138,10 +148,7 @@ export async function writeOutcome(ctx: EmulatorContext, req: IncomingMessage, r
   let payload = buffer;
   const encoding = pickEncoding(req.headers["accept-encoding"]);
   if (encoding && buffer.length > 0 && !headers["content-encoding"]) {
-    payload =
-      encoding === "br"
-        ? brotliCompressSync(buffer, { params: { [zlibConstants.BROTLI_PARAM_QUALITY]: 4 } })
-        : gzipSync(buffer);
+    payload = encoding === "br" ? brotliCompressSync(buffer, { params: { [zlibConstants.BROTLI_PARAM_QUALITY]: 4 } }) : gzipSync(buffer);
     headers["content-encoding"] = encoding;
     headers.vary = "Accept-Encoding";
   }

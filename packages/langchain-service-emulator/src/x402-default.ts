@@ -5,7 +5,16 @@
  * made-up payee must never be offered. `loadX402Hooks` picks the wallet module when it exists, else these.
  */
 import { SIWX_HEADER, SIWX_LEGACY_HEADER } from "langchain-service";
-import { EmulatorHttpError, isLiveMode, type Account, type EmulatorContext, type EmulatorOptions, type EmulatorRequest, type EmulatorResponse, type X402Hooks } from "./types.js";
+import {
+  EmulatorHttpError,
+  isLiveMode,
+  type Account,
+  type EmulatorContext,
+  type EmulatorOptions,
+  type EmulatorRequest,
+  type EmulatorResponse,
+  type X402Hooks,
+} from "./types.js";
 
 export const DEFAULT_MINIMUM_BALANCE_USD = 0.1;
 export const MINIMUM_TOP_UP_USD = 5;

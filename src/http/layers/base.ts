@@ -14,7 +14,8 @@ export interface BaseLayerOptions {
 
 /** A base takes no `next`: it is where the list ends. */
 export function base(options: BaseLayerOptions): () => FetchLike {
-  if (options.fetch !== undefined && typeof options.fetch !== "function") throw new ConfigurationError(`fetch must be a function (got ${describe(options.fetch)})`);
+  if (options.fetch !== undefined && typeof options.fetch !== "function")
+    throw new ConfigurationError(`fetch must be a function (got ${describe(options.fetch)})`);
   const send = options.fetch ?? defaultFetch;
   return () => send;
 }

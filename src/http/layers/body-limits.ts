@@ -27,7 +27,12 @@ export interface BodyLimitsLayerOptions {
 export const DEFAULT_TIMEOUT_MS = 120_000;
 
 /** The limits in force, checked once (a ConfigurationError naming the option). `idleTimeout` 0: each request's `timeout`. */
-export function bodyLimitsOf(options: BodyLimitsLayerOptions): { timeout: number; idleTimeout: number; maxResponseBytes: number; maxEventBytes: number } {
+export function bodyLimitsOf(options: BodyLimitsLayerOptions): {
+  timeout: number;
+  idleTimeout: number;
+  maxResponseBytes: number;
+  maxEventBytes: number;
+} {
   if (options.timeout !== undefined) checkMs(options.timeout, "timeout", true);
   if (options.idleTimeout !== undefined) checkMs(options.idleTimeout, "idleTimeout", true, ConfigurationError);
   checkBytes(options.maxResponseBytes, "maxResponseBytes", ConfigurationError);
@@ -51,38 +56,40 @@ function safeOrigin(url: string): string {
 /** The layer, carrying the limits in force (`limits`, which the stack shows its faces). */
 export function bodyLimits(options: BodyLimitsLayerOptions): FetchLayer & { limits: ReturnType<typeof bodyLimitsOf> } {
   const limits = bodyLimitsOf(options);
-  const layer: FetchLayer = (next) => async (input, init = {}) => {
-    const hints = init.service;
-    const timeout = hints?.timeout ?? limits.timeout;
-    const controller = new AbortController();
-    const timer = setTimeout(() => controller.abort(new TimeoutError(`no response within ${timeout} ms`)), timeout);
-    const userSignal = init.signal;
-    try {
-      // the hints end here: the base is a plain fetch
-      const { service: _hints, ...rest } = init;
-      const signal = userSignal ? AbortSignal.any([userSignal, controller.signal]) : controller.signal;
-      const response = await next(input, { ...rest, signal });
-      // the body is read after this returns: bounded by idle time, the call's deadline and (JSON) size
-      const guarded = guardBody(response, {
-        idleMs: hints?.idleTimeout ?? (limits.idleTimeout || timeout),
-        deadline: deadlineOf(hints),
-        maxBytes: hints?.maxResponseBytes ?? limits.maxResponseBytes,
-        signal: userSignal,
-        abort: (reason) => controller.abort(reason),
-      });
-      // a 429 is read here once and marked with what it means (refusals.ts) for the layers outside
-      return response.status === 429 ? await mark429(guarded) : guarded;
-    } catch (err) {
-      // a caller's deadline (LangChain turns `timeout` into AbortSignal.timeout) is a timeout, not an abort
-      if (userSignal?.aborted) throw abortErrorOf(userSignal.reason);
-      if (controller.signal.aborted) throw controller.signal.reason as TimeoutError;
-      if (err instanceof ServiceError) throw err;
-      const cause = err as { message?: string; cause?: { code?: string; message?: string } };
-      const detail = cause?.cause?.code ?? cause?.cause?.message ?? cause?.message ?? String(err);
-      throw new NetworkError(`network error: ${detail} (${safeOrigin(urlOf(input))})`, { cause: err });
-    } finally {
-      clearTimeout(timer);
-    }
-  };
+  const layer: FetchLayer =
+    (next) =>
+    async (input, init = {}) => {
+      const hints = init.service;
+      const timeout = hints?.timeout ?? limits.timeout;
+      const controller = new AbortController();
+      const timer = setTimeout(() => controller.abort(new TimeoutError(`no response within ${timeout} ms`)), timeout);
+      const userSignal = init.signal;
+      try {
+        // the hints end here: the base is a plain fetch
+        const { service: _hints, ...rest } = init;
+        const signal = userSignal ? AbortSignal.any([userSignal, controller.signal]) : controller.signal;
+        const response = await next(input, { ...rest, signal });
+        // the body is read after this returns: bounded by idle time, the call's deadline and (JSON) size
+        const guarded = guardBody(response, {
+          idleMs: hints?.idleTimeout ?? (limits.idleTimeout || timeout),
+          deadline: deadlineOf(hints),
+          maxBytes: hints?.maxResponseBytes ?? limits.maxResponseBytes,
+          signal: userSignal,
+          abort: (reason) => controller.abort(reason),
+        });
+        // a 429 is read here once and marked with what it means (refusals.ts) for the layers outside
+        return response.status === 429 ? await mark429(guarded) : guarded;
+      } catch (err) {
+        // a caller's deadline (LangChain turns `timeout` into AbortSignal.timeout) is a timeout, not an abort
+        if (userSignal?.aborted) throw abortErrorOf(userSignal.reason);
+        if (controller.signal.aborted) throw controller.signal.reason as TimeoutError;
+        if (err instanceof ServiceError) throw err;
+        const cause = err as { message?: string; cause?: { code?: string; message?: string } };
+        const detail = cause?.cause?.code ?? cause?.cause?.message ?? cause?.message ?? String(err);
+        throw new NetworkError(`network error: ${detail} (${safeOrigin(urlOf(input))})`, { cause: err });
+      } finally {
+        clearTimeout(timer);
+      }
+    };
   return Object.assign(layer, { limits });
 }

@@ -18,7 +18,13 @@ export function concurrency(options: ConcurrencyLayerOptions, ctx: LayerContext)
   checkGroup(
     options.concurrency,
     "concurrency",
-    { perWallet: positiveInt, cryptoRpc: positiveInt, cryptoRpcBatchStallMs: delay, cryptoRpcBatchMaxCount: positiveInt, cryptoRpcItemCredits: fn },
+    {
+      perWallet: positiveInt,
+      cryptoRpc: positiveInt,
+      cryptoRpcBatchStallMs: delay,
+      cryptoRpcBatchMaxCount: positiveInt,
+      cryptoRpcItemCredits: fn,
+    },
     true,
   );
   if (options.concurrency === false || !ctx.auth) return undefined;

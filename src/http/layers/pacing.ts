@@ -20,7 +20,14 @@ export function pacing(options: PacingLayerOptions, ctx: LayerContext): FetchLay
   checkGroup(
     options.pacing,
     "pacing",
-    { resetMarginMs: delay, maxHoldMs: delay, typeLimits: checkTypeLimits, typeWindowMs: (v, p) => checkMs(v, p, true), routeLimits: checkRouteLimits, routeWindowMs: (v, p) => checkMs(v, p, true) },
+    {
+      resetMarginMs: delay,
+      maxHoldMs: delay,
+      typeLimits: checkTypeLimits,
+      typeWindowMs: (v, p) => checkMs(v, p, true),
+      routeLimits: checkRouteLimits,
+      routeWindowMs: (v, p) => checkMs(v, p, true),
+    },
     true,
   );
   if (options.pacingLayer) return options.pacingLayer;

@@ -14,7 +14,12 @@ export interface RetryLayerOptions {
 
 /** Checks `retry` (a ConfigurationError naming the member). */
 export function checkRetryOptions(retry: unknown): void {
-  checkGroup(retry, "retry", { maxRetries: (v, p) => checkCount(v, p), baseDelayMs: delay, maxDelayMs: delay, maxRateLimitWaitMs: delay, random: fn, sleep: fn }, true);
+  checkGroup(
+    retry,
+    "retry",
+    { maxRetries: (v, p) => checkCount(v, p), baseDelayMs: delay, maxDelayMs: delay, maxRateLimitWaitMs: delay, random: fn, sleep: fn },
+    true,
+  );
 }
 
 /** undefined: retries are off */

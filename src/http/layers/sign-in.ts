@@ -84,71 +84,78 @@ export function authOf(options: Pick<SignInLayerOptions, "apiKey" | "auth">): Au
 /** Checks `defaultHeaders`: an object of valid header names to string values (the error names a header, never its value). */
 export function checkDefaultHeaders(headers: unknown): void {
   if (headers === undefined) return;
-  if (!isPlainObject(headers)) throw new ConfigurationError(`defaultHeaders must be an object of header names to values (got ${describe(headers)})`);
+  if (!isPlainObject(headers))
+    throw new ConfigurationError(`defaultHeaders must be an object of header names to values (got ${describe(headers)})`);
   for (const [key, value] of Object.entries(headers)) {
     try {
       if (typeof value !== "string") throw new TypeError("not a string");
       new Headers([[key, value]]);
     } catch {
       // the name only: a header value may be a secret
-      throw new ConfigurationError(`defaultHeaders[${JSON.stringify(key)}] is not a valid header (a token name and a string value without CR/LF)`);
+      throw new ConfigurationError(
+        `defaultHeaders[${JSON.stringify(key)}] is not a valid header (a token name and a string value without CR/LF)`,
+      );
     }
   }
 }
 
-export function signIn(options: Pick<SignInLayerOptions, "defaultHeaders">, ctx: { auth: AuthProvider | undefined; origin: string; service: ServiceContext }): FetchLayer {
+export function signIn(
+  options: Pick<SignInLayerOptions, "defaultHeaders">,
+  ctx: { auth: AuthProvider | undefined; origin: string; service: ServiceContext },
+): FetchLayer {
   checkDefaultHeaders(options.defaultHeaders);
   const { auth, origin } = ctx;
   // the clock of the stack's context: its answers teach it, its wallet sign-ins read it
   const serviceClock = ctx.service.clock;
   const defaultHeaders = options.defaultHeaders;
-  return (next) => async (input, init = {}) => {
-    const url = urlOf(input);
-    const hints = init.service;
-    const signs = auth !== undefined && hints?.auth !== false && sameOrigin(url, origin);
-    // the service-clock offset this attempt is signed with (read as the headers are made)
-    const signedOffset = signs && auth.clockSensitive ? serviceClock.offset(origin) : undefined;
-    const authHeaders = signs ? await auth.headers(url, init) : undefined;
-    let headers: Headers | undefined;
-    if (authHeaders || defaultHeaders || init.headers) {
-      headers = new Headers(init.headers);
-      if (defaultHeaders) for (const k in defaultHeaders) if (!headers.has(k)) headers.set(k, defaultHeaders[k]!);
-      if (authHeaders) {
-        // the stack owns the credentials: a caller's own Authorization (the openai SDK always sends one) goes
-        headers.delete("authorization");
-        for (const k in authHeaders) headers.set(k, authHeaders[k]!);
+  return (next) =>
+    async (input, init = {}) => {
+      const url = urlOf(input);
+      const hints = init.service;
+      const signs = auth !== undefined && hints?.auth !== false && sameOrigin(url, origin);
+      // the service-clock offset this attempt is signed with (read as the headers are made)
+      const signedOffset = signs && auth.clockSensitive ? serviceClock.offset(origin) : undefined;
+      const authHeaders = signs ? await auth.headers(url, init) : undefined;
+      let headers: Headers | undefined;
+      if (authHeaders || defaultHeaders || init.headers) {
+        headers = new Headers(init.headers);
+        if (defaultHeaders) for (const k in defaultHeaders) if (!headers.has(k)) headers.set(k, defaultHeaders[k]!);
+        if (authHeaders) {
+          // the stack owns the credentials: a caller's own Authorization (the openai SDK always sends one) goes
+          headers.delete("authorization");
+          for (const k in authHeaders) headers.set(k, authHeaders[k]!);
+        }
       }
-    }
-    // each hop of a followed redirect is signed afresh (a SIWX header is single use): see redirects
-    const sendInit = signs ? withResign(init, async (hopUrl: string) => auth.headers(hopUrl, init)) : init;
-    const send = async (h: Headers | undefined) => {
-      const response = await next(h ? url : input, { ...sendInit, headers: h });
-      // the service's Date corrects the clock sign-ins use (only they need it: an API key skips the parse)
-      if (auth?.clockSensitive && sameOrigin(response.url || url, origin)) serviceClock.observe(origin, response.headers.get("date"));
-      return response;
+      // each hop of a followed redirect is signed afresh (a SIWX header is single use): see redirects
+      const sendInit = signs ? withResign(init, async (hopUrl: string) => auth.headers(hopUrl, init)) : init;
+      const send = async (h: Headers | undefined) => {
+        const response = await next(h ? url : input, { ...sendInit, headers: h });
+        // the service's Date corrects the clock sign-ins use (only they need it: an API key skips the parse)
+        if (auth?.clockSensitive && sameOrigin(response.url || url, origin)) serviceClock.observe(origin, response.headers.get("date"));
+        return response;
+      };
+      const response = await send(headers);
+      // (an API key's answers stop at the first test: signedOffset is only set for a clock-sensitive sign-in)
+      if (!mayResignAfter401(response.status, signedOffset, init.body)) return response;
+      if (!clockWasOff(signedOffset!, serviceClock.offset(origin))) {
+        // our clock was right: the refusal's (small) body says whether a fresh header passes; read once, it is
+        // handed back whole when not
+        const text = await response.text().catch(() => "");
+        if (!staleSignIn401(text)) return answerWithText(response, text);
+      } else {
+        // refused while our clock was off
+        await response.body?.cancel().catch(() => undefined);
+      }
+      // once more, freshly signed (a new nonce) with the service's time
+      const again = new Headers(headers);
+      const fresh = await auth!.headers(url, init);
+      for (const k in fresh) again.set(k, fresh[k]!);
+      const retried = await send(again);
+      if (retried.status !== 401) return retried;
+      // refused again: the typed error says the re-sign was tried (SIGN_IN_RESENT_HEADER)
+      const text = await retried.text().catch(() => "");
+      const marked = new Headers(retried.headers);
+      marked.set(SIGN_IN_RESENT_HEADER, "1");
+      return answerWithText(retried, text, marked);
     };
-    const response = await send(headers);
-    // (an API key's answers stop at the first test: signedOffset is only set for a clock-sensitive sign-in)
-    if (!mayResignAfter401(response.status, signedOffset, init.body)) return response;
-    if (!clockWasOff(signedOffset!, serviceClock.offset(origin))) {
-      // our clock was right: the refusal's (small) body says whether a fresh header passes; read once, it is
-      // handed back whole when not
-      const text = await response.text().catch(() => "");
-      if (!staleSignIn401(text)) return answerWithText(response, text);
-    } else {
-      // refused while our clock was off
-      await response.body?.cancel().catch(() => undefined);
-    }
-    // once more, freshly signed (a new nonce) with the service's time
-    const again = new Headers(headers);
-    const fresh = await auth!.headers(url, init);
-    for (const k in fresh) again.set(k, fresh[k]!);
-    const retried = await send(again);
-    if (retried.status !== 401) return retried;
-    // refused again: the typed error says the re-sign was tried (SIGN_IN_RESENT_HEADER)
-    const text = await retried.text().catch(() => "");
-    const marked = new Headers(retried.headers);
-    marked.set(SIGN_IN_RESENT_HEADER, "1");
-    return answerWithText(retried, text, marked);
-  };
 }

@@ -26,7 +26,11 @@ function clientSigner(wallet: EvmPaymentSigner) {
 }
 
 /** Signs the payment the policy decided on. Nothing is sent. */
-export function signEvmPayment(wallet: EvmPaymentSigner, decision: PaymentDecision, options: SignPaymentOptions = {}): Promise<SignedPayment> {
+export function signEvmPayment(
+  wallet: EvmPaymentSigner,
+  decision: PaymentDecision,
+  options: SignPaymentOptions = {},
+): Promise<SignedPayment> {
   if (decision.form === "v1") return signLegacyV1(wallet, decision, options);
   return signExact(new ExactEvmScheme(clientSigner(wallet)), decision, options);
 }
@@ -59,7 +63,10 @@ async function signLegacyV1(wallet: EvmPaymentSigner, decision: PaymentDecision,
   };
   let payload: Record<string, unknown>;
   try {
-    payload = (await scheme.createPaymentPayload(1, v1Requirement as unknown as Parameters<typeof scheme.createPaymentPayload>[1])) as unknown as Record<string, unknown>;
+    payload = (await scheme.createPaymentPayload(
+      1,
+      v1Requirement as unknown as Parameters<typeof scheme.createPaymentPayload>[1],
+    )) as unknown as Record<string, unknown>;
   } catch (cause) {
     throw new PaymentFailedError(`could not sign the payment: ${(cause as Error)?.message ?? String(cause)}`, { cause });
   }

@@ -40,17 +40,27 @@ export type SmartAccountSigner = LocalAccount;
 const HEX = /^0x(?:[0-9a-fA-F]{2})*$/;
 
 /** Checks everything before anything is signed; the owner is never printed. */
-function checked(options: SmartAccountSignerOptions): Required<Pick<SmartAccountSignerOptions, "address" | "owner">> & SmartAccountSignerOptions {
-  if (!options || typeof options !== "object") throw new ConfigurationError("smartAccountSigner: expected { address, owner, factory?, factoryData?, deployed? }");
+function checked(
+  options: SmartAccountSignerOptions,
+): Required<Pick<SmartAccountSignerOptions, "address" | "owner">> & SmartAccountSignerOptions {
+  if (!options || typeof options !== "object")
+    throw new ConfigurationError("smartAccountSigner: expected { address, owner, factory?, factoryData?, deployed? }");
   const { address, owner, factory, factoryData, deployed } = options;
-  if (typeof address !== "string" || !/^0x[0-9a-fA-F]{40}$/.test(address)) throw new ConfigurationError("smartAccountSigner: address must be an EVM address (0x + 40 hex digits)");
+  if (typeof address !== "string" || !/^0x[0-9a-fA-F]{40}$/.test(address))
+    throw new ConfigurationError("smartAccountSigner: address must be an EVM address (0x + 40 hex digits)");
   if (!owner || typeof owner.signMessage !== "function" || typeof owner.signTypedData !== "function") {
     throw new ConfigurationError("smartAccountSigner: owner must be a viem Account (or have signMessage and signTypedData)");
   }
-  if ((factory === undefined) !== (factoryData === undefined)) throw new ConfigurationError("smartAccountSigner: factory and factoryData go together (the ERC-6492 deployment call)");
-  if (factory !== undefined && !/^0x[0-9a-fA-F]{40}$/.test(factory)) throw new ConfigurationError("smartAccountSigner: factory must be an EVM address");
-  if (factoryData !== undefined && !(HEX.test(factoryData) && factoryData.length > 2)) throw new ConfigurationError("smartAccountSigner: factoryData must be non-empty 0x hex calldata");
-  if (deployed === false && factory === undefined) throw new ConfigurationError("smartAccountSigner: an account not deployed yet signs with ERC-6492, which needs factory and factoryData");
+  if ((factory === undefined) !== (factoryData === undefined))
+    throw new ConfigurationError("smartAccountSigner: factory and factoryData go together (the ERC-6492 deployment call)");
+  if (factory !== undefined && !/^0x[0-9a-fA-F]{40}$/.test(factory))
+    throw new ConfigurationError("smartAccountSigner: factory must be an EVM address");
+  if (factoryData !== undefined && !(HEX.test(factoryData) && factoryData.length > 2))
+    throw new ConfigurationError("smartAccountSigner: factoryData must be non-empty 0x hex calldata");
+  if (deployed === false && factory === undefined)
+    throw new ConfigurationError(
+      "smartAccountSigner: an account not deployed yet signs with ERC-6492, which needs factory and factoryData",
+    );
   if (deployed !== undefined && typeof deployed !== "boolean" && typeof deployed?.getCode !== "function") {
     throw new ConfigurationError("smartAccountSigner: deployed must be a boolean or a client with getCode (a viem public client)");
   }
@@ -75,7 +85,9 @@ export function smartAccountSigner(options: SmartAccountSignerOptions): SmartAcc
     signMessage: async ({ message }) => wrapped(await owner.signMessage({ message })),
     signTypedData: async (typedData) => wrapped(await owner.signTypedData(typedData as TypedDataDefinition)),
     signTransaction: async () => {
-      throw new ConfigurationError("smartAccountSigner: a smart account sends no raw transactions (its calls go through the account or a bundler)");
+      throw new ConfigurationError(
+        "smartAccountSigner: a smart account sends no raw transactions (its calls go through the account or a bundler)",
+      );
     },
   });
   return custom;

@@ -50,7 +50,13 @@ function isEthersSigner(value: unknown): value is Signer {
 
 function isViemAccount(value: unknown): value is ViemAccountLike {
   const v = value as Partial<ViemAccountLike> | null;
-  return !!v && typeof v.address === "string" && v.type === "local" && typeof v.signMessage === "function" && typeof v.signTypedData === "function";
+  return (
+    !!v &&
+    typeof v.address === "string" &&
+    v.type === "local" &&
+    typeof v.signMessage === "function" &&
+    typeof v.signTypedData === "function"
+  );
 }
 
 function checkedAddress(addr: unknown, what: string): string {
@@ -111,7 +117,9 @@ export class EvmWallet implements X402Wallet {
       return;
     }
     if ((key as { type?: unknown } | null)?.type === "json-rpc") {
-      throw new ConfigurationError("EvmWallet: a viem JSON-RPC account signs through its wallet: use `await EvmWallet.fromEip1193(provider, address)`");
+      throw new ConfigurationError(
+        "EvmWallet: a viem JSON-RPC account signs through its wallet: use `await EvmWallet.fromEip1193(provider, address)`",
+      );
     }
     throw new ConfigurationError("EvmWallet: expected a private key string, a viem Account or an ethers v6 Signer");
   }
@@ -188,4 +196,3 @@ async function providerAccount(provider: Eip1193Provider): Promise<string> {
   }
   throw new ConfigurationError("EvmWallet.fromEip1193: the provider gave no account (eth_accounts, eth_requestAccounts)");
 }
-

@@ -13,8 +13,13 @@ import type { KitSignerLike } from "../wallets.js";
 /** Signs the payment the policy decided on. Nothing is sent. */
 export function signSvmPayment(signer: KitSignerLike, decision: PaymentDecision, options: SignPaymentOptions = {}): Promise<SignedPayment> {
   if (decision.form === "v1") {
-    return Promise.reject(new PaymentFailedError(`a top-up above the offered amount can only be paid on Base (not ${decision.requirement.network})`));
+    return Promise.reject(
+      new PaymentFailedError(`a top-up above the offered amount can only be paid on Base (not ${decision.requirement.network})`),
+    );
   }
-  const scheme = new ExactSvmScheme(signer as unknown as ConstructorParameters<typeof ExactSvmScheme>[0], options.solanaRpcUrl ? { rpcUrl: options.solanaRpcUrl } : undefined);
+  const scheme = new ExactSvmScheme(
+    signer as unknown as ConstructorParameters<typeof ExactSvmScheme>[0],
+    options.solanaRpcUrl ? { rpcUrl: options.solanaRpcUrl } : undefined,
+  );
   return signExact(scheme, decision, options);
 }

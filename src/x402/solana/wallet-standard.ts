@@ -47,11 +47,15 @@ export interface FromWalletStandardOptions {
 }
 
 interface SignMessageFeature {
-  signMessage(...inputs: { account: WalletStandardAccount; message: Uint8Array }[]): Promise<readonly { signedMessage: Uint8Array; signature: Uint8Array; signatureType?: string }[]>;
+  signMessage(
+    ...inputs: { account: WalletStandardAccount; message: Uint8Array }[]
+  ): Promise<readonly { signedMessage: Uint8Array; signature: Uint8Array; signatureType?: string }[]>;
 }
 interface SignTransactionFeature {
   supportedTransactionVersions?: readonly ("legacy" | 0)[];
-  signTransaction(...inputs: { account: WalletStandardAccount; transaction: Uint8Array; chain?: string }[]): Promise<readonly { signedTransaction: Uint8Array }[]>;
+  signTransaction(
+    ...inputs: { account: WalletStandardAccount; transaction: Uint8Array; chain?: string }[]
+  ): Promise<readonly { signedTransaction: Uint8Array }[]>;
 }
 interface ConnectFeature {
   connect(input?: { silent?: boolean }): Promise<{ accounts: readonly WalletStandardAccount[] }>;
@@ -80,7 +84,9 @@ function walletFeatures(wallet: WalletStandardWallet) {
   const missing = [sign ? "" : SOLANA_SIGN_MESSAGE, pay ? "" : SOLANA_SIGN_TRANSACTION].filter(Boolean);
   const name = JSON.stringify(String(wallet.name ?? "wallet").slice(0, 64));
   if (missing.length) {
-    throw new ConfigurationError(`${WHO}: the wallet ${name} lacks ${missing.join(" and ")} (it must sign messages to sign in and transactions to pay)`);
+    throw new ConfigurationError(
+      `${WHO}: the wallet ${name} lacks ${missing.join(" and ")} (it must sign messages to sign in and transactions to pay)`,
+    );
   }
   const versions = pay!.supportedTransactionVersions;
   if (Array.isArray(versions) && !versions.includes(0)) {
@@ -116,7 +122,8 @@ async function chooseAccount(wallet: WalletStandardWallet, options: FromWalletSt
     const lacking = [SOLANA_SIGN_MESSAGE, SOLANA_SIGN_TRANSACTION].filter((f) => !account.features.includes(f));
     if (lacking.length) throw new ConfigurationError(`${WHO}: the account ${address} does not allow ${lacking.join(" and ")}`);
   }
-  const chain = options.chain ?? (account.chains.includes("solana:mainnet") ? "solana:mainnet" : account.chains.find((c) => c.startsWith("solana:"))!);
+  const chain =
+    options.chain ?? (account.chains.includes("solana:mainnet") ? "solana:mainnet" : account.chains.find((c) => c.startsWith("solana:"))!);
   if (!account.chains.includes(chain)) throw new ConfigurationError(`${WHO}: the account ${address} is not on ${chain}`);
   return { account, address, key, chain };
 }
@@ -177,7 +184,9 @@ export async function walletStandardSigner(wallet: WalletStandardWallet, options
         if (!sameBytes(decoded.messageBytes, messageBytes)) {
           throw new ConfigurationError(`${WHO}: the wallet changed the payment transaction before signing it`);
         }
-        return Object.freeze({ [address]: checkedSignature(decoded.signatures[address as keyof typeof decoded.signatures], messageBytes, key, "transaction") });
+        return Object.freeze({
+          [address]: checkedSignature(decoded.signatures[address as keyof typeof decoded.signatures], messageBytes, key, "transaction"),
+        });
       });
     },
   };

@@ -139,4 +139,3 @@ export class SolanaWallet implements X402Wallet {
     return this.toString();
   }
 }
-

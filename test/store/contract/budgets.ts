@@ -11,7 +11,8 @@ export function describeBudgetContract(name: string, make: () => BudgetStore, av
   describe(`the budget contract: ${name}`, () => {
     it.runIf(available)("reserve fits or refuses; settle moves the hold to spent at the real amount; release frees it", async () => {
       const s = make();
-      const r = (reservation: string, amountNano: number) => s.budgetReserve("b", { limitNano: 1_000, amountNano, reservation, ttlMs: DAY });
+      const r = (reservation: string, amountNano: number) =>
+        s.budgetReserve("b", { limitNano: 1_000, amountNano, reservation, ttlMs: DAY });
       expect(await r("a", 600)).toEqual({ ok: true, spentNano: 0, reservedNano: 600 });
       expect(await r("b", 500)).toEqual({ ok: false, spentNano: 0, reservedNano: 600 }); // 600 + 500 > 1000
       expect(await r("c", 400)).toEqual({ ok: true, spentNano: 0, reservedNano: 1000 }); // exactly the cap fits

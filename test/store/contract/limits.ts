@@ -9,9 +9,23 @@ export const T0 = 1_700_000_000_000; // a whole second, as the service's windows
 const MARGIN = 20;
 let sends = 0;
 /** a pacing request at `now` (a fresh send id unless given); the Redis-only tests of limits-contract.test.ts ask the same */
-export const ask = (now: number, tokens = 0, id = `s${++sends}`): PaceRequest => ({ now, tokens, marginMs: MARGIN, probeMs: 5000, ttlMs: 120_000, id, flightMs: 30_000 });
+export const ask = (now: number, tokens = 0, id = `s${++sends}`): PaceRequest => ({
+  now,
+  tokens,
+  marginMs: MARGIN,
+  probeMs: 5000,
+  ttlMs: 120_000,
+  id,
+  flightMs: 30_000,
+});
 /** what an answer told of the window at `now` */
-export const told = (now: number, limit: number, remaining: number, resetAt: number, extra: Partial<PaceObservation> = {}): PaceObservation => ({
+export const told = (
+  now: number,
+  limit: number,
+  remaining: number,
+  resetAt: number,
+  extra: Partial<PaceObservation> = {},
+): PaceObservation => ({
   now,
   marginMs: MARGIN,
   ttlMs: 120_000,
@@ -46,46 +60,52 @@ export function describeLimitContract(name: string, make: () => LimitStore, avai
       expect(grants.filter((g) => !g.granted).every((g) => g.waitMs > 0 && g.waitMs <= 1000 + MARGIN)).toBe(true);
     });
 
-    it.runIf(available)("the window rolls margin ms after its reset; until an answer tells the new reset, the limit still holds", async () => {
-      const s = make();
-      await s.acquirePace("k|m", ask(T0));
-      await s.observePace("k|m", told(T0 + 5, 2, 1, T0 + 1000));
-      expect((await s.acquirePace("k|m", ask(T0 + 10, 0, "a"))).granted).toBe(true);
-      await s.observePace("k|m", told(T0 + 15, 2, 0, T0 + 1000, { id: "a" }));
-      expect(await s.acquirePace("k|m", ask(T0 + 1000 + MARGIN - 1))).toEqual({ granted: false, waitMs: 1 });
-      // new window: 2 places, its end unknown until an answer names it (-1: wait for that answer)
-      expect((await s.acquirePace("k|m", ask(T0 + 1000 + MARGIN))).granted).toBe(true);
-      expect((await s.acquirePace("k|m", ask(T0 + 1000 + MARGIN + 1))).granted).toBe(true);
-      expect(await s.acquirePace("k|m", ask(T0 + 1000 + MARGIN + 2))).toEqual({ granted: false, waitMs: -1 });
-      // a late answer of the old window tells nothing new
-      await s.observePace("k|m", told(T0 + 1030, 2, 1, T0 + 1000));
-      expect(await s.acquirePace("k|m", ask(T0 + 1031))).toEqual({ granted: false, waitMs: -1 });
-      await s.observePace("k|m", told(T0 + 1040, 2, 1, T0 + 2000));
-      expect(await s.acquirePace("k|m", ask(T0 + 1041))).toEqual({ granted: false, waitMs: 2000 + MARGIN - 1041 });
-    });
+    it.runIf(available)(
+      "the window rolls margin ms after its reset; until an answer tells the new reset, the limit still holds",
+      async () => {
+        const s = make();
+        await s.acquirePace("k|m", ask(T0));
+        await s.observePace("k|m", told(T0 + 5, 2, 1, T0 + 1000));
+        expect((await s.acquirePace("k|m", ask(T0 + 10, 0, "a"))).granted).toBe(true);
+        await s.observePace("k|m", told(T0 + 15, 2, 0, T0 + 1000, { id: "a" }));
+        expect(await s.acquirePace("k|m", ask(T0 + 1000 + MARGIN - 1))).toEqual({ granted: false, waitMs: 1 });
+        // new window: 2 places, its end unknown until an answer names it (-1: wait for that answer)
+        expect((await s.acquirePace("k|m", ask(T0 + 1000 + MARGIN))).granted).toBe(true);
+        expect((await s.acquirePace("k|m", ask(T0 + 1000 + MARGIN + 1))).granted).toBe(true);
+        expect(await s.acquirePace("k|m", ask(T0 + 1000 + MARGIN + 2))).toEqual({ granted: false, waitMs: -1 });
+        // a late answer of the old window tells nothing new
+        await s.observePace("k|m", told(T0 + 1030, 2, 1, T0 + 1000));
+        expect(await s.acquirePace("k|m", ask(T0 + 1031))).toEqual({ granted: false, waitMs: -1 });
+        await s.observePace("k|m", told(T0 + 1040, 2, 1, T0 + 2000));
+        expect(await s.acquirePace("k|m", ask(T0 + 1041))).toEqual({ granted: false, waitMs: 2000 + MARGIN - 1041 });
+      },
+    );
 
-    it.runIf(available)("a send in flight when the window rolls counts in the new one, until its answer shows it landed in the old", async () => {
-      const s = make();
-      await s.acquirePace("k|m", ask(T0));
-      await s.observePace("k|m", told(T0 + 5, 2, 1, T0 + 1000));
-      expect((await s.acquirePace("k|m", ask(T0 + 990, 0, "late"))).granted).toBe(true);
-      // rolled with "late" still out: one place left, not two
-      expect((await s.acquirePace("k|m", ask(T0 + 1000 + MARGIN, 0, "b"))).granted).toBe(true);
-      expect(await s.acquirePace("k|m", ask(T0 + 1000 + MARGIN + 1))).toEqual({ granted: false, waitMs: -1 });
-      // its answer names the old window: the service counted it there, its place in the new one is free
-      await s.observePace("k|m", told(T0 + 1025, 2, 0, T0 + 1000, { id: "late" }));
-      expect((await s.acquirePace("k|m", ask(T0 + 1026, 0, "c"))).granted).toBe(true);
-      expect((await s.acquirePace("k|m", ask(T0 + 1027))).granted).toBe(false);
-      // one that landed in the new window keeps its place
-      const t1 = T0 + 2000 + MARGIN;
-      await s.observePace("k|m", told(T0 + 1030, 2, 0, T0 + 2000, { id: "b" }));
-      await s.observePace("k|m", told(T0 + 1031, 2, 0, T0 + 2000, { id: "c" }));
-      expect((await s.acquirePace("k|m", ask(T0 + 1990, 0, "late2"))).granted).toBe(false);
-      expect((await s.acquirePace("k|m", ask(t1, 0, "d"))).granted).toBe(true);
-      expect((await s.acquirePace("k|m", ask(t1 + 1, 0, "e"))).granted).toBe(true);
-      await s.observePace("k|m", told(t1 + 5, 2, 1, T0 + 3000, { id: "d" }));
-      expect(await s.acquirePace("k|m", ask(t1 + 6))).toEqual({ granted: false, waitMs: 3000 + MARGIN - 2000 - MARGIN - 6 });
-    });
+    it.runIf(available)(
+      "a send in flight when the window rolls counts in the new one, until its answer shows it landed in the old",
+      async () => {
+        const s = make();
+        await s.acquirePace("k|m", ask(T0));
+        await s.observePace("k|m", told(T0 + 5, 2, 1, T0 + 1000));
+        expect((await s.acquirePace("k|m", ask(T0 + 990, 0, "late"))).granted).toBe(true);
+        // rolled with "late" still out: one place left, not two
+        expect((await s.acquirePace("k|m", ask(T0 + 1000 + MARGIN, 0, "b"))).granted).toBe(true);
+        expect(await s.acquirePace("k|m", ask(T0 + 1000 + MARGIN + 1))).toEqual({ granted: false, waitMs: -1 });
+        // its answer names the old window: the service counted it there, its place in the new one is free
+        await s.observePace("k|m", told(T0 + 1025, 2, 0, T0 + 1000, { id: "late" }));
+        expect((await s.acquirePace("k|m", ask(T0 + 1026, 0, "c"))).granted).toBe(true);
+        expect((await s.acquirePace("k|m", ask(T0 + 1027))).granted).toBe(false);
+        // one that landed in the new window keeps its place
+        const t1 = T0 + 2000 + MARGIN;
+        await s.observePace("k|m", told(T0 + 1030, 2, 0, T0 + 2000, { id: "b" }));
+        await s.observePace("k|m", told(T0 + 1031, 2, 0, T0 + 2000, { id: "c" }));
+        expect((await s.acquirePace("k|m", ask(T0 + 1990, 0, "late2"))).granted).toBe(false);
+        expect((await s.acquirePace("k|m", ask(t1, 0, "d"))).granted).toBe(true);
+        expect((await s.acquirePace("k|m", ask(t1 + 1, 0, "e"))).granted).toBe(true);
+        await s.observePace("k|m", told(t1 + 5, 2, 1, T0 + 3000, { id: "d" }));
+        expect(await s.acquirePace("k|m", ask(t1 + 6))).toEqual({ granted: false, waitMs: 3000 + MARGIN - 2000 - MARGIN - 6 });
+      },
+    );
 
     it.runIf(available)("the service's count wins when it is higher (callers the store does not see)", async () => {
       const s = make();
@@ -95,32 +115,44 @@ export function describeLimitContract(name: string, make: () => LimitStore, avai
       expect(grants.filter((g) => g.granted)).toHaveLength(3);
     });
 
-    it.runIf(available)("tokens: a send waits when its estimate does not fit the token window; one larger than the window goes", async () => {
-      const s = make();
-      await s.acquirePace("k|m", ask(T0));
-      await s.observePace("k|m", told(T0 + 5, 100, 99, T0 + 1000, { tokens: { limit: 500, remaining: 450, resetAt: T0 + 1005 } }));
-      expect((await s.acquirePace("k|m", ask(T0 + 10, 300))).granted).toBe(true);
-      // 50 + 300 used of 500: 200 do not fit; the tokens' reset snapped to the requests' exact one
-      expect(await s.acquirePace("k|m", ask(T0 + 11, 200))).toEqual({ granted: false, waitMs: 1000 + MARGIN - 11 });
-      expect((await s.acquirePace("k|m", ask(T0 + 12, 600))).granted).toBe(true);
-      // it counts what it may use: the window is now over its tokens until the reset
-      expect((await s.acquirePace("k|m", ask(T0 + 13, 100))).granted).toBe(false);
-      expect((await s.acquirePace("k|m", ask(T0 + 1000 + MARGIN, 100))).granted).toBe(true);
-    });
+    it.runIf(available)(
+      "tokens: a send waits when its estimate does not fit the token window; one larger than the window goes",
+      async () => {
+        const s = make();
+        await s.acquirePace("k|m", ask(T0));
+        await s.observePace("k|m", told(T0 + 5, 100, 99, T0 + 1000, { tokens: { limit: 500, remaining: 450, resetAt: T0 + 1005 } }));
+        expect((await s.acquirePace("k|m", ask(T0 + 10, 300))).granted).toBe(true);
+        // 50 + 300 used of 500: 200 do not fit; the tokens' reset snapped to the requests' exact one
+        expect(await s.acquirePace("k|m", ask(T0 + 11, 200))).toEqual({ granted: false, waitMs: 1000 + MARGIN - 11 });
+        expect((await s.acquirePace("k|m", ask(T0 + 12, 600))).granted).toBe(true);
+        // it counts what it may use: the window is now over its tokens until the reset
+        expect((await s.acquirePace("k|m", ask(T0 + 13, 100))).granted).toBe(false);
+        expect((await s.acquirePace("k|m", ask(T0 + 1000 + MARGIN, 100))).granted).toBe(true);
+      },
+    );
 
-    it.runIf(available)("tokens, live: no tokens left holds a send without an estimate too; an exact (Unix ms) token reset is its own", async () => {
-      const s = make();
-      await s.acquirePace("k|m", ask(T0));
-      // the request window resets in a minute, the token window (exact, live) 600 ms after a whole second
-      await s.observePace("k|m", told(T0 + 5, 100, 99, T0 + 60_000, { tokens: { limit: 500, remaining: 0, resetAt: T0 + 1_600, exact: true } }));
-      expect(await s.acquirePace("k|m", ask(T0 + 10))).toEqual({ granted: false, waitMs: 1_600 + MARGIN - 10 });
-      expect((await s.acquirePace("k|m", ask(T0 + 1_600 + MARGIN))).granted).toBe(true);
-      // a live token reset a fraction of a second after the request reset is not taken for it
-      const k = "k|near";
-      await s.acquirePace(k, ask(T0));
-      await s.observePace(k, told(T0 + 5, 100, 99, T0 + 1_000, { tokens: { limit: 500, remaining: 0, resetAt: T0 + 1_400, exact: true } }));
-      expect(await s.acquirePace(k, ask(T0 + 10, 50))).toEqual({ granted: false, waitMs: 1_400 + MARGIN - 10 });
-    });
+    it.runIf(available)(
+      "tokens, live: no tokens left holds a send without an estimate too; an exact (Unix ms) token reset is its own",
+      async () => {
+        const s = make();
+        await s.acquirePace("k|m", ask(T0));
+        // the request window resets in a minute, the token window (exact, live) 600 ms after a whole second
+        await s.observePace(
+          "k|m",
+          told(T0 + 5, 100, 99, T0 + 60_000, { tokens: { limit: 500, remaining: 0, resetAt: T0 + 1_600, exact: true } }),
+        );
+        expect(await s.acquirePace("k|m", ask(T0 + 10))).toEqual({ granted: false, waitMs: 1_600 + MARGIN - 10 });
+        expect((await s.acquirePace("k|m", ask(T0 + 1_600 + MARGIN))).granted).toBe(true);
+        // a live token reset a fraction of a second after the request reset is not taken for it
+        const k = "k|near";
+        await s.acquirePace(k, ask(T0));
+        await s.observePace(
+          k,
+          told(T0 + 5, 100, 99, T0 + 1_000, { tokens: { limit: 500, remaining: 0, resetAt: T0 + 1_400, exact: true } }),
+        );
+        expect(await s.acquirePace(k, ask(T0 + 10, 50))).toEqual({ granted: false, waitMs: 1_400 + MARGIN - 10 });
+      },
+    );
 
     it.runIf(available)("a 429's pause holds every send until it ends; an answer without limits makes the key unmetered", async () => {
       const s = make();

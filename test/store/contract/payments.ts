@@ -64,7 +64,11 @@ export function describePaymentContract(name: string, make: () => PaymentStore, 
       const results = [];
       for (let i = 0; i < 11; i++) results.push(await store.reserveSpend({ scopes, candidates: [cand(A, 0.1)], now: 5_000 }));
       expect(results.filter((r) => r.ok)).toHaveLength(10);
-      expect(results[10]).toMatchObject({ ok: false, rule: "maxPerPeriod", detail: "$0.1 would bring top-ups to $1.1 within the period, over the $1 cap (wallet)" });
+      expect(results[10]).toMatchObject({
+        ok: false,
+        rule: "maxPerPeriod",
+        detail: "$0.1 would bring top-ups to $1.1 within the period, over the $1 cap (wallet)",
+      });
       expect(await store.spentUsd(scopes[0]!.key, DAY, 5_000)).toBe(1);
     });
 
@@ -86,7 +90,9 @@ export function describePaymentContract(name: string, make: () => PaymentStore, 
       expect(await store.reserveSpend({ scopes, candidates: [cand(B), cand(C, 5, N2)], now: 4 })).toMatchObject({ ok: true, index: 1 });
       expect(await store.pins(w)).toEqual({ [N]: A, [N2]: C });
       // a pinning scope refuses, whatever the others say
-      expect(await store.reserveSpend({ scopes: [scope("wallet:eip155:0xd2", 100), scope(w, 100)], candidates: [cand(B)], now: 5 })).toMatchObject({
+      expect(
+        await store.reserveSpend({ scopes: [scope("wallet:eip155:0xd2", 100), scope(w, 100)], candidates: [cand(B)], now: 5 }),
+      ).toMatchObject({
         ok: false,
         rule: "payee",
       });
@@ -205,20 +211,23 @@ export function describeTopUpContract(name: string, make: () => PaymentStore, av
       expect(await store.endTopUp(W, c.token!, { settled: false, clearPending: "p2" })).toEqual({ epoch: 0, leased: false });
     });
 
-    it.runIf(available)("an outcome is a fact: a lapsed holder's end still clears its payment and moves the epoch, but frees only its own lease", async () => {
-      const store = make();
-      const a = await store.acquireTopUpLease(W, 1_000);
-      expect(await store.putPendingPayment(W, a.token!, record("p3"))).toBe(true);
-      await sleep(1_100);
-      const b = await store.acquireTopUpLease(W, 5_000);
-      expect(b.token).toBeGreaterThan(a.token!);
-      // the first holder learns late that its payment settled: recorded, and b keeps the lease
-      expect(await store.endTopUp(W, a.token!, { settled: true, clearPending: "p3" })).toEqual({ epoch: 1, leased: true });
-      // the next lease holder is told the payment's outcome is known
-      expect(await store.endTopUp(W, b.token!, { settled: false })).toEqual({ epoch: 1, leased: false });
-      const c = await store.acquireTopUpLease(W, 5_000);
-      expect(c.token !== undefined && c.resolved).toEqual(["p3"]);
-    });
+    it.runIf(available)(
+      "an outcome is a fact: a lapsed holder's end still clears its payment and moves the epoch, but frees only its own lease",
+      async () => {
+        const store = make();
+        const a = await store.acquireTopUpLease(W, 1_000);
+        expect(await store.putPendingPayment(W, a.token!, record("p3"))).toBe(true);
+        await sleep(1_100);
+        const b = await store.acquireTopUpLease(W, 5_000);
+        expect(b.token).toBeGreaterThan(a.token!);
+        // the first holder learns late that its payment settled: recorded, and b keeps the lease
+        expect(await store.endTopUp(W, a.token!, { settled: true, clearPending: "p3" })).toEqual({ epoch: 1, leased: true });
+        // the next lease holder is told the payment's outcome is known
+        expect(await store.endTopUp(W, b.token!, { settled: false })).toEqual({ epoch: 1, leased: false });
+        const c = await store.acquireTopUpLease(W, 5_000);
+        expect(c.token !== undefined && c.resolved).toEqual(["p3"]);
+      },
+    );
 
     it.runIf(available)("20 concurrent acquirers: exactly one token", async () => {
       const store = make();

@@ -164,7 +164,10 @@ async function compileNow(): Promise<CompiledContracts> {
   }
   const output = JSON.parse(solc.compile(JSON.stringify(SOLC_INPUT))) as {
     errors?: { severity: string; formattedMessage: string }[];
-    contracts?: Record<string, Record<string, { abi: unknown[]; evm: { bytecode: { object: string }; deployedBytecode: { object: string } } }>>;
+    contracts?: Record<
+      string,
+      Record<string, { abi: unknown[]; evm: { bytecode: { object: string }; deployedBytecode: { object: string } } }>
+    >;
   };
   const errors = (output.errors ?? []).filter((e) => e.severity === "error");
   if (errors.length > 0) throw new Error(`solc failed:\n${errors.map((e) => e.formattedMessage).join("\n")}`);
@@ -243,7 +246,10 @@ export async function startLocalChain(options: LocalChainOptions = {}): Promise<
     await server.provider.request({ method: "evm_setAccountCode", params: [MULTICALL3_ADDRESS, contracts.multicall3.deployedBytecode] });
 
     // The smart-account factory has no constructor and no state: its runtime code is all it needs.
-    await server.provider.request({ method: "evm_setAccountCode", params: [SMART_ACCOUNT_FACTORY_ADDRESS, contracts.smartAccountFactory.deployedBytecode] });
+    await server.provider.request({
+      method: "evm_setAccountCode",
+      params: [SMART_ACCOUNT_FACTORY_ADDRESS, contracts.smartAccountFactory.deployedBytecode],
+    });
 
     // The token too, at the real USDC address: its runtime code has no constructor or immutables (the domain
     // separator follows `address(this)`), so one `initialize` call writes the state a deploy would have.
@@ -254,7 +260,13 @@ export async function startLocalChain(options: LocalChainOptions = {}): Promise<
       const deployer = new Wallet(deployerKey, provider);
       const amountEach = parseUnits(String(options.usdcPerAccount ?? DEFAULT_USDC_PER_ACCOUNT), USDC_DECIMALS);
       const token = new Contract(USDC_ADDRESS, USDC_ABI as unknown as string[], deployer);
-      const init = await token.getFunction("initialize")(USDC_NAME, USDC_VERSION, deployer.address, accounts.map((a) => a.address), amountEach);
+      const init = await token.getFunction("initialize")(
+        USDC_NAME,
+        USDC_VERSION,
+        deployer.address,
+        accounts.map((a) => a.address),
+        amountEach,
+      );
       const receipt = await init.wait();
       if (receipt?.status !== 1) throw new Error("the local chain could not initialize its test USDC");
       const usdcAddress = getAddress(USDC_ADDRESS);

@@ -35,18 +35,26 @@ export interface EmulatedJob {
 
 const FAILURE_BODIES: Record<number, (kind: JobKind) => Record<string, unknown>> = {
   400: (kind) => ({ error: `The ${kind} provider rejected the request's parameters; the charge was refunded.` }),
-  422: () => ({ error: "Your prompt violates the content policy of the provider; the charge was refunded.", suggested_prompt: "A calm landscape at dawn" }),
+  422: () => ({
+    error: "Your prompt violates the content policy of the provider; the charge was refunded.",
+    suggested_prompt: "A calm landscape at dawn",
+  }),
   500: (kind) => ({ error: `Inference failed: the emulated ${kind} provider could not finish the job; the charge was refunded.` }),
 };
 
 /** The options in force, checked (a ConfigurationError names the bad one at start). */
-export function jobOptions(options: JobEmulatorOptions | undefined): Required<Pick<JobEmulatorOptions, "retentionMs">> & JobEmulatorOptions {
+export function jobOptions(
+  options: JobEmulatorOptions | undefined,
+): Required<Pick<JobEmulatorOptions, "retentionMs">> & JobEmulatorOptions {
   const o = options ?? {};
   const ms = o.processingMs;
   const values = typeof ms === "object" ? Object.values(ms) : ms === undefined ? [] : [ms];
-  for (const v of values) if (!(typeof v === "number" && Number.isFinite(v) && v >= 0)) throw new RangeError(`jobs.processingMs must be non-negative numbers of ms (got ${String(v)})`);
+  for (const v of values)
+    if (!(typeof v === "number" && Number.isFinite(v) && v >= 0))
+      throw new RangeError(`jobs.processingMs must be non-negative numbers of ms (got ${String(v)})`);
   const f = o.failures;
-  if (f?.status !== undefined && !(f.status in FAILURE_BODIES)) throw new RangeError(`jobs.failures.status must be one of ${Object.keys(FAILURE_BODIES).join(", ")}`);
+  if (f?.status !== undefined && !(f.status in FAILURE_BODIES))
+    throw new RangeError(`jobs.failures.status must be one of ${Object.keys(FAILURE_BODIES).join(", ")}`);
   if (f?.rate !== undefined && !(f.rate >= 0 && f.rate <= 1)) throw new RangeError("jobs.failures.rate must be within 0..1");
   return { ...o, retentionMs: o.retentionMs ?? 24 * 3_600_000 };
 }
@@ -63,7 +71,14 @@ export class JobStore {
   }
 
   /** Queues a job (the caller has charged nothing yet): charges the quote under the queue id, schedules its end. */
-  queue(args: { kind: JobKind; model: MediaModel; account: Account; quoteUsd: number; prompt: string; render: EmulatedJob["render"] }): EmulatedJob {
+  queue(args: {
+    kind: JobKind;
+    model: MediaModel;
+    account: Account;
+    quoteUsd: number;
+    prompt: string;
+    render: EmulatedJob["render"];
+  }): EmulatedJob {
     const o = this.#options;
     const id = randomUUID();
     const ms = typeof o.processingMs === "object" ? o.processingMs[args.kind] : o.processingMs;
@@ -87,7 +102,11 @@ export class JobStore {
       deleted: false,
       ...(args.model.video?.privateDownload ? { downloadToken: randomUUID().replace(/-/g, "") } : {}),
     };
-    this.ctx.ledger.charge(args.account, args.quoteUsd, { kind: args.kind === "video" ? "video" : "audio-job", modelId: args.model.id, requestId: id });
+    this.ctx.ledger.charge(args.account, args.quoteUsd, {
+      kind: args.kind === "video" ? "video" : "audio-job",
+      modelId: args.model.id,
+      requestId: id,
+    });
     this.#jobs.set(id, job);
     if (job.downloadToken) this.#byToken.set(job.downloadToken, job);
     // the failure's refund lands when the job ends, whether or not anyone looks
@@ -138,7 +157,11 @@ export class JobStore {
 
   /** `{status: "PROCESSING", average_execution_time, execution_duration}` (ms): the estimate is the P80, above the run. */
   processing(job: EmulatedJob): Record<string, unknown> {
-    return { status: "PROCESSING", average_execution_time: Math.round(job.durationMs * 1.25) + 100, execution_duration: Math.max(0, this.ctx.now() - job.queuedAt) };
+    return {
+      status: "PROCESSING",
+      average_execution_time: Math.round(job.durationMs * 1.25) + 100,
+      execution_duration: Math.max(0, this.ctx.now() - job.queuedAt),
+    };
   }
 }
 
@@ -161,7 +184,12 @@ export function fundsOf(ctx: EmulatorContext, account: Account): number {
  * alike (a top-up is the caller's to make). Seed: `INSUFFICIENT_BALANCE` to a key, the insufficient-credit 402 to
  * a wallet.
  */
-export function shortOfQuote(ctx: EmulatorContext, req: import("../types.js").EmulatorRequest, account: Account, quoteUsd: number): EmulatorHttpError {
+export function shortOfQuote(
+  ctx: EmulatorContext,
+  req: import("../types.js").EmulatorRequest,
+  account: Account,
+  quoteUsd: number,
+): EmulatorHttpError {
   const live = ctx.options.mode !== "seed";
   if (live || account.kind === "apiKey") {
     const message = `Insufficient USD or Diem balance to complete request: this job costs $${quoteUsd}. Add credits to your account.`;

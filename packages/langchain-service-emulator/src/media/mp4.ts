@@ -168,7 +168,12 @@ function toYuv(rgb: Uint8Array, g: Geometry): Yuv {
       let r = 0;
       let gg = 0;
       let b = 0;
-      for (const [dx, dy] of [[0, 0], [1, 0], [0, 1], [1, 1]] as const) {
+      for (const [dx, dy] of [
+        [0, 0],
+        [1, 0],
+        [0, 1],
+        [1, 1],
+      ] as const) {
         const p = px(2 * i + dx, 2 * j + dy);
         r += rgb[p]!;
         gg += rgb[p + 1]!;
@@ -266,8 +271,42 @@ interface Track {
 function moov(t: Track, mdatOffset: number): Buffer {
   const frames = t.samples.length;
   const durationMs = Math.round((frames * 1000) / t.fps);
-  const mvhd = fullBox("mvhd", 0, 0, u32(0), u32(0), u32(1000), u32(durationMs), u32(0x00010000), u16(0x0100), u16(0), u32(0), u32(0), MATRIX, Buffer.alloc(24), u32(2));
-  const tkhd = fullBox("tkhd", 0, 3, u32(0), u32(0), u32(1), u32(0), u32(durationMs), u32(0), u32(0), u16(0), u16(0), u16(0), u16(0), MATRIX, u32(t.width * 65536), u32(t.height * 65536));
+  const mvhd = fullBox(
+    "mvhd",
+    0,
+    0,
+    u32(0),
+    u32(0),
+    u32(1000),
+    u32(durationMs),
+    u32(0x00010000),
+    u16(0x0100),
+    u16(0),
+    u32(0),
+    u32(0),
+    MATRIX,
+    Buffer.alloc(24),
+    u32(2),
+  );
+  const tkhd = fullBox(
+    "tkhd",
+    0,
+    3,
+    u32(0),
+    u32(0),
+    u32(1),
+    u32(0),
+    u32(durationMs),
+    u32(0),
+    u32(0),
+    u16(0),
+    u16(0),
+    u16(0),
+    u16(0),
+    MATRIX,
+    u32(t.width * 65536),
+    u32(t.height * 65536),
+  );
   const mdhd = fullBox("mdhd", 0, 0, u32(0), u32(0), u32(t.fps), u32(frames), u16(0x55c4 /* und */), u16(0));
   const hdlr = fullBox("hdlr", 0, 0, u32(0), Buffer.from("vide", "latin1"), Buffer.alloc(12), Buffer.from("VideoHandler\0", "latin1"));
   const avcC = box("avcC", u8(1), t.sps.subarray(1, 4), u8(0xff), u8(0xe1), u16(t.sps.length), t.sps, u8(1), u16(t.pps.length), t.pps);
@@ -322,7 +361,8 @@ export function videoFor(prompt: string, seconds: number, aspectRatio?: string):
       const panned = new Uint8Array(picture.length);
       for (let y = 0; y < height; y++) {
         const row = y * width * 3;
-        for (let x = 0; x < width; x++) panned.set(picture.subarray(row + ((x + shift) % width) * 3, row + ((x + shift) % width) * 3 + 3), row + x * 3);
+        for (let x = 0; x < width; x++)
+          panned.set(picture.subarray(row + ((x + shift) % width) * 3, row + ((x + shift) % width) * 3 + 3), row + x * 3);
       }
       samples.push(lengthPrefixed(idrSlice(toYuv(panned, g), g, (f / VIDEO_FPS) % 2)));
       syncSamples.push(f + 1);

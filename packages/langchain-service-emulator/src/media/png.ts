@@ -51,7 +51,9 @@ export function encodePng(width: number, height: number, rgb: Uint8Array, text?:
     raw[y * (stride + 1)] = 0; // filter: none
     Buffer.from(rgb.buffer, rgb.byteOffset + y * stride, stride).copy(raw, y * (stride + 1) + 1);
   }
-  const texts = Object.entries(text ?? {}).map(([k, v]) => chunk("tEXt", Buffer.from(`${k}\0${v.replace(/[^\x20-\x7e]/g, "?").slice(0, 500)}`, "latin1")));
+  const texts = Object.entries(text ?? {}).map(([k, v]) =>
+    chunk("tEXt", Buffer.from(`${k}\0${v.replace(/[^\x20-\x7e]/g, "?").slice(0, 500)}`, "latin1")),
+  );
   return Buffer.concat([SIGNATURE, chunk("IHDR", ihdr), ...texts, chunk("IDAT", deflateSync(raw)), chunk("IEND", Buffer.alloc(0))]);
 }
 

@@ -18,9 +18,13 @@ export function modelGatesOn(options: Pick<EmulatorOptions, "mode" | "modelGates
 
 /** The 503 or 403 a call of `model` gets; undefined when it is served. */
 export function availabilityRefusal(model: EmulatedModel): { status: number; body: { error: string } } | undefined {
-  if (model.offline) return { status: 503, body: { error: `The model ${model.id} is currently offline. Please try again later or choose another model.` } };
+  if (model.offline)
+    return { status: 503, body: { error: `The model ${model.id} is currently offline. Please try again later or choose another model.` } };
   if (model.regionRestrictions) {
-    return { status: 403, body: { error: `The model ${model.id} is not available in your region (served in: ${model.regionRestrictions.join(", ")}).` } };
+    return {
+      status: 403,
+      body: { error: `The model ${model.id} is not available in your region (served in: ${model.regionRestrictions.join(", ")}).` },
+    };
   }
   return undefined;
 }
@@ -28,7 +32,8 @@ export function availabilityRefusal(model: EmulatedModel): { status: number; bod
 /** The parameter gates `request` fails on `model`; empty when it passes. */
 export function parameterIssues(request: ChatRequest, model: EmulatedModel): CapabilityIssue[] {
   const issues: CapabilityIssue[] = [];
-  const refuse = (field: string, why = "") => issues.push({ code: "custom", path: field.split("."), message: `${field} is not supported by this model${why}` });
+  const refuse = (field: string, why = "") =>
+    issues.push({ code: "custom", path: field.split("."), message: `${field} is not supported by this model${why}` });
   const options = reasoningEffortOptions(model);
   const top = request.reasoning_effort ?? undefined;
   const nested = request.reasoning?.effort ?? undefined;

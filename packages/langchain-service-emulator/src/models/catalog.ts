@@ -374,7 +374,13 @@ export const MEDIA_MODELS: MediaModel[] = [
     type: "video",
     router: "emu-router-video",
     priceUsd: 0.08,
-    video: { modelType: "image-to-video", durations: ["4s", "5s"], resolutions: ["720p"], aspectRatios: [], perSecondUsd: { "720p": 0.08 } },
+    video: {
+      modelType: "image-to-video",
+      durations: ["4s", "5s"],
+      resolutions: ["720p"],
+      aspectRatios: [],
+      perSecondUsd: { "720p": 0.08 },
+    },
   },
   {
     id: "emu-video-private",
@@ -382,7 +388,14 @@ export const MEDIA_MODELS: MediaModel[] = [
     type: "video",
     router: "emu-router-video",
     priceUsd: 0.06,
-    video: { modelType: "text-to-video", durations: ["2s", "4s", "5s"], resolutions: ["720p"], aspectRatios: ["16:9", "1:1"], perSecondUsd: { "720p": 0.06 }, privateDownload: true },
+    video: {
+      modelType: "text-to-video",
+      durations: ["2s", "4s", "5s"],
+      resolutions: ["720p"],
+      aspectRatios: ["16:9", "1:1"],
+      perSecondUsd: { "720p": 0.06 },
+      privateDownload: true,
+    },
   },
   {
     id: "emu-music",
@@ -391,7 +404,17 @@ export const MEDIA_MODELS: MediaModel[] = [
     router: "emu-router-audio",
     priceUsd: 0.01,
     traits: ["default"],
-    music: { minDuration: 3, maxDuration: 60, defaultDuration: 10, supportsLyrics: false, forceInstrumental: true, loop: true, perSecondUsd: 0.01, promptCharacterLimit: 2000, minPromptLength: 10 },
+    music: {
+      minDuration: 3,
+      maxDuration: 60,
+      defaultDuration: 10,
+      supportsLyrics: false,
+      forceInstrumental: true,
+      loop: true,
+      perSecondUsd: 0.01,
+      promptCharacterLimit: 2000,
+      minPromptLength: 10,
+    },
   },
   {
     id: "emu-narrator",
@@ -400,12 +423,50 @@ export const MEDIA_MODELS: MediaModel[] = [
     router: "emu-router-audio",
     priceUsd: 0.3,
     voices: ["Aria", "Roger", "Sarah"],
-    music: { supportsLyrics: false, forceInstrumental: false, loop: false, speaks: true, perThousandCharactersUsd: 0.3, promptCharacterLimit: 5000, minPromptLength: 1 },
+    music: {
+      supportsLyrics: false,
+      forceInstrumental: false,
+      loop: false,
+      speaks: true,
+      perThousandCharactersUsd: 0.3,
+      promptCharacterLimit: 5000,
+      minPromptLength: 1,
+    },
   },
-  { id: "nvidia/parakeet-tdt-0.6b-v3", name: "Parakeet (emulated)", type: "asr", router: "emu-router-audio", priceUsd: 0.0001, traits: ["default"], timestamps: ["segment", "word", "char"] },
-  { id: "openai/whisper-large-v3", name: "Whisper Large v3 (emulated)", type: "asr", router: "emu-router-audio", priceUsd: 0.0002, timestamps: ["segment", "word"] },
-  { id: "emu-image-edit", name: "Emulator Image Edit", type: "inpaint", router: "emu-router-image", priceUsd: 0.04, traits: ["default"], maxInputImages: 3 },
-  { id: "emu-upscale", name: "Emulator Upscale", type: "upscale", router: "emu-router-image", priceUsd: 0.02, upscaleUsd: { "2x": 0.02, "4x": 0.08 } },
+  {
+    id: "nvidia/parakeet-tdt-0.6b-v3",
+    name: "Parakeet (emulated)",
+    type: "asr",
+    router: "emu-router-audio",
+    priceUsd: 0.0001,
+    traits: ["default"],
+    timestamps: ["segment", "word", "char"],
+  },
+  {
+    id: "openai/whisper-large-v3",
+    name: "Whisper Large v3 (emulated)",
+    type: "asr",
+    router: "emu-router-audio",
+    priceUsd: 0.0002,
+    timestamps: ["segment", "word"],
+  },
+  {
+    id: "emu-image-edit",
+    name: "Emulator Image Edit",
+    type: "inpaint",
+    router: "emu-router-image",
+    priceUsd: 0.04,
+    traits: ["default"],
+    maxInputImages: 3,
+  },
+  {
+    id: "emu-upscale",
+    name: "Emulator Upscale",
+    type: "upscale",
+    router: "emu-router-image",
+    priceUsd: 0.02,
+    upscaleUsd: { "2x": 0.02, "4x": 0.08 },
+  },
 ];
 
 /** The media model of a type marked `default` (the one a route falls back to). */
@@ -478,7 +539,8 @@ export const EMBEDDING_MODELS: EmbeddingModel[] = [
 
 /** The embedding model `id`, a trait or a compatibility name (exactly: model feature suffixes are for chat only). */
 export function findEmbeddingModel(id: string): EmbeddingModel | undefined {
-  const target = EMBEDDING_MODELS.find((m) => m.id === id)?.id ?? own(modelTraits("embedding"), id) ?? own(COMPATIBILITY_MAPPING.embedding, id);
+  const target =
+    EMBEDDING_MODELS.find((m) => m.id === id)?.id ?? own(modelTraits("embedding"), id) ?? own(COMPATIBILITY_MAPPING.embedding, id);
   return EMBEDDING_MODELS.find((m) => m.id === target);
 }
 

@@ -63,7 +63,9 @@ export function validateChatOptions(chat: ChatEmulatorOptions | undefined): void
   const oneOf = (key: keyof ChatEmulatorOptions, allowed: readonly unknown[]) => {
     const value = chat[key];
     if (value !== undefined && !allowed.includes(value)) {
-      throw new ConfigurationError(`chat.${key} must be one of ${allowed.map((a) => JSON.stringify(a)).join(", ")} (got ${JSON.stringify(value)})`);
+      throw new ConfigurationError(
+        `chat.${key} must be one of ${allowed.map((a) => JSON.stringify(a)).join(", ")} (got ${JSON.stringify(value)})`,
+      );
     }
   };
   oneOf("citationMarkers", ["caret", "ref"]);
@@ -73,7 +75,8 @@ export function validateChatOptions(chat: ChatEmulatorOptions | undefined): void
   oneOf("capabilityGates", [true, false]);
   oneOf("messageRules", [true, false]);
   const n = chat.overloadedStreams;
-  if (n !== undefined && !(Number.isInteger(n) && n >= 0)) throw new ConfigurationError(`chat.overloadedStreams must be a non-negative integer (got ${String(n)})`);
+  if (n !== undefined && !(Number.isInteger(n) && n >= 0))
+    throw new ConfigurationError(`chat.overloadedStreams must be a non-negative integer (got ${String(n)})`);
   const s = chat.overloadedRetryAfterSeconds;
   if (s !== undefined && !(typeof s === "number" && Number.isFinite(s) && s >= 0)) {
     throw new ConfigurationError(`chat.overloadedRetryAfterSeconds must be a number >= 0 (got ${String(s)})`);
@@ -114,9 +117,19 @@ export function inBandErrorEvent(kind: InBandErrorKind, retryAfterSeconds: numbe
     case "model_overloaded":
       return inBandEventOf({ code: kind, message: "The model is currently overloaded. Please try again later." }, retryAfterSeconds);
     case "content_filter":
-      return { error: { message: "The provider blocked the content of this answer.", type: "content_filter_error", code: "content_blocked_by_provider", param: null } };
+      return {
+        error: {
+          message: "The provider blocked the content of this answer.",
+          type: "content_filter_error",
+          code: "content_blocked_by_provider",
+          param: null,
+        },
+      };
     case "e2ee_attestation_stale":
-      return inBandEventOf({ code: kind, message: "The E2EE attestation is stale; fetch a fresh one and encrypt again." }, retryAfterSeconds);
+      return inBandEventOf(
+        { code: kind, message: "The E2EE attestation is stale; fetch a fresh one and encrypt again." },
+        retryAfterSeconds,
+      );
     case "api_error":
       return inBandEventOf({ code: "provider_error", type: "api_error", message: "The provider returned an error." }, retryAfterSeconds);
     default:

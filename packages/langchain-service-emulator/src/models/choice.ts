@@ -92,7 +92,23 @@ export interface ChoiceContext {
 
 /** Choice `index` of the answer, and the tool call ids it signed with reasoning. */
 export function planChoice(ctx: ChoiceContext, index: number): { choice: PlannedChoice; signedIds: string[] } {
-  const { request, model, params, names, secret, behaviour, calls, webSearched, citations, format, promptSchema, thinkingOn, thought, n, maxTokens } = ctx;
+  const {
+    request,
+    model,
+    params,
+    names,
+    secret,
+    behaviour,
+    calls,
+    webSearched,
+    citations,
+    format,
+    promptSchema,
+    thinkingOn,
+    thought,
+    n,
+    maxTokens,
+  } = ctx;
   const { directives, question, afterToolResults, toolResults, refused } = ctx.turn;
   const signedIds: string[] = [];
   const suffix = n > 1 ? ` (choice ${index + 1})` : "";
@@ -119,7 +135,12 @@ export function planChoice(ctx: ChoiceContext, index: number): { choice: Planned
     } else {
       base = `Echo: ${question}`.trim();
     }
-    const schemaAsked = format?.type === "json_schema" ? (format.json_schema.schema ?? { type: "object", properties: {} }) : format?.type === "json_object" ? undefined : promptSchema;
+    const schemaAsked =
+      format?.type === "json_schema"
+        ? (format.json_schema.schema ?? { type: "object", properties: {} })
+        : format?.type === "json_object"
+          ? undefined
+          : promptSchema;
     if (schemaAsked) {
       const schema = schemaAsked;
       const context = afterToolResults ? `${question}\n${toolResults.map((r) => r.content).join("\n")}` : question;
@@ -177,7 +198,11 @@ export function planChoice(ctx: ChoiceContext, index: number): { choice: Planned
   let documentsCall: WireToolCall | undefined;
   if (webSearched && params.return_search_results_as_documents) {
     documentsCall = behaviour.liveSearchDocuments
-      ? { id: SEARCH_DOCUMENTS_CALL_ID, type: "function", function: { name: SEARCH_DOCUMENTS_CALL_NAME, arguments: JSON.stringify(liveSearchDocuments(citations)) } }
+      ? {
+          id: SEARCH_DOCUMENTS_CALL_ID,
+          type: "function",
+          function: { name: SEARCH_DOCUMENTS_CALL_NAME, arguments: JSON.stringify(liveSearchDocuments(citations)) },
+        }
       : {
           id: toolIdFor(ctx.responseId, index, toolCalls.length, names.webSearchDocumentsTool),
           type: "function",

@@ -43,8 +43,7 @@ export const WEB_CORPUS: readonly WebDocument[] = [
   {
     title: "Base layer 2",
     url: "https://example.org/base",
-    content:
-      "Base is an Ethereum layer 2 rollup with chain id 8453. The latest upgrades lowered fees for payments and agents.",
+    content: "Base is an Ethereum layer 2 rollup with chain id 8453. The latest upgrades lowered fees for payments and agents.",
     date: "2025-05-30",
   },
   {
@@ -128,5 +127,7 @@ export function answerFromDocuments(question: string, docs: readonly WebDocument
 
 /** The live search-documents payload: `{documents: [{id, title, url, snippet, published_at}]}`. */
 export function liveSearchDocuments(docs: readonly WebDocument[]): { documents: Record<string, string>[] } {
-  return { documents: docs.map((doc, i) => ({ id: String(i + 1), title: doc.title, url: doc.url, snippet: doc.content, published_at: doc.date })) };
+  return {
+    documents: docs.map((doc, i) => ({ id: String(i + 1), title: doc.title, url: doc.url, snippet: doc.content, published_at: doc.date })),
+  };
 }

@@ -56,5 +56,12 @@ export function parseDirectives(text: string): Directives {
     .replace(REFUSE_DIRECTIVE_RE, "")
     .replace(/[ \t]{2,}/g, " ")
     .trim();
-  return { ...(tokens !== undefined ? { tokens } : {}), error: errorKind !== undefined, ...(errorKind ? { errorKind } : {}), refuse, tools, text: stripped };
+  return {
+    ...(tokens !== undefined ? { tokens } : {}),
+    error: errorKind !== undefined,
+    ...(errorKind ? { errorKind } : {}),
+    refuse,
+    tools,
+    text: stripped,
+  };
 }

@@ -32,7 +32,11 @@ export function stem(word: string): string {
 
 /** The normalized words of `text` that carry meaning. */
 export function embeddingWords(text: string): string[] {
-  const raw = text.normalize("NFKC").toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? [];
+  const raw =
+    text
+      .normalize("NFKC")
+      .toLowerCase()
+      .match(/[\p{L}\p{N}]+/gu) ?? [];
   const out: string[] = [];
   for (const w of raw) if (!STOP_WORDS.has(w)) out.push(stem(w));
   return out;

@@ -71,7 +71,9 @@ export function planCompletion(input: EngineInput): CompletionPlan {
   let searchMode = params.enable_web_search;
   if (webSearchTool && searchMode === "off") searchMode = "on";
   if (searchMode === "on" && !model.capabilities.supportsWebSearch) {
-    throw new InvalidRequest(`Model ${model.id} does not support web search`, { [names.parameters]: "enable_web_search needs a model with web search" });
+    throw new InvalidRequest(`Model ${model.id} does not support web search`, {
+      [names.parameters]: "enable_web_search needs a model with web search",
+    });
   }
   const webSearched =
     calls.length === 0 &&
@@ -84,7 +86,9 @@ export function planCompletion(input: EngineInput): CompletionPlan {
   const format = request.response_format;
   const promptSchema = format && format.type !== "text" ? undefined : schemaInSystemPrompt(messages, seen);
   if (format?.type === "json_schema" && !model.capabilities.supportsResponseSchema) {
-    throw new InvalidRequest(`Model ${model.id} does not support response_format json_schema`, { response_format: "unsupported by this model" });
+    throw new InvalidRequest(`Model ${model.id} does not support response_format json_schema`, {
+      response_format: "unsupported by this model",
+    });
   }
 
   // reasoning

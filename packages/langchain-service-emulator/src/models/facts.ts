@@ -19,7 +19,8 @@ export interface PromptFacts {
 }
 
 const SLUG_RE = /\b[a-z]+-(?:mainnet|testnet|sepolia|devnet|holesky|amoy|fuji)\b/g;
-const RPC_METHOD_RE = /\b(?:eth|net|web3|debug|trace|txpool|starknet|zks)_[A-Za-z0-9_]+\b|\bget(?:Balance|Slot|BlockHeight|LatestBlockhash|Transaction|AccountInfo|Version|Health|EpochInfo)\b/g;
+const RPC_METHOD_RE =
+  /\b(?:eth|net|web3|debug|trace|txpool|starknet|zks)_[A-Za-z0-9_]+\b|\bget(?:Balance|Slot|BlockHeight|LatestBlockhash|Transaction|AccountInfo|Version|Health|EpochInfo)\b/g;
 const COMMON_CAPITALIZED = new Set(
   "I What Who Whom Whose Where When Why How Which Is Are Was Were Do Does Did Can Could Would Should Will Please Tell Give Show Find Get Hello Hi Hey Thanks Thank The A An And Or But If Then Use Call Check Look Say Make Let Also Now Echo JSON Yes No OK Ok".split(
     " ",

@@ -33,17 +33,30 @@ export function messageRuleIssues(messages: readonly ChatMessage[]): MessageIssu
       if (type === "input_audio") {
         const data = (part as { input_audio: { data: string } }).input_audio.data;
         if (!(BASE64.test(data) && data.length % 4 !== 1)) {
-          issues.push({ code: "custom", path: ["messages", i, "content", j, "input_audio", "data"], message: "Audio data must be base64-encoded; URLs are not supported" });
+          issues.push({
+            code: "custom",
+            path: ["messages", i, "content", j, "input_audio", "data"],
+            message: "Audio data must be base64-encoded; URLs are not supported",
+          });
         }
       }
     });
     for (const [type, count] of Object.entries(counts)) {
       const cap = PER_MESSAGE[type]!;
-      if (count > cap) issues.push({ code: "too_big", path: ["messages", i, "content"], message: `At most ${cap} ${type} parts are allowed per message (got ${count})` });
+      if (count > cap)
+        issues.push({
+          code: "too_big",
+          path: ["messages", i, "content"],
+          message: `At most ${cap} ${type} parts are allowed per message (got ${count})`,
+        });
     }
   });
   if (videos > VIDEOS_PER_REQUEST) {
-    issues.push({ code: "too_big", path: ["messages"], message: `At most ${VIDEOS_PER_REQUEST} video_url parts are allowed per request (got ${videos})` });
+    issues.push({
+      code: "too_big",
+      path: ["messages"],
+      message: `At most ${VIDEOS_PER_REQUEST} video_url parts are allowed per request (got ${videos})`,
+    });
   }
   return issues;
 }

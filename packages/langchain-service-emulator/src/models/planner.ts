@@ -92,9 +92,11 @@ export function findMention(toolName: string, text: string): Mention | undefined
 }
 
 const STOPWORDS = new Set(
-  ("what is the of on and did does do a an in for to how much many which who when where why with me my please tell show " +
+  (
+    "what is the of on and did does do a an in for to how much many which who when where why with me my please tell show " +
     "give get check use using this that there it be are was were has have at by from as or if can could would should " +
-    "any some all you your i we our its their than then also about into per one two").split(" "),
+    "any some all you your i we our its their than then also about into per one two"
+  ).split(" "),
 );
 
 /** Loose root of a word, for matching a question to tool descriptions ("succeeded" ~ "succeed"). */
@@ -132,7 +134,9 @@ function relevantWords(text: string): Set<string> {
  * X, and did transaction Y succeed?" -> erc20_balance + transaction_status, not every tool that takes an
  * address. With no word in common, the first fillable tool stays (the old behaviour).
  */
-function selectByIntent(ranked: { order: number; mentioned: boolean; words: Set<string>; nameHits: number; evidence: Set<string> }[]): void {
+function selectByIntent(
+  ranked: { order: number; mentioned: boolean; words: Set<string>; nameHits: number; evidence: Set<string> }[],
+): void {
   const others = ranked.filter((r) => !r.mentioned);
   if (others.length === 0) return;
   const covered = new Set(ranked.filter((r) => r.mentioned).flatMap((r) => [...r.words]));
@@ -190,7 +194,15 @@ export function planToolCalls(input: PlannerInput): PlannedCall[] {
     return [{ name: tool.name, arguments: fill?.value ?? {} }];
   }
 
-  const ranked: { position: number; order: number; calls: PlannedCall[]; mentioned: boolean; words: Set<string>; nameHits: number; evidence: Set<string> }[] = [];
+  const ranked: {
+    position: number;
+    order: number;
+    calls: PlannedCall[];
+    mentioned: boolean;
+    words: Set<string>;
+    nameHits: number;
+    evidence: Set<string>;
+  }[] = [];
   // the question's words, without slugs and hex values ("base-mainnet" is not about "raw base units")
   const asked = relevantWords(userText.replace(/\b0x[0-9a-fA-F]+\b/g, " ").replace(/\b[a-z0-9]+(?:-[a-z0-9]+)+\b/g, " "));
   tools.forEach((tool, order) => {
@@ -202,7 +214,10 @@ export function planToolCalls(input: PlannerInput): PlannedCall[] {
     if (mention?.exact) {
       chosen = fill
         ? { fill, fallback: false }
-        : { fill: fillSchema(schema, facts, { fallback: true, question }) ?? { value: {}, strong: false, used: new Set() }, fallback: true };
+        : {
+            fill: fillSchema(schema, facts, { fallback: true, question }) ?? { value: {}, strong: false, used: new Set() },
+            fallback: true,
+          };
     } else if (mention && fill) {
       chosen = { fill, fallback: false };
     } else if (fill?.strong && requiredCount > 0) {
@@ -229,7 +244,15 @@ export function planToolCalls(input: PlannerInput): PlannedCall[] {
       if (requiredProperties(schema).length === 0) continue;
       const fill = fillSchema(schema, facts, { fallback: false, question });
       if (fill) {
-        ranked.push({ position: 0, order: 0, calls: [{ name: tool.name, arguments: fill.value }], mentioned: false, words: new Set(), nameHits: 0, evidence: new Set() });
+        ranked.push({
+          position: 0,
+          order: 0,
+          calls: [{ name: tool.name, arguments: fill.value }],
+          mentioned: false,
+          words: new Set(),
+          nameHits: 0,
+          evidence: new Set(),
+        });
         break;
       }
     }

@@ -34,7 +34,11 @@ export function readPrompt(input: EngineInput): ReadPrompt {
   }
   const blocks: PromptBlock[] = [];
   if (params.include_system_prompt) {
-    blocks.push({ key: `service-system:${SERVICE_SYSTEM_PROMPT}`, tokens: MESSAGE_OVERHEAD_TOKENS + countTokens(SERVICE_SYSTEM_PROMPT), breakpoint: false });
+    blocks.push({
+      key: `service-system:${SERVICE_SYSTEM_PROMPT}`,
+      tokens: MESSAGE_OVERHEAD_TOKENS + countTokens(SERVICE_SYSTEM_PROMPT),
+      breakpoint: false,
+    });
   }
   const functionTools: ToolSpec[] = [];
   let webSearchTool = false;
@@ -60,17 +64,22 @@ export function readPrompt(input: EngineInput): ReadPrompt {
     const isSystem = s.role === "system" || s.role === "developer";
     if (!isSystem) leadingSystem = false;
     blocks.push({
-      key: canonicalJson({ role: s.role, text: s.text, media: s.mediaTokens, calls, id: message.role === "tool" ? message.tool_call_id : undefined }),
+      key: canonicalJson({
+        role: s.role,
+        text: s.text,
+        media: s.mediaTokens,
+        calls,
+        id: message.role === "tool" ? message.tool_call_id : undefined,
+      }),
       tokens: MESSAGE_OVERHEAD_TOKENS + countTokens(s.text) + s.mediaTokens + countTokens(callText),
       breakpoint: (isSystem && leadingSystem) || s.cacheControl,
     });
   });
   const promptTokens = blocks.reduce((sum, b) => sum + b.tokens, 0);
   if (promptTokens > model.contextTokens) {
-    throw new InvalidRequest(
-      `This model's maximum context length is ${model.contextTokens} tokens; the request has ${promptTokens}`,
-      { messages: "context_length_exceeded" },
-    );
+    throw new InvalidRequest(`This model's maximum context length is ${model.contextTokens} tokens; the request has ${promptTokens}`, {
+      messages: "context_length_exceeded",
+    });
   }
   return { seen, blocks, promptTokens, functionTools, webSearchTool };
 }

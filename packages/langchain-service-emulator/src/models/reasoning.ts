@@ -90,19 +90,34 @@ export function verifyReasoningDetails(
 const THOUGHT_PREFIX = "emu-ts";
 
 function thoughtMac(secret: Uint8Array, payload: string, toolCalls: readonly SignedToolCall[]): string {
-  return createHmac("sha256", secret).update("thought_signature\u0000").update(payload).update("\u0000").update(canonicalCalls(toolCalls)).digest("base64url");
+  return createHmac("sha256", secret)
+    .update("thought_signature\u0000")
+    .update(payload)
+    .update("\u0000")
+    .update(canonicalCalls(toolCalls))
+    .digest("base64url");
 }
 
-export function buildThoughtSignature(secret: Uint8Array, responseId: string, choice: number, toolCalls: readonly SignedToolCall[]): string {
+export function buildThoughtSignature(
+  secret: Uint8Array,
+  responseId: string,
+  choice: number,
+  toolCalls: readonly SignedToolCall[],
+): string {
   const payload = Buffer.from(JSON.stringify({ r: responseId, c: choice })).toString("base64url");
   return `${THOUGHT_PREFIX}.${payload}.${thoughtMac(secret, payload, toolCalls)}`;
 }
 
 /** Checks that `signature` is one this server issued for exactly these tool calls. */
-export function verifyThoughtSignature(secret: Uint8Array, signature: string | null | undefined, toolCalls: readonly SignedToolCall[]): VerifyResult {
+export function verifyThoughtSignature(
+  secret: Uint8Array,
+  signature: string | null | undefined,
+  toolCalls: readonly SignedToolCall[],
+): VerifyResult {
   if (typeof signature !== "string" || signature === "") return { ok: false, reason: "thought_signature is missing" };
   const [prefix, payload, mac, ...rest] = signature.split(".");
-  if (prefix !== THOUGHT_PREFIX || !payload || !mac || rest.length > 0) return { ok: false, reason: "thought_signature is not one this service issued" };
+  if (prefix !== THOUGHT_PREFIX || !payload || !mac || rest.length > 0)
+    return { ok: false, reason: "thought_signature is not one this service issued" };
   const expected = Buffer.from(thoughtMac(secret, payload, toolCalls), "base64url");
   const given = Buffer.from(mac, "base64url");
   if (expected.length !== given.length || !timingSafeEqual(expected, given)) {

@@ -16,7 +16,9 @@ export function tokenLogprob(token: string, position: number, top: number) {
   const logprob = -((h.readUInt16BE(0) % 3000) + 1) / 1000;
   const bytes = [...Buffer.from(token, "utf8")];
   const top_logprobs = Array.from({ length: top }, (_, j) =>
-    j === 0 ? { token, logprob, bytes } : { token: `${token}~${j}`, logprob: logprob - j, bytes: [...Buffer.from(`${token}~${j}`, "utf8")] },
+    j === 0
+      ? { token, logprob, bytes }
+      : { token: `${token}~${j}`, logprob: logprob - j, bytes: [...Buffer.from(`${token}~${j}`, "utf8")] },
   );
   return { token, logprob, bytes, top_logprobs };
 }
@@ -149,7 +151,11 @@ export async function* streamCompletion(plan: CompletionPlan, o: RenderOptions):
         const delta: Record<string, unknown> = c.reasoningContentStripped ? {} : { reasoning_content: parts[i] };
         if (c.reasoningDetails) {
           // first piece of index 0 carries type and format; later ones only index + text (they concatenate)
-          delta.reasoning_details = [i === 0 ? { type: "reasoning.text", text: parts[i], format: "emu-v1", index: 0 } : { type: "reasoning.text", text: parts[i], index: 0 }];
+          delta.reasoning_details = [
+            i === 0
+              ? { type: "reasoning.text", text: parts[i], format: "emu-v1", index: 0 }
+              : { type: "reasoning.text", text: parts[i], index: 0 },
+          ];
         }
         if (delta.reasoning_content !== undefined || delta.reasoning_details !== undefined) yield chunk(c.index, delta);
       }
@@ -183,7 +189,9 @@ export async function* streamCompletion(plan: CompletionPlan, o: RenderOptions):
     const calls = (liveDocuments ? c.toolCalls : wireToolCalls(c, o.behaviour)) ?? [];
     const first = liveDocuments ? 1 : 0;
     for (const [i, call] of calls.entries()) {
-      yield chunk(c.index, { tool_calls: [{ index: first + i, id: call.id, type: "function", function: { name: call.function.name, arguments: "" } }] });
+      yield chunk(c.index, {
+        tool_calls: [{ index: first + i, id: call.id, type: "function", function: { name: call.function.name, arguments: "" } }],
+      });
       yield chunk(c.index, { tool_calls: [{ index: first + i, function: { arguments: call.function.arguments } }] });
     }
     yield chunk(c.index, {}, { finish_reason: c.finishReason, stop_reason: stopReason(c.finishReason) });

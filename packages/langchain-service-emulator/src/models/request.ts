@@ -142,47 +142,50 @@ export function serviceParametersSchema(names: BrandNames) {
 }
 
 const baseChatRequestSchema = z.strictObject({
-    model: z.string().min(1),
-    messages: z.array(messageSchema).min(1),
-    stream: z.boolean().nullish(),
-    stream_options: z.looseObject({ include_usage: z.boolean().nullish() }).nullish(),
-    n: z.number().int().min(1).max(16).nullish(),
-    temperature: z.number().min(0).max(2).nullish(),
-    top_p: z.number().min(0).max(1).nullish(),
-    max_tokens: z.number().int().nullish(),
-    max_completion_tokens: z.number().int().nullish(),
-    stop: z.union([z.string(), z.array(z.string()).min(1).max(4)]).nullish(),
-    stop_token_ids: z.array(z.number()).nullish(),
-    seed: z.number().int().nullish(),
-    frequency_penalty: z.number().min(-2).max(2).nullish(),
-    presence_penalty: z.number().min(-2).max(2).nullish(),
-    repetition_penalty: z.number().min(0).nullish(),
-    top_k: z.number().int().min(0).nullish(),
-    min_p: z.number().min(0).max(1).nullish(),
-    max_temp: z.number().min(0).max(2).nullish(),
-    min_temp: z.number().min(0).max(2).nullish(),
-    reasoning_effort: effort.nullish(),
-    reasoning: z.looseObject({ effort: effort.nullish(), summary: z.enum(["auto", "concise", "detailed"]).nullish() }).nullish(),
-    response_format: responseFormatSchema.nullish(),
-    logprobs: z.boolean().nullish(),
-    top_logprobs: z.number().int().min(0).nullish(),
-    tools: z.array(z.union([builtinToolSchema, functionToolSchema])).nullish(),
-    tool_choice: z
-      .union([
-        z.enum(["none", "auto", "required", "any"]),
-        z.looseObject({ type: z.string(), function: z.looseObject({ name: z.string().min(1) }) }),
-      ])
-      .nullish(),
-    parallel_tool_calls: z.boolean().nullish(),
-    user: z.string().nullish(),
-    prompt_cache_key: z.string().nullish(),
-    prompt_cache_retention: z.enum(["default", "extended", "24h"]).nullish(),
-    store: z.boolean().nullish(),
-    verbosity: z.enum(["low", "medium", "high", "auto"]).nullish(),
-    metadata: z.record(z.string(), z.string()).nullish(),
-    fallbacks: z.array(z.looseObject({ model: z.string() })).max(10).nullish(),
-    text: z.looseObject({ verbosity: z.enum(["low", "medium", "high", "auto"]).nullish() }).nullish(),
-    include: z.array(z.string()).nullish(),
+  model: z.string().min(1),
+  messages: z.array(messageSchema).min(1),
+  stream: z.boolean().nullish(),
+  stream_options: z.looseObject({ include_usage: z.boolean().nullish() }).nullish(),
+  n: z.number().int().min(1).max(16).nullish(),
+  temperature: z.number().min(0).max(2).nullish(),
+  top_p: z.number().min(0).max(1).nullish(),
+  max_tokens: z.number().int().nullish(),
+  max_completion_tokens: z.number().int().nullish(),
+  stop: z.union([z.string(), z.array(z.string()).min(1).max(4)]).nullish(),
+  stop_token_ids: z.array(z.number()).nullish(),
+  seed: z.number().int().nullish(),
+  frequency_penalty: z.number().min(-2).max(2).nullish(),
+  presence_penalty: z.number().min(-2).max(2).nullish(),
+  repetition_penalty: z.number().min(0).nullish(),
+  top_k: z.number().int().min(0).nullish(),
+  min_p: z.number().min(0).max(1).nullish(),
+  max_temp: z.number().min(0).max(2).nullish(),
+  min_temp: z.number().min(0).max(2).nullish(),
+  reasoning_effort: effort.nullish(),
+  reasoning: z.looseObject({ effort: effort.nullish(), summary: z.enum(["auto", "concise", "detailed"]).nullish() }).nullish(),
+  response_format: responseFormatSchema.nullish(),
+  logprobs: z.boolean().nullish(),
+  top_logprobs: z.number().int().min(0).nullish(),
+  tools: z.array(z.union([builtinToolSchema, functionToolSchema])).nullish(),
+  tool_choice: z
+    .union([
+      z.enum(["none", "auto", "required", "any"]),
+      z.looseObject({ type: z.string(), function: z.looseObject({ name: z.string().min(1) }) }),
+    ])
+    .nullish(),
+  parallel_tool_calls: z.boolean().nullish(),
+  user: z.string().nullish(),
+  prompt_cache_key: z.string().nullish(),
+  prompt_cache_retention: z.enum(["default", "extended", "24h"]).nullish(),
+  store: z.boolean().nullish(),
+  verbosity: z.enum(["low", "medium", "high", "auto"]).nullish(),
+  metadata: z.record(z.string(), z.string()).nullish(),
+  fallbacks: z
+    .array(z.looseObject({ model: z.string() }))
+    .max(10)
+    .nullish(),
+  text: z.looseObject({ verbosity: z.enum(["low", "medium", "high", "auto"]).nullish() }).nullish(),
+  include: z.array(z.string()).nullish(),
 });
 
 /**
@@ -278,18 +281,26 @@ export function parseModelSuffix(model: string, names: BrandNames): { id: string
       throw new InvalidRequest("Invalid model feature suffix", { model: `malformed percent-encoding in ${JSON.stringify(pair)}` });
     }
     if (SUFFIX_FORBIDDEN.has(key)) {
-      throw new InvalidRequest(`${key} cannot be set with a model feature suffix`, { model: `${key} is not accepted as a suffix; use ${names.parameters}` });
+      throw new InvalidRequest(`${key} cannot be set with a model feature suffix`, {
+        model: `${key} is not accepted as a suffix; use ${names.parameters}`,
+      });
     }
     const fieldSchema = shape[key];
     if (!fieldSchema) {
-      throw new InvalidRequest(`Unknown model feature suffix parameter: ${key}`, { model: `unknown suffix parameter ${JSON.stringify(key)}` });
+      throw new InvalidRequest(`Unknown model feature suffix parameter: ${key}`, {
+        model: `unknown suffix parameter ${JSON.stringify(key)}`,
+      });
     }
     const value: unknown = raw === "true" ? true : raw === "false" ? false : raw;
     // enable_web_search takes strings; "true"/"false" there mean on/off
     const coerced = key === "enable_web_search" && typeof value === "boolean" ? (value ? "on" : "off") : value;
     const parsed = fieldSchema.safeParse(coerced);
     if (!parsed.success) {
-      throw new InvalidRequest(`Invalid value for model feature suffix parameter ${key}`, { model: `${key}=${raw} is not valid` }, parsed.error.issues);
+      throw new InvalidRequest(
+        `Invalid value for model feature suffix parameter ${key}`,
+        { model: `${key}=${raw} is not valid` },
+        parsed.error.issues,
+      );
     }
     overrides[key] = parsed.data;
   }

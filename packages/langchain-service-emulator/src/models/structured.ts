@@ -296,7 +296,10 @@ export function requiredProperties(schema: unknown): string[] {
  * {…}"), as a client without response formats sends it: the first balanced `{…}` after the words "JSON schema"
  * that parses to an object schema.
  */
-export function schemaInSystemPrompt(messages: readonly { role: string }[], seen: readonly { text: string }[]): Record<string, unknown> | undefined {
+export function schemaInSystemPrompt(
+  messages: readonly { role: string }[],
+  seen: readonly { text: string }[],
+): Record<string, unknown> | undefined {
   for (let i = 0; i < messages.length; i++) {
     const role = messages[i]!.role;
     if (role !== "system" && role !== "developer") continue;
@@ -317,7 +320,12 @@ export function schemaInSystemPrompt(messages: readonly { role: string }[], seen
       else if (c === "}" && --depth === 0) {
         try {
           const parsed: unknown = JSON.parse(text.slice(start, j + 1));
-          if (parsed && typeof parsed === "object" && !Array.isArray(parsed) && ("properties" in parsed || (parsed as { type?: unknown }).type === "object")) {
+          if (
+            parsed &&
+            typeof parsed === "object" &&
+            !Array.isArray(parsed) &&
+            ("properties" in parsed || (parsed as { type?: unknown }).type === "object")
+          ) {
             return parsed as Record<string, unknown>;
           }
         } catch {

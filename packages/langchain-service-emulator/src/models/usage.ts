@@ -32,6 +32,7 @@ export function usageOf(plan: CompletionPlan, cache: { cachedTokens: number; cac
 export function costUsd(model: EmulatedModel, usage: Usage): number {
   const cached = usage.prompt_tokens_details.cached_tokens;
   const cachePrice = model.pricing.cache_input ?? model.pricing.input;
-  const usd = ((usage.prompt_tokens - cached) * model.pricing.input + cached * cachePrice + usage.completion_tokens * model.pricing.output) / 1e6;
+  const usd =
+    ((usage.prompt_tokens - cached) * model.pricing.input + cached * cachePrice + usage.completion_tokens * model.pricing.output) / 1e6;
   return Math.round(usd * 1e9) / 1e9;
 }

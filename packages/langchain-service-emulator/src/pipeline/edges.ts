@@ -122,7 +122,8 @@ export const writeAnswer: Stage = async (c, next) => {
 export const answerPreflight: Stage = async (c, next) => {
   const { ctx } = c.var.state;
   const incoming = c.env.incoming;
-  if (!ctx.options.cors || incoming.method !== "OPTIONS" || incoming.headers["access-control-request-method"] === undefined) return onward(next);
+  if (!ctx.options.cors || incoming.method !== "OPTIONS" || incoming.headers["access-control-request-method"] === undefined)
+    return onward(next);
   incoming.resume();
   c.set("outcome", { response: { status: 204, headers: preflightHeaders(ctx.names) }, headers: {}, identity: "", countFailure: false });
 };
@@ -187,7 +188,15 @@ export const readRequest: Stage = async (c: StageContext, next) => {
     return;
   }
   const req = toEmulatorRequest(incoming, publicUrl(incoming.url ?? "/", ctx.publicOrigin), body);
-  c.set("pass", { req, identity: claimedIdentity(req, ctx.ledger), fault: { latencyMs: 0 }, headers: {}, bucket: "default", arrivalTokens: 0, ownLimit: false });
+  c.set("pass", {
+    req,
+    identity: claimedIdentity(req, ctx.ledger),
+    fault: { latencyMs: 0 },
+    headers: {},
+    bucket: "default",
+    arrivalTokens: 0,
+    ownLimit: false,
+  });
   await next();
 };
 

@@ -33,7 +33,10 @@ export const injectFaults: Stage = async (c, next) => {
 export function abuseBlockAnswer(limiter: RateLimiter, blockedMs: number, identity: string): EmulatorResponse {
   const end = limiter.now() + blockedMs;
   const reset = String(limiter.resetUnit === "ms" ? end : Math.ceil(end / 1000));
-  return { ...errorResponse(429, limiter.abuseMessage(identity)), headers: { "x-ratelimit-reset-requests": reset, "retry-after": String(Math.ceil(blockedMs / 1000)) } };
+  return {
+    ...errorResponse(429, limiter.abuseMessage(identity)),
+    headers: { "x-ratelimit-reset-requests": reset, "retry-after": String(Math.ceil(blockedMs / 1000)) },
+  };
 }
 
 /** The abuse block, of the identity claimed: reading a block lets no one cause one (its answers are not failures). */

@@ -85,7 +85,8 @@ function creditRefusal(c: StageContext): EmulatorResponse | undefined {
   const { caller, req } = c.var.pass;
   if (caller?.kind === "apiKey" && ctx.ledger.available(caller.account) <= 0) {
     // live: a plain message without a code; seed: the spec's INSUFFICIENT_BALANCE
-    if (isLiveMode(ctx.options)) return errorResponse(402, "Insufficient USD or Diem balance to complete request. Add credits to your account.");
+    if (isLiveMode(ctx.options))
+      return errorResponse(402, "Insufficient USD or Diem balance to complete request. Add credits to your account.");
     return errorResponse(402, "Insufficient balance", { code: "INSUFFICIENT_BALANCE" });
   }
   if (caller?.kind === "wallet") return ctx.x402.walletRefusal(req, ctx, caller.account);
@@ -132,8 +133,11 @@ function textModelOf(c: StageContext): EmulatedModel | EmulatorResponse {
     return textModel;
   }
   const id = modelId.split(":")[0];
-  if (isLiveMode(c.var.state.ctx.options)) return errorResponse(404, `Specified model not found: ${id}. See GET /models for the models available.`);
-  return errorResponse(400, `Invalid request: unknown model "${id}"`, { details: { model: { _errors: ["Model not found; see GET /models"] } } });
+  if (isLiveMode(c.var.state.ctx.options))
+    return errorResponse(404, `Specified model not found: ${id}. See GET /models for the models available.`);
+  return errorResponse(400, `Invalid request: unknown model "${id}"`, {
+    details: { model: { _errors: ["Model not found; see GET /models"] } },
+  });
 }
 
 /**

@@ -14,7 +14,9 @@ import { EmulatorHttpError, type EmulatorContext, type RouteSpec } from "../type
 import { badRequest, parseBody } from "./strict-body.js";
 
 const seconds = z.union([z.number().int().positive(), z.string().regex(/^\d+$/).transform(Number)]);
-const quoteSchema = z.object({ model: z.string().min(1), duration_seconds: seconds.optional(), character_count: z.number().int().min(0).optional() }).strict();
+const quoteSchema = z
+  .object({ model: z.string().min(1), duration_seconds: seconds.optional(), character_count: z.number().int().min(0).optional() })
+  .strict();
 const queueSchema = z
   .object({
     model: z.string().min(1),
@@ -29,7 +31,9 @@ const queueSchema = z
     speed: z.number().optional(),
   })
   .strict();
-const refSchema = z.object({ model: z.string().min(1), queue_id: z.string().min(1), delete_media_on_completion: z.boolean().optional() }).strict();
+const refSchema = z
+  .object({ model: z.string().min(1), queue_id: z.string().min(1), delete_media_on_completion: z.boolean().optional() })
+  .strict();
 const completeSchema = z.object({ model: z.string().min(1), queue_id: z.string().min(1) }).strict();
 
 function audioModel(id: string): MediaModel {
@@ -38,7 +42,11 @@ function audioModel(id: string): MediaModel {
   return model;
 }
 
-const unsupported = (field: string, model: MediaModel) => badRequest(`${field} is not supported by ${model.id}`, { _errors: [], [field]: { _errors: [`Not supported by ${model.id}; see its model_spec`] } });
+const unsupported = (field: string, model: MediaModel) =>
+  badRequest(`${field} is not supported by ${model.id}`, {
+    _errors: [],
+    [field]: { _errors: [`Not supported by ${model.id}; see its model_spec`] },
+  });
 
 /** The duration a job renders (checked against the model's range), or undefined for a model without durations. */
 function durationOf(model: MediaModel, asked: number | undefined): number | undefined {
@@ -49,7 +57,10 @@ function durationOf(model: MediaModel, asked: number | undefined): number | unde
   }
   const d = asked ?? m.defaultDuration!;
   if (d < m.minDuration || d > m.maxDuration!) {
-    throw badRequest(`duration_seconds must be ${m.minDuration} to ${m.maxDuration} for ${model.id}`, { _errors: [], duration_seconds: { _errors: [`${m.minDuration}..${m.maxDuration}`] } });
+    throw badRequest(`duration_seconds must be ${m.minDuration} to ${m.maxDuration} for ${model.id}`, {
+      _errors: [],
+      duration_seconds: { _errors: [`${m.minDuration}..${m.maxDuration}`] },
+    });
   }
   return d;
 }
@@ -72,7 +83,11 @@ function renderer(ctx: EmulatorContext, model: MediaModel, prompt: string, voice
       for (let at = 0; at < want; at += phrase.length) phrase.copy(pcm, at, 0, Math.min(phrase.length, want - at));
     }
     const p = ctx.names.headerPrefix;
-    return { bytes: encodeWav(pcm), contentType: "audio/wav", headers: { [`${p}audio-format`]: "wav", [`${p}model-id`]: model.id, [`${p}model-name`]: model.name, [`${p}inference-time`]: "0.01" } };
+    return {
+      bytes: encodeWav(pcm),
+      contentType: "audio/wav",
+      headers: { [`${p}audio-format`]: "wav", [`${p}model-id`]: model.id, [`${p}model-name`]: model.name, [`${p}inference-time`]: "0.01" },
+    };
   };
 }
 
@@ -83,10 +98,16 @@ export const audioJobRoutes = {
       const body = parseBody(req, quoteSchema);
       const model = audioModel(body.model);
       if (body.character_count !== undefined && body.character_count > model.music!.promptCharacterLimit) {
-        throw badRequest(`character_count is at most ${model.music!.promptCharacterLimit}`, { _errors: [], character_count: { _errors: ["Too large"] } });
+        throw badRequest(`character_count is at most ${model.music!.promptCharacterLimit}`, {
+          _errors: [],
+          character_count: { _errors: ["Too large"] },
+        });
       }
       if (model.music!.perThousandCharactersUsd !== undefined && body.character_count === undefined) {
-        throw badRequest("character_count is required for this model", { _errors: [], character_count: { _errors: ["Required: the model is priced per thousand characters"] } });
+        throw badRequest("character_count is required for this model", {
+          _errors: [],
+          character_count: { _errors: ["Required: the model is priced per thousand characters"] },
+        });
       }
       return { status: 200, body: { quote: priceOf(model, durationOf(model, body.duration_seconds), body.character_count ?? 0) } };
     },
@@ -101,7 +122,10 @@ export const audioJobRoutes = {
       const m = model.music!;
       const prompt = body.prompt.trim();
       if (prompt.length < m.minPromptLength || prompt.length > m.promptCharacterLimit) {
-        throw badRequest(`prompt must be ${m.minPromptLength} to ${m.promptCharacterLimit} characters`, { _errors: [], prompt: { _errors: ["Length out of range"] } });
+        throw badRequest(`prompt must be ${m.minPromptLength} to ${m.promptCharacterLimit} characters`, {
+          _errors: [],
+          prompt: { _errors: ["Length out of range"] },
+        });
       }
       if (body.lyrics_prompt !== undefined && !m.supportsLyrics) throw unsupported("lyrics_prompt", model);
       if (body.lyrics_optimizer !== undefined) throw unsupported("lyrics_optimizer", model);
@@ -110,14 +134,24 @@ export const audioJobRoutes = {
       if (body.language_code !== undefined) throw unsupported("language_code", model);
       if (body.speed !== undefined) throw unsupported("speed", model);
       if (body.voice !== undefined && !model.voices?.includes(body.voice)) {
-        throw new EmulatorHttpError(400, { error: `Voice "${body.voice}" is not available for ${model.id}`, details: { supported_voices: model.voices ?? [] } });
+        throw new EmulatorHttpError(400, {
+          error: `Voice "${body.voice}" is not available for ${model.id}`,
+          details: { supported_voices: model.voices ?? [] },
+        });
       }
       const duration = durationOf(model, body.duration_seconds);
       const quote = priceOf(model, duration, prompt.length);
       if (caller.kind === "anonymous") throw new EmulatorHttpError(401, { error: "Authentication failed" });
       if (fundsOf(ctx, caller.account) < quote) throw shortOfQuote(ctx, req, caller.account, quote);
       const voice = body.voice ?? model.voices?.[0] ?? "af_sky";
-      const job = jobStore(ctx).queue({ kind: "audio", model, account: caller.account, quoteUsd: quote, prompt, render: renderer(ctx, model, prompt, voice, duration) });
+      const job = jobStore(ctx).queue({
+        kind: "audio",
+        model,
+        account: caller.account,
+        quoteUsd: quote,
+        prompt,
+        render: renderer(ctx, model, prompt, voice, duration),
+      });
       return { status: 200, body: { model: model.id, queue_id: job.id, status: "QUEUED" }, meta: { modelId: model.id } };
     },
   },

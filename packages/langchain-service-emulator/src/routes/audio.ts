@@ -56,7 +56,11 @@ function handlesOf(ctx: EmulatorContext): Map<string, string> {
 
 function speechModel(id: string): MediaModel {
   const model = findMediaModel(id, "tts");
-  if (!model) throw badRequest(`Specified model not found: ${id}`, { _errors: [], model: { _errors: ["TTS model not served here; see GET /models?type=tts"] } });
+  if (!model)
+    throw badRequest(`Specified model not found: ${id}`, {
+      _errors: [],
+      model: { _errors: ["TTS model not served here; see GET /models?type=tts"] },
+    });
   return model;
 }
 
@@ -85,7 +89,11 @@ async function voiceSample(req: EmulatorRequest): Promise<VoiceSample> {
   }
   let form: FormData;
   try {
-    form = await new Request("http://emulator.invalid/", { method: "POST", headers: { "content-type": type }, body: new Uint8Array(req.body) }).formData();
+    form = await new Request("http://emulator.invalid/", {
+      method: "POST",
+      headers: { "content-type": type },
+      body: new Uint8Array(req.body),
+    }).formData();
   } catch {
     throw badRequest("Invalid request", { _errors: ["Body is not valid multipart/form-data"] });
   }
@@ -93,7 +101,8 @@ async function voiceSample(req: EmulatorRequest): Promise<VoiceSample> {
     if (key !== "file" && key !== "model") throw badRequest("Invalid request", { _errors: [`Unrecognized key: "${key}"`] });
   }
   const file = form.get("file");
-  if (!file || typeof file === "string") throw badRequest("Invalid request", { _errors: [], file: { _errors: ["Required: the voice sample file"] } });
+  if (!file || typeof file === "string")
+    throw badRequest("Invalid request", { _errors: [], file: { _errors: ["Required: the voice sample file"] } });
   const model = (form.get("model") ?? "tts-chatterbox-hd") as string;
   if (!(CLONING_MODELS as readonly string[]).includes(model)) {
     throw badRequest("Invalid request", { _errors: [], model: { _errors: [`Expected one of ${CLONING_MODELS.join(", ")}`] } });
@@ -116,7 +125,11 @@ export const audioRoutes = {
       if (voice.startsWith("vv_") ? cloned !== model.id : !model.voices?.includes(voice)) {
         throw badRequest(`Voice "${voice}" is not available for model ${model.id}`, {
           _errors: [],
-          voice: { _errors: [`Expected one of ${(model.voices ?? []).join(", ")}${model.cloning ? ", or a vv_ handle cloned for this model" : ""}`] },
+          voice: {
+            _errors: [
+              `Expected one of ${(model.voices ?? []).join(", ")}${model.cloning ? ", or a vv_ handle cloned for this model" : ""}`,
+            ],
+          },
         });
       }
       const formats = model.formats ?? ["wav"];
@@ -129,7 +142,11 @@ export const audioRoutes = {
       }
       const pcm = speakPcm(body.input, voice, body.speed ?? 1);
       if (caller.kind !== "anonymous") {
-        ctx.ledger.charge(caller.account, (model.priceUsd * body.input.length) / 1e6, { kind: "speech", modelId: model.id, requestId: requestId("speech") });
+        ctx.ledger.charge(caller.account, (model.priceUsd * body.input.length) / 1e6, {
+          kind: "speech",
+          modelId: model.id,
+          requestId: requestId("speech"),
+        });
       }
       return format === "pcm"
         ? { status: 200, headers: { "content-type": "audio/pcm" }, body: pcm, meta: { modelId: model.id } }
@@ -157,7 +174,8 @@ export const audioRoutes = {
       }
       const id = `vv_${createHash("sha256").update(sample.file).update(model.id).digest("hex").slice(0, 20)}`;
       handlesOf(ctx).set(id, model.id);
-      if (caller.kind !== "anonymous") ctx.ledger.charge(caller.account, VOICE_CLONE_PRICE_USD, { kind: "voice-clone", modelId: model.id, requestId: requestId("voice") });
+      if (caller.kind !== "anonymous")
+        ctx.ledger.charge(caller.account, VOICE_CLONE_PRICE_USD, { kind: "voice-clone", modelId: model.id, requestId: requestId("voice") });
       return { status: 200, body: { id, model: model.id }, meta: { modelId: model.id } };
     },
   },

@@ -68,7 +68,9 @@ function rowsOf(account: Account): UsageRow[] {
         amount: round6(sign * amount),
         currency,
         notes: e.type === "REFUND" ? "Refund" : "API Inference",
-        inferenceDetails: e.requestId ? { requestId: e.requestId, promptTokens: null, completionTokens: null, inferenceExecutionTime: null } : null,
+        inferenceDetails: e.requestId
+          ? { requestId: e.requestId, promptTokens: null, completionTokens: null, inferenceExecutionTime: null }
+          : null,
       });
     }
   }
@@ -76,7 +78,8 @@ function rowsOf(account: Account): UsageRow[] {
 }
 
 function adminAccount(caller: Caller): Account {
-  if (caller.kind !== "apiKey") throw new EmulatorHttpError(401, { error: "Authentication failed: billing takes an API key (Bearer), not a wallet sign-in" });
+  if (caller.kind !== "apiKey")
+    throw new EmulatorHttpError(401, { error: "Authentication failed: billing takes an API key (Bearer), not a wallet sign-in" });
   if (caller.account.admin === false) throw new EmulatorHttpError(401, { error: "Admin API key required" });
   return caller.account;
 }
@@ -130,13 +133,20 @@ function accountDigest(ctx: EmulatorContext, account: Account): string {
 }
 
 function csvOf(rows: UsageRow[]): string {
-  const head = "timestamp,sku,pricePerUnitUsd,units,amount,currency,notes,inferenceDetails.requestId,inferenceDetails.inferenceExecutionTime,inferenceDetails.promptTokens,inferenceDetails.completionTokens";
-  const cell = (v: unknown) => (v === null || v === undefined ? "" : /[",\n]/.test(String(v)) ? `"${String(v).replace(/"/g, '""')}"` : String(v));
+  const head =
+    "timestamp,sku,pricePerUnitUsd,units,amount,currency,notes,inferenceDetails.requestId,inferenceDetails.inferenceExecutionTime,inferenceDetails.promptTokens,inferenceDetails.completionTokens";
+  const cell = (v: unknown) =>
+    v === null || v === undefined ? "" : /[",\n]/.test(String(v)) ? `"${String(v).replace(/"/g, '""')}"` : String(v);
   return `${[head, ...rows.map((r) => [r.timestamp, r.sku, r.pricePerUnitUsd, r.units, r.amount, r.currency, r.notes, r.inferenceDetails?.requestId, null, null, null].map(cell).join(","))].join("\n")}\n`;
 }
 
 function inRange(rows: UsageRow[], start?: string, end?: string, currency?: string): UsageRow[] {
-  return rows.filter((r) => (!start || r.timestamp >= new Date(start).toISOString()) && (!end || r.timestamp < new Date(end).toISOString()) && (!currency || r.currency === currency));
+  return rows.filter(
+    (r) =>
+      (!start || r.timestamp >= new Date(start).toISOString()) &&
+      (!end || r.timestamp < new Date(end).toISOString()) &&
+      (!currency || r.currency === currency),
+  );
 }
 
 export const billingRoutes = {
@@ -147,23 +157,35 @@ export const billingRoutes = {
       const account = adminAccount(caller);
       const q = req.query;
       for (const key of q.keys()) {
-        if (!["startTimestamp", "endTimestamp", "currency", "pageSize", "cursor"].includes(key)) throw badRequest("Invalid request", { _errors: [`Unrecognized key: "${key}"`] });
+        if (!["startTimestamp", "endTimestamp", "currency", "pageSize", "cursor"].includes(key))
+          throw badRequest("Invalid request", { _errors: [`Unrecognized key: "${key}"`] });
       }
       let walk: Walk;
       if (q.has("cursor")) {
-        if ([...q.keys()].some((k) => k !== "cursor")) throw badRequest("A cursor is sent alone (it carries the filters of its walk)", { _errors: ["cursor with filters"] });
+        if ([...q.keys()].some((k) => k !== "cursor"))
+          throw badRequest("A cursor is sent alone (it carries the filters of its walk)", { _errors: ["cursor with filters"] });
         walk = unsign(ctx, q.get("cursor")!, account);
       } else {
         const s = q.get("startTimestamp") ?? undefined;
         const e = q.get("endTimestamp") ?? undefined;
-        for (const [name, v] of [["startTimestamp", s], ["endTimestamp", e]] as const) {
-          if (v !== undefined && (v.length > 40 || !ISO_Z.test(v) || !Number.isFinite(Date.parse(v)))) throw badRequest(`Invalid ${name}`, { _errors: [], [name]: { _errors: ["ISO 8601 UTC with a Z suffix"] } });
+        for (const [name, v] of [
+          ["startTimestamp", s],
+          ["endTimestamp", e],
+        ] as const) {
+          if (v !== undefined && (v.length > 40 || !ISO_Z.test(v) || !Number.isFinite(Date.parse(v))))
+            throw badRequest(`Invalid ${name}`, { _errors: [], [name]: { _errors: ["ISO 8601 UTC with a Z suffix"] } });
         }
-        if (s && e && Date.parse(e) <= Date.parse(s)) throw badRequest("endTimestamp must be later than startTimestamp", { _errors: [], endTimestamp: { _errors: ["Not after startTimestamp"] } });
+        if (s && e && Date.parse(e) <= Date.parse(s))
+          throw badRequest("endTimestamp must be later than startTimestamp", {
+            _errors: [],
+            endTimestamp: { _errors: ["Not after startTimestamp"] },
+          });
         const c = q.get("currency") ?? undefined;
-        if (c !== undefined && !CURRENCIES.includes(c)) throw badRequest("Invalid currency", { _errors: [], currency: { _errors: [`Expected one of ${CURRENCIES.join(", ")}`] } });
+        if (c !== undefined && !CURRENCIES.includes(c))
+          throw badRequest("Invalid currency", { _errors: [], currency: { _errors: [`Expected one of ${CURRENCIES.join(", ")}`] } });
         const p = q.has("pageSize") ? Number(q.get("pageSize")) : 1000;
-        if (!Number.isInteger(p) || p < 10 || p > 1000) throw badRequest("pageSize must be 10 to 1000", { _errors: [], pageSize: { _errors: ["10..1000"] } });
+        if (!Number.isInteger(p) || p < 10 || p > 1000)
+          throw badRequest("pageSize must be 10 to 1000", { _errors: [], pageSize: { _errors: ["10..1000"] } });
         walk = { a: accountDigest(ctx, account), ...(s ? { s } : {}), ...(e ? { e } : {}), ...(c ? { c } : {}), p, o: 0 };
       }
       const rows = inRange(rowsOf(account), walk.s, walk.e, walk.c);
@@ -173,7 +195,11 @@ export const billingRoutes = {
         const stamp = new Date(ctx.now()).toISOString().replace(/[-:.]/g, "");
         return {
           status: 200,
-          headers: { "content-type": "text/csv; charset=utf-8", "content-disposition": `attachment; filename=billing-usage-history-${stamp}.csv`, ...(next ? { "x-next-cursor": next } : {}) },
+          headers: {
+            "content-type": "text/csv; charset=utf-8",
+            "content-disposition": `attachment; filename=billing-usage-history-${stamp}.csv`,
+            ...(next ? { "x-next-cursor": next } : {}),
+          },
           body: csvOf(page),
         };
       }
@@ -187,7 +213,10 @@ export const billingRoutes = {
       if (isLiveMode(ctx.options)) {
         throw new EmulatorHttpError(
           410,
-          { error: "GET /billing/usage was retired on 2026-09-16: use GET /billing/usage-history (page + limit -> pageSize + nextCursor; startDate / endDate -> startTimestamp / endTimestamp)" },
+          {
+            error:
+              "GET /billing/usage was retired on 2026-09-16: use GET /billing/usage-history (page + limit -> pageSize + nextCursor; startDate / endDate -> startTimestamp / endTimestamp)",
+          },
           {
             deprecation: "@1783555200",
             sunset: "Wed, 16 Sep 2026 00:00:00 GMT",
@@ -199,21 +228,30 @@ export const billingRoutes = {
       const q = req.query;
       const page = q.has("page") ? Number(q.get("page")) : 1;
       const limit = q.has("limit") ? Number(q.get("limit")) : 200;
-      if (!Number.isInteger(page) || page < 1) throw badRequest("page must be a positive integer", { _errors: [], page: { _errors: [">= 1"] } });
-      if (!Number.isInteger(limit) || limit < 1 || limit > 500) throw badRequest("limit must be 1 to 500", { _errors: [], limit: { _errors: ["1..500"] } });
+      if (!Number.isInteger(page) || page < 1)
+        throw badRequest("page must be a positive integer", { _errors: [], page: { _errors: [">= 1"] } });
+      if (!Number.isInteger(limit) || limit < 1 || limit > 500)
+        throw badRequest("limit must be 1 to 500", { _errors: [], limit: { _errors: ["1..500"] } });
       const order = q.get("sortOrder") ?? "desc";
-      if (order !== "asc" && order !== "desc") throw badRequest("Invalid sortOrder", { _errors: [], sortOrder: { _errors: ["asc | desc"] } });
+      if (order !== "asc" && order !== "desc")
+        throw badRequest("Invalid sortOrder", { _errors: [], sortOrder: { _errors: ["asc | desc"] } });
       const dates = ["startDate", "endDate"].map((k) => q.get(k) ?? undefined);
-      for (const d of dates) if (d !== undefined && !Number.isFinite(Date.parse(d))) throw badRequest("Invalid date", { _errors: ["startDate / endDate must be ISO times"] });
+      for (const d of dates)
+        if (d !== undefined && !Number.isFinite(Date.parse(d)))
+          throw badRequest("Invalid date", { _errors: ["startDate / endDate must be ISO times"] });
       let rows = inRange(rowsOf(account), dates[0], dates[1], q.get("currency") ?? undefined);
       if (order === "desc") rows = rows.reverse();
       const totalPages = Math.max(1, Math.ceil(rows.length / limit));
       return {
         status: 200,
-        headers: { "x-pagination-limit": String(limit), "x-pagination-page": String(page), "x-pagination-total": String(rows.length), "x-pagination-total-pages": String(totalPages) },
+        headers: {
+          "x-pagination-limit": String(limit),
+          "x-pagination-page": String(page),
+          "x-pagination-total": String(rows.length),
+          "x-pagination-total-pages": String(totalPages),
+        },
         body: { data: rows.slice((page - 1) * limit, page * limit), pagination: { limit, page, total: rows.length, totalPages } },
       };
     },
   },
 } satisfies Record<string, RouteSpec>;
-

@@ -25,7 +25,14 @@ import { messageRuleIssues, withoutEmptyAssistants } from "../models/message-rul
 import { chatRequestSchema, effectiveParameters, InvalidRequest, parseModelSuffix } from "../models/request.js";
 import { characterBySlug } from "./characters.js";
 import type { FaultOptions, StreamErrorFault } from "../faults.js";
-import { EmulatorHttpError, type Caller, type EmulatorContext, type EmulatorRequest, type EmulatorResponse, type RouteSpec } from "../types.js";
+import {
+  EmulatorHttpError,
+  type Caller,
+  type EmulatorContext,
+  type EmulatorRequest,
+  type EmulatorResponse,
+  type RouteSpec,
+} from "../types.js";
 
 /** What the chat route remembers per emulator instance. */
 interface ChatState {
@@ -49,7 +56,13 @@ const states = new WeakMap<EmulatorContext, ChatState>();
 function stateOf(ctx: EmulatorContext): ChatState {
   let state = states.get(ctx);
   if (!state) {
-    state = { secret: randomBytes(32), cache: new PromptCache(), signedToolCalls: new Set(), overloadedServed: 0, streamErrors: { served: 0 } };
+    state = {
+      secret: randomBytes(32),
+      cache: new PromptCache(),
+      signedToolCalls: new Set(),
+      overloadedServed: 0,
+      streamErrors: { served: 0 },
+    };
     states.set(ctx, state);
   }
   return state;
@@ -107,7 +120,11 @@ export async function handleChatCompletion(req: EmulatorRequest, ctx: EmulatorCo
   // live: the per-message media caps and base64 audio, before anything else is looked at
   const ruleIssues = behaviour.messageRules ? messageRuleIssues(request.messages) : [];
   if (ruleIssues.length) {
-    throw badRequest("Invalid request parameters", formattedDetails(Object.fromEntries(ruleIssues.map((i) => [i.path.join("."), i.message]))), ruleIssues);
+    throw badRequest(
+      "Invalid request parameters",
+      formattedDetails(Object.fromEntries(ruleIssues.map((i) => [i.path.join("."), i.message]))),
+      ruleIssues,
+    );
   }
 
   try {
@@ -121,7 +138,11 @@ export async function handleChatCompletion(req: EmulatorRequest, ctx: EmulatorCo
     const gated = behaviour.capabilityGates ? [...capabilityIssues(request, model), ...parameterIssues(request, model)] : [];
     if (gated.length) {
       const details = formattedDetails(Object.fromEntries(gated.map((i) => [i.path.join("."), i.message])));
-      return { status: 400, body: { error: "Invalid request parameters", details, issues: gated }, meta: { modelId: model.id, unsupportedFeature: true } };
+      return {
+        status: 400,
+        body: { error: "Invalid request parameters", details, issues: gated },
+        meta: { modelId: model.id, unsupportedFeature: true },
+      };
     }
     const bodyParameters = (parsed.data as Record<string, unknown>)[names.parameters] as Record<string, unknown> | null | undefined;
     const params = effectiveParameters(bodyParameters, overrides, names, model.capabilities.supportsE2EE);
@@ -195,7 +216,8 @@ export async function handleChatCompletion(req: EmulatorRequest, ctx: EmulatorCo
     const account = caller.kind === "anonymous" ? undefined : caller.account;
     if (account && (!plan.failure || behaviour.refundFailedStreams)) {
       const charges = [ctx.ledger.charge(account, modelUsd, { kind: "chat", modelId: model.id, requestId: id })];
-      if (plan.webSearched) charges.push(ctx.ledger.charge(account, WEB_SEARCH_FEE_USD, { kind: "chat", modelId: WEB_SEARCH_ADD_ON_ID, requestId: id }));
+      if (plan.webSearched)
+        charges.push(ctx.ledger.charge(account, WEB_SEARCH_FEE_USD, { kind: "chat", modelId: WEB_SEARCH_ADD_ON_ID, requestId: id }));
       cost = {
         usd: Math.round(charges.reduce((sum, c) => sum + c.usd, 0) * 1e6) / 1e6,
         diem: Math.round(charges.reduce((sum, c) => sum + c.diem, 0) * 1e6) / 1e6,

@@ -27,10 +27,28 @@
  * (`cryptoRpc.malformedIdempotencyKey` wins over the mode).
  */
 import { createHash, randomBytes } from "node:crypto";
-import { NODE_KEYS_REASON, describeNetwork, isFilterOrSubscription, methodTier, needsNodeKeys, unsupportedReason as listedMethodRefusal, type NetworkFamily } from "langchain-service";
+import {
+  NODE_KEYS_REASON,
+  describeNetwork,
+  isFilterOrSubscription,
+  methodTier,
+  needsNodeKeys,
+  unsupportedReason as listedMethodRefusal,
+  type NetworkFamily,
+} from "langchain-service";
 import { accountIdentity } from "../auth.js";
 import { cryptoNetworks, publishedNetworks, upstreamOf } from "./networks.js";
-import { EmulatorHttpError, isLiveMode, type Account, type Caller, type EmulatorContext, type EmulatorRequest, type EmulatorResponse, type RouteSpec, type CryptoRpcEmulatorOptions } from "../types.js";
+import {
+  EmulatorHttpError,
+  isLiveMode,
+  type Account,
+  type Caller,
+  type EmulatorContext,
+  type EmulatorRequest,
+  type EmulatorResponse,
+  type RouteSpec,
+  type CryptoRpcEmulatorOptions,
+} from "../types.js";
 
 export const RPC_PRICE_PER_CREDIT_USD = 7e-7;
 export const RPC_ERROR_CREDITS = 5;
@@ -59,13 +77,18 @@ export function rpcCredits(slug: string, method: string): number {
  * Why the proxy refuses `method` on a `family` network, or undefined when it forwards it: by the explicit lists
  * (live), or by the published namespaces (seed).
  */
-export function unsupportedReason(family: NetworkFamily, method: string, allowlist: "explicit" | "namespaces" = "explicit"): string | undefined {
+export function unsupportedReason(
+  family: NetworkFamily,
+  method: string,
+  allowlist: "explicit" | "namespaces" = "explicit",
+): string | undefined {
   // filters and subscriptions: the same refusal either way
   if (allowlist === "explicit" || isFilterOrSubscription(method)) return listedMethodRefusal(family, method);
   switch (family) {
     case "evm":
       // node-held keys and node administration never reach an upstream
-      if (/^(personal|admin|engine|miner|evm|hardhat|anvil|ganache|clique|les)_/.test(method)) return "method is not available on this proxy";
+      if (/^(personal|admin|engine|miner|evm|hardhat|anvil|ganache|clique|les)_/.test(method))
+        return "method is not available on this proxy";
       if (needsNodeKeys(method)) return NODE_KEYS_REASON;
       if (/^(eth|net|web3|zks|linea|bor|debug|trace|txpool|arbtrace|pimlico)_\w+$/.test(method)) return undefined;
       if (method.startsWith("starknet_")) return "Starknet method on an EVM network";
@@ -464,9 +487,15 @@ function bill(ctx: EmulatorContext, caller: Caller, account: Account, credits: n
 function relayNodeFailure(ctx: EmulatorContext, caller: Caller, account: Account, node: NodeAnswer, count: number): EmulatorResponse {
   const billed = node.status >= 400 && node.status < 500 && node.status !== 402 && node.status !== 429;
   const sanitize = (v: unknown): unknown =>
-    v && typeof v === "object" && !Array.isArray(v) && "error" in v ? { ...(v as object), error: stripErrorInternals((v as { error: unknown }).error) } : v;
+    v && typeof v === "object" && !Array.isArray(v) && "error" in v
+      ? { ...(v as object), error: stripErrorInternals((v as { error: unknown }).error) }
+      : v;
   const body =
-    node.json === undefined ? { error: `Upstream RPC error (HTTP ${node.status})` } : Array.isArray(node.json) ? node.json.map(sanitize) : sanitize(node.json);
+    node.json === undefined
+      ? { error: `Upstream RPC error (HTTP ${node.status})` }
+      : Array.isArray(node.json)
+        ? node.json.map(sanitize)
+        : sanitize(node.json);
   return { status: node.status, headers: bill(ctx, caller, account, billed ? RPC_ERROR_CREDITS * count : 0), body };
 }
 

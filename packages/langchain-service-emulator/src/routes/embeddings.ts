@@ -67,10 +67,9 @@ export function embeddingCostUsd(model: EmbeddingModel, promptTokens: number): n
 export async function handleEmbeddings(req: EmulatorRequest, ctx: EmulatorContext, caller: Caller): Promise<EmulatorResponse> {
   const json = parseJson(req);
   if (isTokenArray(json.input)) {
-    throw badRequest(
-      "Token arrays are not supported: `input` must be a string or an array of strings",
-      { input: { _errors: ["Expected a string or an array of strings; token arrays (integer ids) are not supported"] } },
-    );
+    throw badRequest("Token arrays are not supported: `input` must be a string or an array of strings", {
+      input: { _errors: ["Expected a string or an array of strings; token arrays (integer ids) are not supported"] },
+    });
   }
   const parsed = requestSchema.safeParse(json);
   if (!parsed.success) throw badRequest("Invalid request", z.formatError(parsed.error), parsed.error.issues);
@@ -80,7 +79,9 @@ export async function handleEmbeddings(req: EmulatorRequest, ctx: EmulatorContex
   let dimensions = model.dimensions;
   if (request.dimensions !== undefined && request.dimensions !== model.dimensions) {
     if (!model.supportsCustomDimensions) {
-      throw badRequest(`Model ${model.id} does not support custom dimensions`, { dimensions: { _errors: ["Not supported by this model"] } });
+      throw badRequest(`Model ${model.id} does not support custom dimensions`, {
+        dimensions: { _errors: ["Not supported by this model"] },
+      });
     }
     if (request.dimensions > model.dimensions) {
       throw badRequest(`dimensions must be at most ${model.dimensions} for ${model.id}`, {

@@ -27,15 +27,29 @@ const MAX_IMAGE_BYTES = 25 * 1024 * 1024;
 const editFields = {
   prompt: z.string().min(1).max(32_768),
   aspect_ratio: z.enum(IMAGE_EDIT_ASPECT_RATIOS).optional(),
-  resolution: z.string().regex(/^[1-9]K$/).optional(),
+  resolution: z
+    .string()
+    .regex(/^[1-9]K$/)
+    .optional(),
   output_format: z.enum(["jpeg", "png", "webp"]).optional(),
   enhance_prompt: z.boolean().optional(),
   disable_prompt_optimization_thinking: z.boolean().optional(),
   safe_mode: z.boolean().optional(),
 };
-const editSchema = z.object({ ...editFields, model: z.string().optional(), modelId: z.string().optional(), image: z.string().min(1) }).strict();
-const multiSchema = z.object({ ...editFields, modelId: z.string().optional(), quality: z.enum(["low", "medium", "high"]).optional(), images: z.array(z.string().min(1)).min(1) }).strict();
-const upscaleSchema = z.object({ image: z.string().min(1), scale: z.union([z.literal(2), z.literal(4)]).optional(), creativity: z.number().nullish() }).strict();
+const editSchema = z
+  .object({ ...editFields, model: z.string().optional(), modelId: z.string().optional(), image: z.string().min(1) })
+  .strict();
+const multiSchema = z
+  .object({
+    ...editFields,
+    modelId: z.string().optional(),
+    quality: z.enum(["low", "medium", "high"]).optional(),
+    images: z.array(z.string().min(1)).min(1),
+  })
+  .strict();
+const upscaleSchema = z
+  .object({ image: z.string().min(1), scale: z.union([z.literal(2), z.literal(4)]).optional(), creativity: z.number().nullish() })
+  .strict();
 const removeSchema = z.union([z.object({ image: z.string().min(1) }).strict(), z.object({ image_url: z.string().url() }).strict()]);
 
 interface Pixels {
@@ -50,11 +64,18 @@ function pixelsOf(bytes: Uint8Array, what: string): Pixels {
   if (bytes.length > MAX_IMAGE_BYTES) throw badRequest(`${what} is larger than 25 MB`, { _errors: [], image: { _errors: ["Too large"] } });
   const png = decodePng(bytes);
   const b = Buffer.from(bytes);
-  const known = png !== undefined || (b[0] === 0xff && b[1] === 0xd8) || (b.toString("latin1", 0, 4) === "RIFF" && b.toString("latin1", 8, 12) === "WEBP");
-  if (!known) throw badRequest(`${what} is not an image (PNG, JPEG or WebP)`, { _errors: [], image: { _errors: ["Unrecognized image data"] } });
+  const known =
+    png !== undefined ||
+    (b[0] === 0xff && b[1] === 0xd8) ||
+    (b.toString("latin1", 0, 4) === "RIFF" && b.toString("latin1", 8, 12) === "WEBP");
+  if (!known)
+    throw badRequest(`${what} is not an image (PNG, JPEG or WebP)`, { _errors: [], image: { _errors: ["Unrecognized image data"] } });
   const px = png ?? standIn(createHash("sha256").update(bytes).digest("hex"));
   if (px.width * px.height < MIN_PIXELS || px.width * px.height > MAX_PIXELS) {
-    throw badRequest(`${what} is ${px.width}×${px.height}: images must have 65,536 to 33,177,600 pixels`, { _errors: [], image: { _errors: ["Dimensions out of range"] } });
+    throw badRequest(`${what} is ${px.width}×${px.height}: images must have 65,536 to 33,177,600 pixels`, {
+      _errors: [],
+      image: { _errors: ["Dimensions out of range"] },
+    });
   }
   return px;
 }
@@ -67,10 +88,15 @@ function standIn(seed: string): Pixels {
 function fromField(value: string, what: string, dataUrls: boolean): Pixels {
   if (/^https:\/\//i.test(value)) return standIn(value);
   if (/^data:/i.test(value)) {
-    if (!dataUrls) throw badRequest(`${what}: send plain base64 here, not a data URL`, { _errors: [], image: { _errors: ["data: URLs are not accepted on this route"] } });
+    if (!dataUrls)
+      throw badRequest(`${what}: send plain base64 here, not a data URL`, {
+        _errors: [],
+        image: { _errors: ["data: URLs are not accepted on this route"] },
+      });
     value = value.replace(/^data:[^,]*;base64,/, "");
   }
-  if (!/^[A-Za-z0-9+/]+={0,2}$/.test(value)) throw badRequest(`${what} is neither base64 nor an https URL`, { _errors: [], image: { _errors: ["Invalid image"] } });
+  if (!/^[A-Za-z0-9+/]+={0,2}$/.test(value))
+    throw badRequest(`${what} is neither base64 nor an https URL`, { _errors: [], image: { _errors: ["Invalid image"] } });
   return pixelsOf(Buffer.from(value, "base64"), what);
 }
 
@@ -80,12 +106,19 @@ async function formOrJson(req: EmulatorRequest, forms: boolean): Promise<FormDat
   if (/^multipart\/form-data\b/i.test(type)) {
     if (!forms) throw new EmulatorHttpError(415, { error: "Invalid request content-type: expected application/json" });
     try {
-      return await new Request("http://emulator.invalid/", { method: "POST", headers: { "content-type": type }, body: new Uint8Array(req.body) }).formData();
+      return await new Request("http://emulator.invalid/", {
+        method: "POST",
+        headers: { "content-type": type },
+        body: new Uint8Array(req.body),
+      }).formData();
     } catch {
       throw badRequest("Invalid request", { _errors: ["Body is not valid multipart/form-data"] });
     }
   }
-  if (type && !/^application\/json\b/i.test(type)) throw new EmulatorHttpError(415, { error: `Invalid request content-type: expected application/json or multipart/form-data, got ${type.split(";")[0]}` });
+  if (type && !/^application\/json\b/i.test(type))
+    throw new EmulatorHttpError(415, {
+      error: `Invalid request content-type: expected application/json or multipart/form-data, got ${type.split(";")[0]}`,
+    });
   return undefined;
 }
 
@@ -93,7 +126,8 @@ async function filePixels(form: FormData, name: string): Promise<Pixels[]> {
   const parts = form.getAll(name);
   const out: Pixels[] = [];
   for (const part of parts) {
-    if (typeof part === "string") throw badRequest(`${name} must be a file part`, { _errors: [], [name]: { _errors: ["Expected a file"] } });
+    if (typeof part === "string")
+      throw badRequest(`${name} must be a file part`, { _errors: [], [name]: { _errors: ["Expected a file"] } });
     out.push(pixelsOf(new Uint8Array(await part.arrayBuffer()), name));
   }
   return out;
@@ -102,7 +136,11 @@ async function filePixels(form: FormData, name: string): Promise<Pixels[]> {
 function editModel(id: string | undefined): MediaModel {
   if (id === undefined) return defaultMediaModel("inpaint");
   const model = findMediaModel(id, "inpaint");
-  if (!model) throw badRequest(`Specified model not found: ${id}`, { _errors: [], model: { _errors: ["Edit model not found; see GET /models?type=inpaint"] } });
+  if (!model)
+    throw badRequest(`Specified model not found: ${id}`, {
+      _errors: [],
+      model: { _errors: ["Edit model not found; see GET /models?type=inpaint"] },
+    });
   return model;
 }
 
@@ -123,7 +161,12 @@ function blend(base: Pixels, over: Uint8Array, overW: number, overH: number, w: 
 }
 
 function png(px: Pixels, extra: Record<string, string> = {}, modelId?: string) {
-  return { status: 200, headers: { "content-type": "image/png", ...extra }, body: encodePng(px.width, px.height, px.rgb), meta: modelId ? { modelId } : undefined };
+  return {
+    status: 200,
+    headers: { "content-type": "image/png", ...extra },
+    body: encodePng(px.width, px.height, px.rgb),
+    meta: modelId ? { modelId } : undefined,
+  };
 }
 
 function charge(caller: Caller, ctx: EmulatorContext, usd: number, kind: string, modelId: string): void {
@@ -132,7 +175,8 @@ function charge(caller: Caller, ctx: EmulatorContext, usd: number, kind: string,
 
 /** A prompt with `[[emu:blocked]]` is refused as live edits are: the content-policy 422, uncharged. */
 function refuseBlocked(prompt: string): void {
-  if (prompt.includes("[[emu:blocked]]")) throw new EmulatorHttpError(422, { error: "Your prompt violates the content policy of the service or the model provider" });
+  if (prompt.includes("[[emu:blocked]]"))
+    throw new EmulatorHttpError(422, { error: "Your prompt violates the content policy of the service or the model provider" });
 }
 
 /** An edit: the input with the prompt's picture blended over it (40%). */
@@ -155,23 +199,45 @@ async function multiEditOf(req: EmulatorRequest): Promise<MultiEdit> {
   let edit: MultiEdit;
   if (form) {
     for (const key of form.keys()) {
-      if (!["modelId", "prompt", "images", "aspect_ratio", "resolution", "output_format", "quality", "enhance_prompt", "disable_prompt_optimization_thinking", "safe_mode"].includes(key)) {
+      if (
+        ![
+          "modelId",
+          "prompt",
+          "images",
+          "aspect_ratio",
+          "resolution",
+          "output_format",
+          "quality",
+          "enhance_prompt",
+          "disable_prompt_optimization_thinking",
+          "safe_mode",
+        ].includes(key)
+      ) {
         throw badRequest("Invalid request", { _errors: [`Unrecognized key: "${key}"`] });
       }
     }
     const prompt = form.get("prompt");
-    if (typeof prompt !== "string" || !prompt || prompt.length > 32_768) throw badRequest("prompt is required", { _errors: [], prompt: { _errors: ["Required, at most 32768 characters"] } });
+    if (typeof prompt !== "string" || !prompt || prompt.length > 32_768)
+      throw badRequest("prompt is required", { _errors: [], prompt: { _errors: ["Required, at most 32768 characters"] } });
     const images = await filePixels(form, "images");
     if (images.length === 0) throw badRequest("images is required", { _errors: [], images: { _errors: ["At least one image file"] } });
     const modelId = form.get("modelId");
     edit = { ...(typeof modelId === "string" ? { modelId } : {}), prompt, enhance: form.get("enhance_prompt") === "true", images };
   } else {
     const body = parseBody(req, multiSchema);
-    edit = { modelId: body.modelId, prompt: body.prompt, enhance: body.enhance_prompt === true, images: body.images.map((v, i) => fromField(v, `images[${i}]`, true)) };
+    edit = {
+      modelId: body.modelId,
+      prompt: body.prompt,
+      enhance: body.enhance_prompt === true,
+      images: body.images.map((v, i) => fromField(v, `images[${i}]`, true)),
+    };
   }
   const model = editModel(edit.modelId);
   if (edit.images.length > (model.maxInputImages ?? 3)) {
-    throw badRequest(`${model.id} takes at most ${model.maxInputImages ?? 3} images`, { _errors: [], images: { _errors: ["Too many images"] } });
+    throw badRequest(`${model.id} takes at most ${model.maxInputImages ?? 3} images`, {
+      _errors: [],
+      images: { _errors: ["Too many images"] },
+    });
   }
   multiEdits.set(req, edit);
   return edit;
@@ -221,13 +287,16 @@ export const imageEditRoutes = {
       let input: Pixels;
       let scale: number;
       if (form) {
-        for (const key of form.keys()) if (!["image", "scale", "creativity"].includes(key)) throw badRequest("Invalid request", { _errors: [`Unrecognized key: "${key}"`] });
+        for (const key of form.keys())
+          if (!["image", "scale", "creativity"].includes(key))
+            throw badRequest("Invalid request", { _errors: [`Unrecognized key: "${key}"`] });
         const images = await filePixels(form, "image");
         if (images.length !== 1) throw badRequest("image is required", { _errors: [], image: { _errors: ["One image file"] } });
         input = images[0]!;
         scale = Number(form.get("scale") ?? 2);
         const creativity = form.get("creativity");
-        if (creativity !== null && !Number.isFinite(Number(creativity))) throw badRequest("creativity must be a number", { _errors: [], creativity: { _errors: ["Expected a number"] } });
+        if (creativity !== null && !Number.isFinite(Number(creativity)))
+          throw badRequest("creativity must be a number", { _errors: [], creativity: { _errors: ["Expected a number"] } });
       } else {
         const body = parseBody(req, upscaleSchema);
         input = fromField(body.image, "image", false);
@@ -242,7 +311,15 @@ export const imageEditRoutes = {
       const width = input.width * f;
       const height = input.height * f;
       const rgb = new Uint8Array(width * height * 3);
-      for (let y = 0; y < height; y++) for (let x = 0; x < width; x++) rgb.set(input.rgb.subarray(((Math.floor(y / f) * input.width + Math.floor(x / f)) * 3), (Math.floor(y / f) * input.width + Math.floor(x / f)) * 3 + 3), (y * width + x) * 3);
+      for (let y = 0; y < height; y++)
+        for (let x = 0; x < width; x++)
+          rgb.set(
+            input.rgb.subarray(
+              (Math.floor(y / f) * input.width + Math.floor(x / f)) * 3,
+              (Math.floor(y / f) * input.width + Math.floor(x / f)) * 3 + 3,
+            ),
+            (y * width + x) * 3,
+          );
       charge(caller, ctx, price, "upscale", model.id);
       return png({ width, height, rgb }, {}, model.id);
     },
@@ -255,7 +332,9 @@ export const imageEditRoutes = {
       const form = await formOrJson(req, true);
       let input: Pixels;
       if (form) {
-        for (const key of form.keys()) if (key !== "image") throw badRequest("Invalid request", { _errors: [`Unrecognized key: "${key}" (the multipart form takes an image file only)`] });
+        for (const key of form.keys())
+          if (key !== "image")
+            throw badRequest("Invalid request", { _errors: [`Unrecognized key: "${key}" (the multipart form takes an image file only)`] });
         const images = await filePixels(form, "image");
         if (images.length !== 1) throw badRequest("image is required", { _errors: [], image: { _errors: ["One image file"] } });
         input = images[0]!;

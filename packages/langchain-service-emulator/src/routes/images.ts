@@ -17,9 +17,7 @@ import { pictureFor } from "../media/png.js";
 import type { Caller, EmulatorContext, EmulatorRequest, RouteSpec } from "../types.js";
 import { badRequest, parseBody, requestId } from "./strict-body.js";
 
-const styleReference = z
-  .object({ image: z.string(), strength: z.number().min(0.1).max(1).optional() })
-  .strict();
+const styleReference = z.object({ image: z.string(), strength: z.number().min(0.1).max(1).optional() }).strict();
 
 /** GenerateImageRequest, closed. */
 const generateSchema = z
@@ -50,7 +48,10 @@ const generateSchema = z
     style_references: z.array(styleReference).optional(),
   })
   .strict()
-  .refine((b) => !(b.return_binary && (b.variants ?? 1) > 1), { message: "variants is only supported when return_binary is false", path: ["variants"] });
+  .refine((b) => !(b.return_binary && (b.variants ?? 1) > 1), {
+    message: "variants is only supported when return_binary is false",
+    path: ["variants"],
+  });
 
 const SIZES = ["auto", "256x256", "512x512", "1024x1024", "1536x1024", "1024x1536", "1792x1024", "1024x1792"] as const;
 
@@ -76,7 +77,11 @@ const DEFAULT_IMAGE_MODEL = MEDIA_MODELS.find((m) => m.type === "image" && m.tra
 
 function imageModel(id: string): MediaModel {
   const model = findImageModel(id);
-  if (!model) throw badRequest(`Specified model not found: ${id}`, { _errors: [], model: { _errors: ["Image model not found; see GET /models?type=image"] } });
+  if (!model)
+    throw badRequest(`Specified model not found: ${id}`, {
+      _errors: [],
+      model: { _errors: ["Image model not found; see GET /models?type=image"] },
+    });
   return model;
 }
 
@@ -101,7 +106,8 @@ function drawn(prompt: string, width: number, height: number, seed?: number): Bu
 }
 
 function charge(caller: Caller, ctx: EmulatorContext, model: MediaModel, images: number, id: string): void {
-  if (caller.kind !== "anonymous") ctx.ledger.charge(caller.account, model.priceUsd * images, { kind: "image", modelId: model.id, requestId: id });
+  if (caller.kind !== "anonymous")
+    ctx.ledger.charge(caller.account, model.priceUsd * images, { kind: "image", modelId: model.id, requestId: id });
 }
 
 export const imageRoutes = {
@@ -121,7 +127,8 @@ export const imageRoutes = {
       const id = requestId("generate-image");
       charge(caller, ctx, model, variants, id);
       const headers = policyHeaders(ctx, body.prompt);
-      if (body.return_binary) return { status: 200, headers: { ...headers, "content-type": "image/png" }, body: images[0]!, meta: { modelId: model.id } };
+      if (body.return_binary)
+        return { status: 200, headers: { ...headers, "content-type": "image/png" }, body: images[0]!, meta: { modelId: model.id } };
       const total = Date.now() - started;
       return {
         status: 200,
@@ -148,7 +155,12 @@ export const imageRoutes = {
       const png = drawn(body.prompt, width, height).toString("base64");
       charge(caller, ctx, model, 1, requestId("images-generations"));
       const item = body.response_format === "url" ? { url: `data:image/png;base64,${png}` } : { b64_json: png };
-      return { status: 200, headers: policyHeaders(ctx, body.prompt), body: { created: Math.floor(ctx.now() / 1000), data: [item] }, meta: { modelId: model.id } };
+      return {
+        status: 200,
+        headers: policyHeaders(ctx, body.prompt),
+        body: { created: Math.floor(ctx.now() / 1000), data: [item] },
+        meta: { modelId: model.id },
+      };
     },
   },
 } satisfies Record<string, RouteSpec>;

@@ -29,10 +29,21 @@ export function mediaModelRecord(model: MediaModel, ctx: EmulatorContext): Recor
   } else if (model.video) {
     const v = model.video;
     spec.pricing = { per_second: Object.fromEntries(Object.entries(v.perSecondUsd).map(([r, n]) => [r, usd(n)])) };
-    spec.constraints = { aspect_ratios: v.aspectRatios, resolutions: v.resolutions, durations: v.durations, model_type: v.modelType, audio: true, audio_configurable: true, prompt_character_limit: 2500 };
+    spec.constraints = {
+      aspect_ratios: v.aspectRatios,
+      resolutions: v.resolutions,
+      durations: v.durations,
+      model_type: v.modelType,
+      audio: true,
+      audio_configurable: true,
+      prompt_character_limit: 2500,
+    };
   } else if (model.music) {
     const m = model.music;
-    spec.pricing = m.perSecondUsd !== undefined ? { per_second: usd(m.perSecondUsd) } : { per_thousand_characters: usd(m.perThousandCharactersUsd ?? 0) };
+    spec.pricing =
+      m.perSecondUsd !== undefined
+        ? { per_second: usd(m.perSecondUsd) }
+        : { per_thousand_characters: usd(m.perThousandCharactersUsd ?? 0) };
     Object.assign(spec, {
       supports_lyrics: m.supportsLyrics,
       lyrics_required: false,
@@ -45,14 +56,21 @@ export function mediaModelRecord(model: MediaModel, ctx: EmulatorContext): Recor
       min_prompt_length: m.minPromptLength,
       supported_formats: ["wav"],
       default_format: "wav",
-      ...(m.minDuration !== undefined ? { min_duration: m.minDuration, max_duration: m.maxDuration, default_duration: m.defaultDuration } : {}),
+      ...(m.minDuration !== undefined
+        ? { min_duration: m.minDuration, max_duration: m.maxDuration, default_duration: m.defaultDuration }
+        : {}),
       ...(model.voices ? { voices: model.voices, default_voice: model.voices[0] } : {}),
     });
   } else if (model.type === "asr") {
     spec.pricing = { per_audio_second: price };
   } else if (model.type === "inpaint") {
     spec.pricing = { generation: price };
-    spec.constraints = { aspectRatios: ["auto", "1:1", "3:2", "16:9", "9:16", "2:3", "3:4", "4:3"], promptCharacterLimit: 32768, combineImages: true, maxInputImages: model.maxInputImages ?? 3 };
+    spec.constraints = {
+      aspectRatios: ["auto", "1:1", "3:2", "16:9", "9:16", "2:3", "3:4", "4:3"],
+      promptCharacterLimit: 32768,
+      combineImages: true,
+      maxInputImages: model.maxInputImages ?? 3,
+    };
   } else if (model.type === "upscale") {
     spec.pricing = { upscale: { "2x": usd(model.upscaleUsd!["2x"]), "4x": usd(model.upscaleUsd!["4x"]) } };
   } else {

@@ -4,7 +4,16 @@
  * `all` and `code` list the text models; `image` and `tts` the media models of ./media-models.ts;
  * `embedding` those of ./embeddings.ts; `all` every one; others none).
  */
-import { EMBEDDING_MODELS, MEDIA_MODELS, MODELS, compatibilityMapping, modelTraits, reasoningEffortOptions, textTraits, type EmulatedModel } from "../models/catalog.js";
+import {
+  EMBEDDING_MODELS,
+  MEDIA_MODELS,
+  MODELS,
+  compatibilityMapping,
+  modelTraits,
+  reasoningEffortOptions,
+  textTraits,
+  type EmulatedModel,
+} from "../models/catalog.js";
 import { modelGatesOn } from "../models/availability.js";
 import { embeddingModelRecord } from "./embeddings.js";
 import { mediaModelRecord } from "./media-models.js";
@@ -98,7 +107,10 @@ export const modelRoutes = {
       const type = listType(req.query.get("type"));
       // live: the mapping is per list; the two lists that span several are refused
       if ((type === "all" || type === "code") && modelGatesOn(ctx.options)) {
-        throw new EmulatorHttpError(400, { error: `Invalid model type "${type}" for the compatibility mapping`, details: { type: { _errors: [`Compatibility mappings are per model type; "${type}" has none`] } } });
+        throw new EmulatorHttpError(400, {
+          error: `Invalid model type "${type}" for the compatibility mapping`,
+          details: { type: { _errors: [`Compatibility mappings are per model type; "${type}" has none`] } },
+        });
       }
       return { status: 200, body: { object: "list", type, data: compatibilityMapping(type) } };
     },
@@ -110,7 +122,18 @@ export const modelRoutes = {
       const listed = type === "text" || type === "all" || type === "code" ? MODELS : [];
       const media = MEDIA_MODELS.filter((m) => type === "all" || m.type === type);
       const embeddings = type === "all" || type === "embedding" ? EMBEDDING_MODELS : [];
-      return { status: 200, body: { object: "list", type, data: [...listed.map((m) => modelRecord(m, ctx)), ...media.map((m) => mediaModelRecord(m, ctx)), ...embeddings.map((m) => embeddingModelRecord(m, ctx))] } };
+      return {
+        status: 200,
+        body: {
+          object: "list",
+          type,
+          data: [
+            ...listed.map((m) => modelRecord(m, ctx)),
+            ...media.map((m) => mediaModelRecord(m, ctx)),
+            ...embeddings.map((m) => embeddingModelRecord(m, ctx)),
+          ],
+        },
+      };
     },
   },
   one: {

@@ -32,5 +32,7 @@ export function parseBody<T>(req: EmulatorRequest, schema: z.ZodType<T>): T {
 
 /** A request id in the published `generate-image-1234567890` style. */
 export function requestId(prefix: string): string {
-  return `${prefix}-${Date.now()}${Math.floor(Math.random() * 1e6).toString().padStart(6, "0")}`;
+  return `${prefix}-${Date.now()}${Math.floor(Math.random() * 1e6)
+    .toString()
+    .padStart(6, "0")}`;
 }

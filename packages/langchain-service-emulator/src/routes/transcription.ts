@@ -14,7 +14,18 @@ import { AUDIO_MIME_TYPES, MAX_TRANSCRIPTION_BYTES, sniffAudio, type AudioContai
 import { EmulatorHttpError, type EmulatorRequest, type RouteSpec } from "../types.js";
 import { badRequest, requestId } from "./strict-body.js";
 
-const EXTENSIONS: Record<string, AudioContainer> = { wav: "wav", wave: "wav", flac: "flac", m4a: "m4a", mp4: "m4a", aac: "aac", mp3: "mp3", ogg: "ogg", oga: "ogg", webm: "webm" };
+const EXTENSIONS: Record<string, AudioContainer> = {
+  wav: "wav",
+  wave: "wav",
+  flac: "flac",
+  m4a: "m4a",
+  mp4: "m4a",
+  aac: "aac",
+  mp3: "mp3",
+  ogg: "ogg",
+  oga: "ogg",
+  webm: "webm",
+};
 
 interface Upload {
   file: Uint8Array;
@@ -31,32 +42,59 @@ async function uploadOf(req: EmulatorRequest): Promise<Upload> {
   const known = uploads.get(req);
   if (known) return known;
   const type = req.headers["content-type"] ?? "";
-  if (!/^multipart\/form-data\b/i.test(type)) throw badRequest("No audio file provided", { _errors: ["Send multipart/form-data with a `file` part"] });
+  if (!/^multipart\/form-data\b/i.test(type))
+    throw badRequest("No audio file provided", { _errors: ["Send multipart/form-data with a `file` part"] });
   let form: FormData;
   try {
-    form = await new Request("http://emulator.invalid/", { method: "POST", headers: { "content-type": type }, body: new Uint8Array(req.body) }).formData();
+    form = await new Request("http://emulator.invalid/", {
+      method: "POST",
+      headers: { "content-type": type },
+      body: new Uint8Array(req.body),
+    }).formData();
   } catch {
     throw badRequest("Invalid request", { _errors: ["Body is not valid multipart/form-data"] });
   }
   const file = form.get("file");
-  if (!file || typeof file === "string") throw badRequest("No audio file provided", { _errors: [], file: { _errors: ["Required: a file part"] } });
+  if (!file || typeof file === "string")
+    throw badRequest("No audio file provided", { _errors: [], file: { _errors: ["Required: a file part"] } });
   const modelId = form.get("model");
   if (typeof modelId !== "string" || !modelId) throw badRequest("model is required", { _errors: [], model: { _errors: ["Required"] } });
   const model = findMediaModel(modelId, "asr");
   if (!model) throw new EmulatorHttpError(404, { error: `Specified model not found: ${modelId}. See GET /models?type=asr.` });
   const format = form.get("response_format") ?? "json";
-  if (format !== "json" && format !== "text") throw badRequest(`response_format must be json or text (got ${JSON.stringify(format)})`, { _errors: [], response_format: { _errors: ["Expected json | text"] } });
+  if (format !== "json" && format !== "text")
+    throw badRequest(`response_format must be json or text (got ${JSON.stringify(format)})`, {
+      _errors: [],
+      response_format: { _errors: ["Expected json | text"] },
+    });
   const stamps = form.get("timestamps") ?? "false";
-  if (stamps !== "true" && stamps !== "false") throw badRequest("timestamps must be true or false", { _errors: [], timestamps: { _errors: ["Expected true | false"] } });
-  if (file.size > MAX_TRANSCRIPTION_BYTES) throw new EmulatorHttpError(413, { code: "PAYLOAD_TOO_LARGE", error: "File exceeds the maximum allowed size of 25 MB." });
+  if (stamps !== "true" && stamps !== "false")
+    throw badRequest("timestamps must be true or false", { _errors: [], timestamps: { _errors: ["Expected true | false"] } });
+  if (file.size > MAX_TRANSCRIPTION_BYTES)
+    throw new EmulatorHttpError(413, { code: "PAYLOAD_TOO_LARGE", error: "File exceeds the maximum allowed size of 25 MB." });
   const ext = /\.([a-z0-9]+)$/i.exec(file.name ?? "")?.[1]?.toLowerCase();
   const byName = ext ? EXTENSIONS[ext] : undefined;
   const byMime = (Object.entries(AUDIO_MIME_TYPES) as [AudioContainer, string][]).find(([, mime]) => file.type === mime)?.[0];
-  if (!byName && !byMime) throw badRequest(`Unsupported audio file type ${JSON.stringify(ext ?? file.type ?? "")}`, { _errors: [], file: { _errors: ["Accepted: wav, flac, m4a, aac, mp4, mp3, ogg, webm"] } });
+  if (!byName && !byMime)
+    throw badRequest(`Unsupported audio file type ${JSON.stringify(ext ?? file.type ?? "")}`, {
+      _errors: [],
+      file: { _errors: ["Accepted: wav, flac, m4a, aac, mp4, mp3, ogg, webm"] },
+    });
   const bytes = new Uint8Array(await file.arrayBuffer());
   const container = sniffAudio(bytes);
-  if (!container) throw badRequest("Unrecognized audio binary signature", { _errors: [], file: { _errors: ["The file's bytes are not audio of an accepted container"] } });
-  const upload: Upload = { file: bytes, container, model, format, timestamps: stamps === "true", ...(typeof form.get("language") === "string" ? { language: form.get("language") as string } : {}) };
+  if (!container)
+    throw badRequest("Unrecognized audio binary signature", {
+      _errors: [],
+      file: { _errors: ["The file's bytes are not audio of an accepted container"] },
+    });
+  const upload: Upload = {
+    file: bytes,
+    container,
+    model,
+    format,
+    timestamps: stamps === "true",
+    ...(typeof form.get("language") === "string" ? { language: form.get("language") as string } : {}),
+  };
   uploads.set(req, upload);
   return upload;
 }
@@ -75,7 +113,7 @@ function syllables(pcm: Buffer, rate: number): SpokenWord[] {
     for (let i = 0; i < frame; i++) {
       const v = pcm.readInt16LE(at + i * 2);
       energy += v * v;
-      if ((v >= 0) !== (last >= 0)) crossings++;
+      if (v >= 0 !== last >= 0) crossings++;
       last = v;
     }
     voiced.push(Math.sqrt(energy / frame) > 650);
@@ -96,7 +134,11 @@ function syllables(pcm: Buffer, rate: number): SpokenWord[] {
       j++;
     }
     const end = j - gap;
-    words.push({ word: SYLLABLES[(Math.round(crossings / (end - i)) + end - i) % SYLLABLES.length]!, start: (i * frame) / rate, end: (end * frame) / rate });
+    words.push({
+      word: SYLLABLES[(Math.round(crossings / (end - i)) + end - i) % SYLLABLES.length]!,
+      start: (i * frame) / rate,
+      end: (end * frame) / rate,
+    });
     i = j;
   }
   return words;
@@ -128,7 +170,11 @@ function timestampsOf(model: MediaModel, text: string, words: SpokenWord[]): Rec
   const kinds = model.timestamps ?? [];
   if (kinds.includes("word")) out.word = words.map((w) => ({ word: w.word, start: round3(w.start), end: round3(w.end) }));
   if (kinds.includes("segment")) {
-    const sentences = text.match(/[^.!?]+[.!?]*/g)?.map((s) => s.trim()).filter(Boolean) ?? [];
+    const sentences =
+      text
+        .match(/[^.!?]+[.!?]*/g)
+        ?.map((s) => s.trim())
+        .filter(Boolean) ?? [];
     const segments: Record<string, unknown>[] = [];
     let w = 0;
     for (const sentence of sentences) {
@@ -140,7 +186,13 @@ function timestampsOf(model: MediaModel, text: string, words: SpokenWord[]): Rec
     out.segment = segments;
   }
   if (kinds.includes("char")) {
-    out.char = words.flatMap((w) => [...w.word].map((char, i, all) => ({ char, start: round3(w.start + ((w.end - w.start) * i) / all.length), end: round3(w.start + ((w.end - w.start) * (i + 1)) / all.length) })));
+    out.char = words.flatMap((w) =>
+      [...w.word].map((char, i, all) => ({
+        char,
+        start: round3(w.start + ((w.end - w.start) * i) / all.length),
+        end: round3(w.start + ((w.end - w.start) * (i + 1)) / all.length),
+      })),
+    );
   }
   return out;
 }
@@ -156,9 +208,19 @@ export const transcriptionRoutes = {
       // failed transcriptions are not charged: this runs once the answer is known
       if (caller.kind !== "anonymous") {
         const seconds = Math.max(1, Math.ceil(heard.duration ?? 1));
-        ctx.ledger.charge(caller.account, upload.model.priceUsd * seconds, { kind: "transcription", modelId: upload.model.id, requestId: requestId("transcription") });
+        ctx.ledger.charge(caller.account, upload.model.priceUsd * seconds, {
+          kind: "transcription",
+          modelId: upload.model.id,
+          requestId: requestId("transcription"),
+        });
       }
-      if (upload.format === "text") return { status: 200, headers: { "content-type": "text/plain; charset=utf-8" }, body: heard.text, meta: { modelId: upload.model.id } };
+      if (upload.format === "text")
+        return {
+          status: 200,
+          headers: { "content-type": "text/plain; charset=utf-8" },
+          body: heard.text,
+          meta: { modelId: upload.model.id },
+        };
       return {
         status: 200,
         body: {

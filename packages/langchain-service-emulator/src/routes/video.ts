@@ -15,7 +15,9 @@ import { fundsOf, jobStore, shortOfQuote } from "../media/jobs.js";
 import { EmulatorHttpError, isLiveMode, type EmulatorContext, type RouteSpec } from "../types.js";
 import { badRequest, parseBody } from "./strict-body.js";
 
-const url = z.string().refine((u) => /^https:\/\/\S+$/i.test(u) || /^data:[a-z]+\/[\w.+-]+;base64,/i.test(u), "must be an https URL or a data URL");
+const url = z
+  .string()
+  .refine((u) => /^https:\/\/\S+$/i.test(u) || /^data:[a-z]+\/[\w.+-]+;base64,/i.test(u), "must be an https URL or a data URL");
 
 const quoteSchema = z
   .object({
@@ -55,7 +57,9 @@ const queueSchema = z
   })
   .strict();
 
-const refSchema = z.object({ model: z.string().min(1), queue_id: z.string().min(1), delete_media_on_completion: z.boolean().optional() }).strict();
+const refSchema = z
+  .object({ model: z.string().min(1), queue_id: z.string().min(1), delete_media_on_completion: z.boolean().optional() })
+  .strict();
 const completeSchema = z.object({ model: z.string().min(1), queue_id: z.string().min(1) }).strict();
 
 function videoModel(id: string): MediaModel {
@@ -68,18 +72,28 @@ function videoModel(id: string): MediaModel {
 function priced(model: MediaModel, duration: string, resolution: string | undefined): { usd: number; seconds: number; resolution: string } {
   const v = model.video!;
   if (!v.durations.includes(duration)) {
-    throw badRequest(`Duration ${duration} is not supported by ${model.id}`, { _errors: [], duration: { _errors: [`Supported durations: ${v.durations.join(", ")}`] } });
+    throw badRequest(`Duration ${duration} is not supported by ${model.id}`, {
+      _errors: [],
+      duration: { _errors: [`Supported durations: ${v.durations.join(", ")}`] },
+    });
   }
   const res = resolution ?? v.resolutions[0]!;
   if (!v.resolutions.includes(res)) {
-    throw badRequest(`Resolution ${res} is not supported by ${model.id}`, { _errors: [], resolution: { _errors: [`Supported resolutions: ${v.resolutions.join(", ")}`] } });
+    throw badRequest(`Resolution ${res} is not supported by ${model.id}`, {
+      _errors: [],
+      resolution: { _errors: [`Supported resolutions: ${v.resolutions.join(", ")}`] },
+    });
   }
   const seconds = Number(duration.replace(/s$/, ""));
   return { usd: Math.round(v.perSecondUsd[res]! * seconds * 1e6) / 1e6, seconds, resolution: res };
 }
 
 function mp4Of(ctx: EmulatorContext, prompt: string, seconds: number, aspect: string | undefined) {
-  return () => ({ bytes: videoFor(prompt, seconds, aspect), contentType: "video/mp4", headers: { [`${ctx.names.headerPrefix}video-duration`]: String(seconds) } });
+  return () => ({
+    bytes: videoFor(prompt, seconds, aspect),
+    contentType: "video/mp4",
+    headers: { [`${ctx.names.headerPrefix}video-duration`]: String(seconds) },
+  });
 }
 
 export const videoRoutes = {
@@ -99,11 +113,23 @@ export const videoRoutes = {
       const body = parseBody(req, queueSchema);
       const model = videoModel(body.model);
       const v = model.video!;
-      if (!body.prompt?.trim() && !body.camera_trajectory) throw badRequest("prompt is required", { _errors: [], prompt: { _errors: ["Required for this model"] } });
-      if (body.camera_trajectory && !body.image_url) throw badRequest("camera_trajectory requires image_url", { _errors: [], image_url: { _errors: ["Required with camera_trajectory"] } });
-      if (v.modelType === "image-to-video" && !body.image_url) throw badRequest(`${model.id} is an image-to-video model: image_url is required`, { _errors: [], image_url: { _errors: ["Required"] } });
+      if (!body.prompt?.trim() && !body.camera_trajectory)
+        throw badRequest("prompt is required", { _errors: [], prompt: { _errors: ["Required for this model"] } });
+      if (body.camera_trajectory && !body.image_url)
+        throw badRequest("camera_trajectory requires image_url", {
+          _errors: [],
+          image_url: { _errors: ["Required with camera_trajectory"] },
+        });
+      if (v.modelType === "image-to-video" && !body.image_url)
+        throw badRequest(`${model.id} is an image-to-video model: image_url is required`, {
+          _errors: [],
+          image_url: { _errors: ["Required"] },
+        });
       if (body.aspect_ratio && v.aspectRatios.length && !v.aspectRatios.includes(body.aspect_ratio)) {
-        throw badRequest(`Aspect ratio ${body.aspect_ratio} is not supported by ${model.id}`, { _errors: [], aspect_ratio: { _errors: [`Supported: ${v.aspectRatios.join(", ")}`] } });
+        throw badRequest(`Aspect ratio ${body.aspect_ratio} is not supported by ${model.id}`, {
+          _errors: [],
+          aspect_ratio: { _errors: [`Supported: ${v.aspectRatios.join(", ")}`] },
+        });
       }
       const price = priced(model, body.duration, body.resolution);
       if (caller.kind === "anonymous") throw new EmulatorHttpError(401, { error: "Authentication failed" });
@@ -114,7 +140,12 @@ export const videoRoutes = {
         account: caller.account,
         quoteUsd: price.usd,
         prompt: body.prompt ?? "",
-        render: mp4Of(ctx, body.prompt ?? "a camera moving around its subject", price.seconds, body.aspect_ratio ?? (v.aspectRatios[0] || "16:9")),
+        render: mp4Of(
+          ctx,
+          body.prompt ?? "a camera moving around its subject",
+          price.seconds,
+          body.aspect_ratio ?? (v.aspectRatios[0] || "16:9"),
+        ),
       });
       const download = job.downloadToken ? { download_url: `${ctx.publicOrigin}/api/v1/video/download/${job.downloadToken}` } : {};
       return { status: 200, body: { model: model.id, queue_id: job.id, ...download }, meta: { modelId: model.id } };

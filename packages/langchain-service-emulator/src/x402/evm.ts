@@ -12,8 +12,14 @@ import type { LocalChain } from "../types.js";
 export interface EvmRail {
   network: string;
   requirement(amountAtomic: bigint): Record<string, unknown>;
-  verify(payload: Record<string, unknown>, requirement: Record<string, unknown>): Promise<{ isValid: boolean; invalidReason?: string; payer?: string }>;
-  settle(payload: Record<string, unknown>, requirement: Record<string, unknown>): Promise<{ success: boolean; transaction: string; payer?: string; errorReason?: string }>;
+  verify(
+    payload: Record<string, unknown>,
+    requirement: Record<string, unknown>,
+  ): Promise<{ isValid: boolean; invalidReason?: string; payer?: string }>;
+  settle(
+    payload: Record<string, unknown>,
+    requirement: Record<string, unknown>,
+  ): Promise<{ success: boolean; transaction: string; payer?: string; errorReason?: string }>;
 }
 
 function signatureOf(payload: Record<string, unknown>): `0x${string}` {
@@ -32,7 +38,9 @@ export async function createEvmRail(chain: LocalChain, maxTimeoutSeconds = 300):
     // optional peers: say what to install rather than Node's bare "Cannot find package"
     const code = (err as { code?: string } | undefined)?.code;
     if (code !== "ERR_MODULE_NOT_FOUND" && code !== "MODULE_NOT_FOUND") throw err;
-    throw new Error(`The emulator's Base payment rail needs its optional packages: npm i -D @x402/core @x402/evm (${(err as Error).message})`);
+    throw new Error(
+      `The emulator's Base payment rail needs its optional packages: npm i -D @x402/core @x402/evm (${(err as Error).message})`,
+    );
   });
   const network = `eip155:${chain.chainId}`;
   const gasPayer = chain.accounts[0];
@@ -60,7 +68,10 @@ export async function createEvmRail(chain: LocalChain, maxTimeoutSeconds = 300):
   // too); one not deployed yet with an ERC-6492 signature, which the facilitator honours only for factories it
   // allows (it deploys the account, then settles): here, the local chain's own factory
   const eip6492AllowedFactories = chain.smartAccountFactory ? [chain.smartAccountFactory] : [];
-  const facilitator = new x402Facilitator().register(network as `${string}:${string}`, new ExactEvmScheme(signer, { eip6492AllowedFactories }));
+  const facilitator = new x402Facilitator().register(
+    network as `${string}:${string}`,
+    new ExactEvmScheme(signer, { eip6492AllowedFactories }),
+  );
 
   let queue: Promise<unknown> = Promise.resolve();
   const serial = <T>(task: () => Promise<T>): Promise<T> => {
@@ -84,7 +95,8 @@ export async function createEvmRail(chain: LocalChain, maxTimeoutSeconds = 300):
         extra: { name: chain.usdc.name, version: chain.usdc.version },
       };
     },
-    verify: (payload, requirement) => serial(() => facilitator.verify(payload as unknown as Payload, requirement as unknown as Requirements)),
+    verify: (payload, requirement) =>
+      serial(() => facilitator.verify(payload as unknown as Payload, requirement as unknown as Requirements)),
     settle: (payload, requirement) =>
       serial(async () => {
         // The facilitator's settle checks no signature of a counterfactual account before deploying it: a server

@@ -125,10 +125,19 @@ export async function createX402Hooks(ctx: EmulatorContext): Promise<X402Hooks &
     const docs = `https://docs.${ctx.names.brand}.example/api-reference`;
     return {
       apiKey: { header: "Authorization: Bearer YOUR_API_KEY", getKey: `https://${ctx.names.brand}.example/settings/api`, docs },
-      x402Wallet: { header: SIWX_HEADER, legacyHeader: SIWX_LEGACY_HEADER, topUp: "POST /api/v1/x402/top-up", docs: `${docs}/endpoint/x402/top-up` },
+      x402Wallet: {
+        header: SIWX_HEADER,
+        legacyHeader: SIWX_LEGACY_HEADER,
+        topUp: "POST /api/v1/x402/top-up",
+        docs: `${docs}/endpoint/x402/top-up`,
+      },
     };
   };
-  const resourceOf = (req: EmulatorRequest) => ({ url: req.url.toString(), description: `${ctx.names.brand} API`, mimeType: "application/json" });
+  const resourceOf = (req: EmulatorRequest) => ({
+    url: req.url.toString(),
+    description: `${ctx.names.brand} API`,
+    mimeType: "application/json",
+  });
 
   /** The 402 of a request without credentials: the x402 object itself, with the sign-in challenge and `authOptions`. */
   function discovery(req: EmulatorRequest, offered: Record<string, unknown>[]): EmulatorResponse {
@@ -140,7 +149,11 @@ export async function createX402Hooks(ctx: EmulatorContext): Promise<X402Hooks &
       accepts: offered,
       extensions,
     };
-    return { status: 402, headers: { "PAYMENT-REQUIRED": base64Json(paymentRequired) }, body: { ...paymentRequired, authOptions: authOptions() } };
+    return {
+      status: 402,
+      headers: { "PAYMENT-REQUIRED": base64Json(paymentRequired) },
+      body: { ...paymentRequired, authOptions: authOptions() },
+    };
   }
 
   /** The 402 of a wallet that cannot be served: its credit is under the minimum, or its linked account's DIEM is. */
@@ -190,7 +203,10 @@ export async function createX402Hooks(ctx: EmulatorContext): Promise<X402Hooks &
   function ownWallet(req: EmulatorRequest, caller: Caller, route: "balance" | "transactions"): Account | EmulatorResponse {
     const wanted = req.params.wallet ?? "";
     if (!/^(0x[a-fA-F0-9]{40}|[1-9A-HJ-NP-Za-km-z]{32,44})$/.test(wanted)) {
-      throw new EmulatorHttpError(400, { error: "Invalid wallet address", details: { walletAddress: { _errors: ["Expected an EVM or Solana address"] } } });
+      throw new EmulatorHttpError(400, {
+        error: "Invalid wallet address",
+        details: { walletAddress: { _errors: ["Expected an EVM or Solana address"] } },
+      });
     }
     const limited = limits.admit(route, req);
     if (limited) return limited;
@@ -288,7 +304,8 @@ export async function createX402Hooks(ctx: EmulatorContext): Promise<X402Hooks &
         who = await verifySiwxHeader(header, req, nonces, ctx.now(), { ...behaviour.signInRules, contractSignatures });
       } catch (err) {
         // live: the read routes answer a generic 401, without the reason inference routes name
-        if (err instanceof EmulatorHttpError && READ_ROUTE.test(req.path) && behaviour.liveReadAuth) throw new EmulatorHttpError(401, { error: SIWX_INVALID.error });
+        if (err instanceof EmulatorHttpError && READ_ROUTE.test(req.path) && behaviour.liveReadAuth)
+          throw new EmulatorHttpError(401, { error: SIWX_INVALID.error });
         throw err;
       }
       // first sight of a Solana wallet: its token account gets test USDC on LiteSVM, so it can pay

@@ -170,7 +170,10 @@ export interface Rail {
   requirement(amountAtomic: bigint): Record<string, unknown>;
   /** the atomic amount a payload transfers, read from the payload itself (undefined when unreadable) */
   amountOf(payload: Record<string, unknown>, accepted: Record<string, unknown> | undefined): bigint | undefined;
-  settle(payload: Record<string, unknown>, requirement: Record<string, unknown>): Promise<{ success: boolean; transaction: string; payer?: string; errorReason?: string }>;
+  settle(
+    payload: Record<string, unknown>,
+    requirement: Record<string, unknown>,
+  ): Promise<{ success: boolean; transaction: string; payer?: string; errorReason?: string }>;
   /** extra routes (e.g. the Solana JSON-RPC) */
   routes?: Route[];
   close?(): Promise<void>;

@@ -197,7 +197,12 @@ export async function verifySiwxHeader(
   now: number,
   rules: SignInCodes | SiwxRules = "live",
 ): Promise<SiwxIdentity> {
-  const { codes = "live", domains, futureSkewMs = SIWX_FUTURE_SKEW_MS, contractSignatures } = typeof rules === "string" ? { codes: rules } : rules;
+  const {
+    codes = "live",
+    domains,
+    futureSkewMs = SIWX_FUTURE_SKEW_MS,
+    contractSignatures,
+  } = typeof rules === "string" ? { codes: rules } : rules;
   function fail(code: SignInCode, reason: string, message: string): never {
     throw new EmulatorHttpError(401, { error: SIWX_INVALID.error, code: signInCode(code, codes), details: { reason, message } });
   }
@@ -208,19 +213,20 @@ export async function verifySiwxHeader(
     fail("PARSE_ERROR", "malformed", "Invalid SIGN-IN-WITH-X header: not base64 JSON");
   }
   const parsed = HeaderSchema.safeParse(json);
-  if (!parsed.success) fail("INVALID_PAYLOAD", "malformed", "Invalid SIGN-IN-WITH-X header: expected {address, message, signature, timestamp, chainId}");
+  if (!parsed.success)
+    fail("INVALID_PAYLOAD", "malformed", "Invalid SIGN-IN-WITH-X header: expected {address, message, signature, timestamp, chainId}");
   const payload = parsed.data;
   const solana = payload.type === "ed25519" || String(payload.chainId).startsWith("solana:");
-  if (!solana && !isEvmChain(payload.chainId)) fail("UNSUPPORTED_CHAIN", "unsupported_chain", `Unsupported chain ${String(payload.chainId)}`);
-  if (solana && payload.chainId !== SOLANA_MAINNET) fail("UNSUPPORTED_CHAIN", "unsupported_chain", `Unsupported chain ${String(payload.chainId)}`);
+  if (!solana && !isEvmChain(payload.chainId))
+    fail("UNSUPPORTED_CHAIN", "unsupported_chain", `Unsupported chain ${String(payload.chainId)}`);
+  if (solana && payload.chainId !== SOLANA_MAINNET)
+    fail("UNSUPPORTED_CHAIN", "unsupported_chain", `Unsupported chain ${String(payload.chainId)}`);
 
   const fields = solana ? parseSolanaSiwxMessage(payload.message) : await parseEvmSiwxMessage(payload.message);
   if (!fields) fail("INVALID_MESSAGE", "malformed", "Invalid sign-in message");
 
   // the message must be about the wallet the header names
-  const sameAddress = solana
-    ? fields.address === payload.address
-    : fields.address.toLowerCase() === payload.address.toLowerCase();
+  const sameAddress = solana ? fields.address === payload.address : fields.address.toLowerCase() === payload.address.toLowerCase();
   if (!sameAddress) fail("ADDRESS_MISMATCH", "address_mismatch", "Sign-in message address does not match the header address");
   if (solana ? fields.chainId !== SOLANA_MAINNET : !isEvmChain(fields.chainId)) {
     fail("CHAIN_MISMATCH", "chain_mismatch", "Sign-in message chain does not match a supported chain");
@@ -228,7 +234,8 @@ export async function verifySiwxHeader(
 
   if (domains) {
     // live: the service's own hosts, whatever host the request reached (a proxy, a custom base URL)
-    if (!domains.some((d) => bareHost(d) === bareHost(fields.domain))) fail("DOMAIN_MISMATCH", "domain_mismatch", `Sign-in domain must be one of ${domains.map(bareHost).join(", ")}`);
+    if (!domains.some((d) => bareHost(d) === bareHost(fields.domain)))
+      fail("DOMAIN_MISMATCH", "domain_mismatch", `Sign-in domain must be one of ${domains.map(bareHost).join(", ")}`);
   } else {
     if (fields.domain !== req.url.host) fail("DOMAIN_MISMATCH", "domain_mismatch", `Sign-in domain must be ${req.url.host}`);
     let uriOrigin: string | undefined;
@@ -242,7 +249,8 @@ export async function verifySiwxHeader(
 
   const issuedAt = Date.parse(fields.issuedAt);
   if (!Number.isFinite(issuedAt)) fail("INVALID_MESSAGE", "malformed", "Sign-in message has no valid Issued At");
-  if (issuedAt > now + futureSkewMs) fail("FUTURE_TIMESTAMP", "issued_in_future", "Sign-in message issued in the future: sign with the service's time (its Date header)");
+  if (issuedAt > now + futureSkewMs)
+    fail("FUTURE_TIMESTAMP", "issued_in_future", "Sign-in message issued in the future: sign with the service's time (its Date header)");
   if (now - issuedAt > SIWX_MAX_AGE_MS) fail("EXPIRED", "stale", "Sign-in message is older than 5 minutes; sign a fresh one");
   const expiresAt = fields.expirationTime ? Date.parse(fields.expirationTime) : issuedAt + SIWX_MAX_AGE_MS;
   if (!Number.isFinite(expiresAt) || expiresAt <= now) fail("EXPIRED", "expired", "Sign-in message has expired");
@@ -270,7 +278,8 @@ export async function verifySiwxHeader(
     }
     if (recovered?.toLowerCase() === payload.address.toLowerCase()) address = getAddress(recovered);
     // not the address's key: a smart account's signature (EIP-1271, or ERC-6492 before deployment), or none
-    else if (contractSignatures && (await contractSignatures(payload.address, payload.message, payload.signature))) address = getAddress(payload.address);
+    else if (contractSignatures && (await contractSignatures(payload.address, payload.message, payload.signature)))
+      address = getAddress(payload.address);
     else fail("INVALID_SIGNATURE", "invalid_signature", "Signature does not verify");
   }
 

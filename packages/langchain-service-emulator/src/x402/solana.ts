@@ -142,7 +142,14 @@ export async function createSolanaLedger(options: { importer?: () => Promise<unk
   // litesvm bundles its own @solana/kit: the same runtime shapes, other nominal types
   const svm = new LiteSVM();
   const sv = svm as unknown as {
-    getAccount(a: Addr): { exists: boolean; lamports?: bigint; data?: Uint8Array; programAddress?: string; executable?: boolean; space?: bigint };
+    getAccount(a: Addr): {
+      exists: boolean;
+      lamports?: bigint;
+      data?: Uint8Array;
+      programAddress?: string;
+      executable?: boolean;
+      space?: bigint;
+    };
     setAccount(a: { address: Addr; lamports: bigint; data: Uint8Array; programAddress: Addr; executable: boolean; space: bigint }): void;
   };
   // the real USDC mint address: the mint has no authority (supply follows `setAccount`), so no key is needed
@@ -241,7 +248,8 @@ export async function createSolanaLedger(options: { importer?: () => Promise<unk
       throw new RpcError(-32602, `Invalid param: Invalid`);
     }
   };
-  const configOf = (params: unknown[], i: number) => (params[i] && typeof params[i] === "object" ? (params[i] as Record<string, unknown>) : {});
+  const configOf = (params: unknown[], i: number) =>
+    params[i] && typeof params[i] === "object" ? (params[i] as Record<string, unknown>) : {};
   const encodeData = (data: Uint8Array, encoding: unknown): unknown => {
     if (encoding === "base58") return [b58dec.decode(data), "base58"];
     if (encoding === undefined || encoding === "binary") return b58dec.decode(data); // the legacy default
@@ -299,7 +307,10 @@ export async function createSolanaLedger(options: { importer?: () => Promise<unk
         return { context: context(), value: uiAmount(supply()) };
       }
       case "getLatestBlockhash":
-        return { context: context(), value: { blockhash: svm.latestBlockhash(), lastValidBlockHeight: Number(slot() + BLOCKHASH_VALIDITY) } };
+        return {
+          context: context(),
+          value: { blockhash: svm.latestBlockhash(), lastValidBlockHeight: Number(slot() + BLOCKHASH_VALIDITY) },
+        };
       case "isBlockhashValid":
         return { context: context(), value: params[0] === svm.latestBlockhash() };
       case "getSlot":
@@ -309,7 +320,8 @@ export async function createSolanaLedger(options: { importer?: () => Promise<unk
         return Number(svm.getClock().unixTimestamp);
       case "getMinimumBalanceForRentExemption": {
         const size = params[0];
-        if (typeof size !== "number" || !Number.isInteger(size) || size < 0) throw new RpcError(-32602, "Invalid params: expected a data length");
+        if (typeof size !== "number" || !Number.isInteger(size) || size < 0)
+          throw new RpcError(-32602, "Invalid params: expected a data length");
         return Number(svm.minimumBalanceForRentExemption(BigInt(size)));
       }
       case "getHealth":
@@ -321,7 +333,14 @@ export async function createSolanaLedger(options: { importer?: () => Promise<unk
         return "5eykt4UsFv8P8NJdTREpY1vzqKqZKvdpKuqCjT5rUX1";
       case "getEpochInfo": {
         const clock = svm.getClock();
-        return { absoluteSlot: Number(clock.slot), blockHeight: Number(clock.slot), epoch: Number(clock.epoch), slotIndex: 0, slotsInEpoch: 432_000, transactionCount: null };
+        return {
+          absoluteSlot: Number(clock.slot),
+          blockHeight: Number(clock.slot),
+          epoch: Number(clock.epoch),
+          slotIndex: 0,
+          slotsInEpoch: 432_000,
+          transactionCount: null,
+        };
       }
       case "getSignatureStatuses": {
         const list = params[0];
@@ -332,14 +351,20 @@ export async function createSolanaLedger(options: { importer?: () => Promise<unk
             const meta = typeof s === "string" ? svm.getTransaction(s as Parameters<typeof svm.getTransaction>[0]) : null;
             if (!meta) return null;
             const failed = typeof (meta as { err?: unknown }).err === "function";
-            return { slot: Number(slot()), confirmations: null, err: failed ? { InstructionError: String((meta as { toString(): string }).toString()) } : null, confirmationStatus: "finalized" };
+            return {
+              slot: Number(slot()),
+              confirmations: null,
+              err: failed ? { InstructionError: String((meta as { toString(): string }).toString()) } : null,
+              confirmationStatus: "finalized",
+            };
           }),
         };
       }
       case "requestAirdrop": {
         const to = addressParam(params);
         const amount = params[1];
-        if (typeof amount !== "number" || !Number.isSafeInteger(amount) || amount <= 0) throw new RpcError(-32602, "Invalid params: expected lamports");
+        if (typeof amount !== "number" || !Number.isSafeInteger(amount) || amount <= 0)
+          throw new RpcError(-32602, "Invalid params: expected lamports");
         const result = svm.airdrop(to as Parameters<typeof svm.airdrop>[0], BigInt(amount) as Parameters<typeof svm.airdrop>[1]);
         if (!result || typeof (result as { err?: unknown }).err === "function") throw new RpcError(-32002, "airdrop failed");
         return b58dec.decode((result as { signature(): Uint8Array }).signature());
@@ -352,8 +377,13 @@ export async function createSolanaLedger(options: { importer?: () => Promise<unk
         if (method === "simulateTransaction") {
           const r = svm.simulateTransaction(tx as unknown as Parameters<typeof svm.simulateTransaction>[0]);
           const failed = "err" in r && typeof r.err === "function";
-          const meta = failed ? (r as { meta(): { logs(): string[]; computeUnitsConsumed(): bigint } }).meta() : (r as { meta(): { logs(): string[]; computeUnitsConsumed(): bigint } }).meta();
-          return { context: context(), value: { err: failed ? String(r.toString()) : null, logs: meta.logs(), unitsConsumed: Number(meta.computeUnitsConsumed()) } };
+          const meta = failed
+            ? (r as { meta(): { logs(): string[]; computeUnitsConsumed(): bigint } }).meta()
+            : (r as { meta(): { logs(): string[]; computeUnitsConsumed(): bigint } }).meta();
+          return {
+            context: context(),
+            value: { err: failed ? String(r.toString()) : null, logs: meta.logs(), unitsConsumed: Number(meta.computeUnitsConsumed()) },
+          };
         }
         return sendToSvm(tx);
       }
@@ -367,7 +397,10 @@ export async function createSolanaLedger(options: { importer?: () => Promise<unk
     const r = svm.sendTransaction(tx as unknown as Parameters<typeof svm.sendTransaction>[0]);
     if ("err" in r && typeof r.err === "function") {
       const logs = (r as { meta(): { logs(): string[] } }).meta().logs();
-      throw new RpcError(-32002, `Transaction failed: ${r.toString().slice(0, 300)}${logs.length ? ` | ${logs.slice(-3).join(" | ")}` : ""}`);
+      throw new RpcError(
+        -32002,
+        `Transaction failed: ${r.toString().slice(0, 300)}${logs.length ? ` | ${logs.slice(-3).join(" | ")}` : ""}`,
+      );
     }
     // a new slot for the next transaction (the blockhash stays valid, as within 150 real blocks)
     svm.warpToSlot(slot() + 1n);
@@ -384,7 +417,11 @@ export async function createSolanaLedger(options: { importer?: () => Promise<unk
       return { jsonrpc: "2.0", id, result: await call(c.method, params) };
     } catch (err) {
       if (err instanceof RpcError) return { jsonrpc: "2.0", id, error: { code: err.code, message: err.message } };
-      return { jsonrpc: "2.0", id, error: { code: -32603, message: `Internal error: ${String((err as Error)?.message ?? err).slice(0, 200)}` } };
+      return {
+        jsonrpc: "2.0",
+        id,
+        error: { code: -32603, message: `Internal error: ${String((err as Error)?.message ?? err).slice(0, 200)}` },
+      };
     }
   }
 
@@ -543,7 +580,8 @@ export async function createSolanaRail(_ctx: EmulatorContext, options: { importe
     },
     async confirmTransaction(signature: string) {
       // LiteSVM executes synchronously: a sent transaction is final or was refused on send
-      if (!ledger.svm.getTransaction(signature as Parameters<typeof ledger.svm.getTransaction>[0])) throw new Error("transaction not found");
+      if (!ledger.svm.getTransaction(signature as Parameters<typeof ledger.svm.getTransaction>[0]))
+        throw new Error("transaction not found");
     },
   };
   const facilitator = new x402Facilitator().register(

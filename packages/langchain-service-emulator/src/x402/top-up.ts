@@ -98,22 +98,36 @@ export function createTopUp(deps: TopUpDeps): (req: EmulatorRequest) => Promise<
     const accepted = (v2Shape ? raw.accepted : undefined) as Record<string, unknown> | undefined;
     // PAYMENT-SIGNATURE is the v2 header; v1 payloads come in X-402-Payment / X-PAYMENT
     if (viaSignatureHeader && !(version === 2 && v2Shape)) {
-      paymentError(400, b.code("INVALID_PAYMENT_FORMAT"), "PAYMENT-SIGNATURE carries x402 v2 payloads (with `accepted`); send v1 payloads in X-402-Payment");
+      paymentError(
+        400,
+        b.code("INVALID_PAYMENT_FORMAT"),
+        "PAYMENT-SIGNATURE carries x402 v2 payloads (with `accepted`); send v1 payloads in X-402-Payment",
+      );
     }
     if (v2Shape) {
       // the x402 reference rule: `accepted` is one of the offered requirements, exactly (amount, payee, validity...)
-      if (!accepted || typeof accepted !== "object") paymentError(400, b.code("INVALID_PAYMENT_FORMAT"), "`accepted` is not a payment requirement");
+      if (!accepted || typeof accepted !== "object")
+        paymentError(400, b.code("INVALID_PAYMENT_FORMAT"), "`accepted` is not a payment requirement");
       if (!deps.accepts().some((offer) => isDeepStrictEqual(offer, accepted))) {
-        paymentError(400, "PAYMENT_VERIFICATION_FAILED", "Payment verification failed: `accepted` does not match any offered payment requirement", {
-          reason: "accepted_requirement_mismatch",
-        });
+        paymentError(
+          400,
+          "PAYMENT_VERIFICATION_FAILED",
+          "Payment verification failed: `accepted` does not match any offered payment requirement",
+          {
+            reason: "accepted_requirement_mismatch",
+          },
+        );
       }
     }
     const network = normalizeNetwork(accepted?.network ?? raw.network);
     const scheme = accepted?.scheme ?? raw.scheme;
     if (scheme !== "exact") paymentError(400, b.code("UNSUPPORTED_SCHEME"), "Only the exact scheme is accepted");
     const rail = network ? rails.get(network) : undefined;
-    if (!rail) paymentError(400, b.code("UNSUPPORTED_NETWORK"), `Network ${String(network)} is not accepted here`, { reason: "unsupported_network", accepted: [...rails.keys()] });
+    if (!rail)
+      paymentError(400, b.code("UNSUPPORTED_NETWORK"), `Network ${String(network)} is not accepted here`, {
+        reason: "unsupported_network",
+        accepted: [...rails.keys()],
+      });
     if (!raw.payload || typeof raw.payload !== "object") paymentError(400, b.code("INVALID_PAYMENT"), "Payment payload missing");
     const amount = rail.amountOf(raw, accepted);
     if (amount === undefined) paymentError(400, b.code("INVALID_AMOUNT"), "Payment amount unreadable");
@@ -122,17 +136,24 @@ export function createTopUp(deps: TopUpDeps): (req: EmulatorRequest) => Promise<
     }
     const usd = Number(amount) / 10 ** DECIMALS;
     if (usd < deps.minimumTopUpUsd || usd > deps.maximumTopUpUsd) {
-      paymentError(400, b.code(usd < deps.minimumTopUpUsd ? "AMOUNT_TOO_LOW" : "AMOUNT_TOO_HIGH"), `Top-ups must be between $${deps.minimumTopUpUsd} and $${deps.maximumTopUpUsd}`, {
-        reason: "amount_out_of_range",
-        amountUsd: usd,
-      });
+      paymentError(
+        400,
+        b.code(usd < deps.minimumTopUpUsd ? "AMOUNT_TOO_LOW" : "AMOUNT_TOO_HIGH"),
+        `Top-ups must be between $${deps.minimumTopUpUsd} and $${deps.maximumTopUpUsd}`,
+        {
+          reason: "amount_out_of_range",
+          amountUsd: usd,
+        },
+      );
     }
     const requirement = rail.requirement(amount);
     if (accepted) {
       const sameAddr = (x: unknown, y: unknown) =>
         typeof x === "string" && typeof y === "string" && (network!.startsWith("eip155:") ? x.toLowerCase() === y.toLowerCase() : x === y);
-      if (!sameAddr(accepted.asset, requirement.asset)) paymentError(400, b.code("UNSUPPORTED_TOKEN"), "The payment is not in the accepted asset", { reason: "wrong_asset" });
-      if (!sameAddr(accepted.payTo, requirement.payTo)) paymentError(400, b.code("INVALID_PAYMENT_RECIPIENT"), "The payment is not to the service's wallet", { reason: "wrong_payee" });
+      if (!sameAddr(accepted.asset, requirement.asset))
+        paymentError(400, b.code("UNSUPPORTED_TOKEN"), "The payment is not in the accepted asset", { reason: "wrong_asset" });
+      if (!sameAddr(accepted.payTo, requirement.payTo))
+        paymentError(400, b.code("INVALID_PAYMENT_RECIPIENT"), "The payment is not to the service's wallet", { reason: "wrong_payee" });
     }
     // the facilitator verifies against our requirement, never against what the client claims
     const payload = { x402Version: 2, accepted: requirement, payload: raw.payload, resource: raw.resource };
@@ -144,14 +165,22 @@ export function createTopUp(deps: TopUpDeps): (req: EmulatorRequest) => Promise<
     try {
       result = await v.rail.settle(v.payload, v.requirement);
     } catch (err) {
-      paymentError(500, "X402_INVALID_PAYMENT", "Settlement failed unexpectedly", { reason: String((err as Error)?.message ?? err).slice(0, 300) });
+      paymentError(500, "X402_INVALID_PAYMENT", "Settlement failed unexpectedly", {
+        reason: String((err as Error)?.message ?? err).slice(0, 300),
+      });
     }
     if (!result.success || !result.payer) {
-      paymentError(400, "PAYMENT_VERIFICATION_FAILED", "Payment verification or settlement failed", { reason: result.errorReason ?? "unknown" });
+      paymentError(400, "PAYMENT_VERIFICATION_FAILED", "Payment verification or settlement failed", {
+        reason: result.errorReason ?? "unknown",
+      });
     }
     const payer = v.network.startsWith("eip155:") ? getAddress(result.payer) : result.payer;
     const account = ctx.ledger.wallet(payer, ctx.options.walletStartingUsd ?? 0);
-    const entry = ctx.ledger.topUp(account, v.usd, { transaction: result.transaction, network: v.network, paidAtomic: v.amount.toString() });
+    const entry = ctx.ledger.topUp(account, v.usd, {
+      transaction: result.transaction,
+      network: v.network,
+      paidAtomic: v.amount.toString(),
+    });
     return {
       walletAddress: account.id,
       amountCredited: v.usd,
@@ -178,14 +207,19 @@ export function createTopUp(deps: TopUpDeps): (req: EmulatorRequest) => Promise<
   return async function topUp(req: EmulatorRequest): Promise<EmulatorResponse> {
     const limited = deps.limits.admit("topUp", req);
     if (limited) return limited;
-    if (o.notConfigured) return { status: 503, body: { error: "X402_NOT_CONFIGURED", message: "x402 payments are temporarily unavailable" } };
+    if (o.notConfigured)
+      return { status: 503, body: { error: "X402_NOT_CONFIGURED", message: "x402 payments are temporarily unavailable" } };
     const header = req.headers["payment-signature"] ?? req.headers["x-402-payment"] ?? req.headers["x-payment"];
     if (!header) {
       // No rail: the published shape still (its body admits no other field), offering nothing; the reason goes
       // in the x402 object's own `error`. Clients fail on an empty `accepts` at once, and a 402 is never retried.
       const error = rails.size > 0 ? "Payment required" : NO_PAYMENT_RAIL_MESSAGE;
       const paymentRequired = { x402Version: 2, error, resource: deps.resourceOf(req), accepts: deps.accepts() };
-      return { status: 402, headers: { "PAYMENT-REQUIRED": base64Json(paymentRequired) }, body: { x402Version: 2, accepts: paymentRequired.accepts } };
+      return {
+        status: 402,
+        headers: { "PAYMENT-REQUIRED": base64Json(paymentRequired) },
+        body: { x402Version: 2, accepts: paymentRequired.accepts },
+      };
     }
     // a payment no rail could settle (an emulator-only state): the published 400, saying why (never a 5xx a client
     // would retry)
@@ -197,7 +231,9 @@ export function createTopUp(deps: TopUpDeps): (req: EmulatorRequest) => Promise<
     } catch {
       paymentError(400, b.code("INVALID_PAYMENT_FORMAT"), "Invalid payment header: not base64 JSON");
     }
-    const fingerprint = createHash("sha256").update(JSON.stringify(raw.payload ?? null)).digest("hex");
+    const fingerprint = createHash("sha256")
+      .update(JSON.stringify(raw.payload ?? null))
+      .digest("hex");
     const earlier = settlements.get(fingerprint);
     if (earlier) {
       // A re-send of a payment seen before. Still settling: live, 409 at once; seed, it waits and shares the
@@ -221,7 +257,13 @@ export function createTopUp(deps: TopUpDeps): (req: EmulatorRequest) => Promise<
       timedOut++;
       // the facilitator gave up waiting: the payment lands later (re-sends meanwhile: in progress), or never
       if (o.settlementTimeoutLands !== false) startSettlement(fingerprint, verified).done.catch(() => undefined);
-      return { status: 504, body: { error: "SETTLEMENT_TIMEOUT", message: "Settlement timed out; the payment may still settle. Check the balance before signing a new payment" } };
+      return {
+        status: 504,
+        body: {
+          error: "SETTLEMENT_TIMEOUT",
+          message: "Settlement timed out; the payment may still settle. Check the balance before signing a new payment",
+        },
+      };
     }
     const done = await startSettlement(fingerprint, verified).done;
     if (o.topUpFailures && failed < o.topUpFailures) {
