@@ -6,7 +6,7 @@
 import { z } from "zod";
 import { ConfigurationError, ValidationError } from "./http/errors.js";
 import { parseWith, serviceRequest, type RequestOptions, type ServiceApi, type ServiceResult } from "./api/request.js";
-import { createServiceFetch, type FetchStackOptions, type ServiceFetch } from "./stack.js";
+import { createServiceFetch, sharedStackOf, type FetchStackOptions, type ServiceFetch } from "./stack.js";
 import { networkCacheFor, type NetworkCache } from "./crypto-rpc/networks.js";
 import {
   ModelAliasListSchema,
@@ -106,7 +106,8 @@ export class ServiceClient implements ServiceApi {
   #audio?: JobsApi<AudioJobParameters>;
 
   constructor(options: ServiceClientOptions = {}) {
-    this.fetch = options.serviceFetch ?? createServiceFetch(options);
+    // a context beside a given serviceFetch would be ignored (the stack has its own): refused unless it is that one
+    this.fetch = sharedStackOf(options) ?? createServiceFetch(options);
   }
 
   get baseUrl(): string {

@@ -5,6 +5,7 @@
  */
 import type { ToolParams } from "@langchain/core/tools";
 import { ServiceClient, type ServiceClientOptions } from "../client.js";
+import { sharedStackOf } from "../stack.js";
 import { ConfigurationError, ValidationError } from "../http/errors.js";
 import type { ServiceResponseHeaders } from "../http/headers.js";
 import { bytesToHex, randomBytes } from "../runtime/bytes.js";
@@ -27,6 +28,7 @@ export interface ServiceToolConnection extends ServiceClientOptions {
 export function clientOf(options: ServiceToolConnection | undefined): ServiceClient {
   if (options?.client !== undefined) {
     if (!(options.client instanceof ServiceClient)) throw new ConfigurationError("client must be a ServiceClient");
+    sharedStackOf(options); // a different serviceFetch or context beside the client would be ignored: refused
     return options.client;
   }
   const { toolParams: _params, client: _client, ...connection } = options ?? {};

@@ -8,6 +8,7 @@ import { startEmulator, type Emulator } from "langchain-service-emulator";
 import { ChatService } from "../../src/chat/index.js";
 import { ServiceClient } from "../../src/client.js";
 import { ServiceEmbeddings } from "../../src/embeddings/index.js";
+import { WebSearchTool } from "../../src/tools/web-search.js";
 import { createServiceFetch } from "../../src/stack.js";
 import { createServiceContext, defaultServiceContext, type ServiceContext } from "../../src/http/context.js";
 import { AbuseBlockError, ConfigurationError, ModelNotFoundError, RateLimitError } from "../../src/http/errors.js";
@@ -197,6 +198,15 @@ describe("many models over one client", () => {
     expect(() => new ChatService({ model: "emu-xs", client, context: createServiceContext() })).toThrow(/context differs/);
     expect(() => new ServiceEmbeddings({ client, context: createServiceContext() })).toThrow(/context differs/);
     expect(new ChatService({ model: "emu-xs", client, context }).serviceFetch).toBe(client.fetch);
+  });
+
+  it("so is one beside a tool's client or a client's serviceFetch (the same rule on every face)", () => {
+    const context = createServiceContext();
+    const client = new ServiceClient({ apiKey: "k", baseUrl: emu.url, context });
+    expect(() => new WebSearchTool({ client, context: createServiceContext() })).toThrow(/context differs/);
+    expect(() => new ServiceClient({ serviceFetch: client.fetch, context: createServiceContext() })).toThrow(/context differs/);
+    expect(new WebSearchTool({ client, context }).client).toBe(client);
+    expect(new ServiceClient({ serviceFetch: client.fetch, context }).fetch).toBe(client.fetch);
   });
 });
 
