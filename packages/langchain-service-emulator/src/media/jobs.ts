@@ -8,7 +8,7 @@
  */
 import { randomUUID } from "node:crypto";
 import type { MediaModel } from "../models/catalog.js";
-import { EmulatorHttpError, type Account, type EmulatorContext, type JobEmulatorOptions } from "../types.js";
+import { EmulatorHttpError, type Account, type Caller, type EmulatorContext, type JobEmulatorOptions } from "../types.js";
 
 export type JobKind = "video" | "audio";
 
@@ -128,7 +128,9 @@ export class JobStore {
   }
 
   /** The caller's job `id` of `kind` and model (the live answer to any other id: 400 "Request ID is invalid."). */
-  find(id: unknown, kind: JobKind, modelId: string, account: Account | undefined): EmulatedJob {
+  /** The caller's own job of that kind and model (an anonymous caller's: one queued without an account). */
+  find(id: unknown, kind: JobKind, modelId: string, caller: Caller): EmulatedJob {
+    const account = caller.kind === "anonymous" ? undefined : caller.account;
     const job = typeof id === "string" ? this.#jobs.get(id) : undefined;
     if (!job || job.kind !== kind || job.account !== account || job.model.id !== modelId) {
       throw new EmulatorHttpError(400, { error: "Request ID is invalid." });

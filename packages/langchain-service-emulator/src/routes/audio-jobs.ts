@@ -160,7 +160,7 @@ export const audioJobRoutes = {
     handler(req, ctx, caller) {
       const body = parseBody(req, refSchema);
       const store = jobStore(ctx);
-      const job = store.find(body.queue_id, "audio", body.model, caller.kind === "anonymous" ? undefined : caller.account);
+      const job = store.find(body.queue_id, "audio", body.model, caller);
       const state = store.advance(job);
       if (state === "processing") return { status: 200, body: store.processing(job) };
       if (state === "failed") return { status: job.failure!.status, body: job.failure!.body };
@@ -174,7 +174,7 @@ export const audioJobRoutes = {
     handler(req, ctx, caller) {
       const body = parseBody(req, completeSchema);
       const store = jobStore(ctx);
-      const job = store.find(body.queue_id, "audio", body.model, caller.kind === "anonymous" ? undefined : caller.account);
+      const job = store.find(body.queue_id, "audio", body.model, caller);
       store.delete(job);
       return { status: 200, body: { success: true } };
     },

@@ -156,7 +156,7 @@ export const videoRoutes = {
     handler(req, ctx, caller) {
       const body = parseBody(req, refSchema);
       const store = jobStore(ctx);
-      const job = store.find(body.queue_id, "video", body.model, caller.kind === "anonymous" ? undefined : caller.account);
+      const job = store.find(body.queue_id, "video", body.model, caller);
       const state = store.advance(job);
       if (state === "processing") return { status: 200, body: store.processing(job) };
       if (state === "failed") return { status: job.failure!.status, body: job.failure!.body };
@@ -171,7 +171,7 @@ export const videoRoutes = {
     handler(req, ctx, caller) {
       const body = parseBody(req, completeSchema);
       const store = jobStore(ctx);
-      const job = store.find(body.queue_id, "video", body.model, caller.kind === "anonymous" ? undefined : caller.account);
+      const job = store.find(body.queue_id, "video", body.model, caller);
       // live: no queue id from /video/queue is accepted here (the media is deleted by retrieve's delete_media_on_completion)
       if ((ctx.options.jobs?.videoComplete ?? (isLiveMode(ctx.options) ? "refuse" : "delete")) === "refuse") {
         throw badRequest("This queue_id cannot be completed: pass delete_media_on_completion to /video/retrieve instead", {
