@@ -131,18 +131,49 @@ export interface BodyGuardOptions {
 const NULL_BODY_STATUSES = new Set([204, 205, 304]);
 
 /**
+ * Where the layer's bounds travel to a base that can apply them as it builds its answer (the Node base: one
+ * stream read straight off undici's body instead of undici's web stream wrapped in the guard's). A base that
+ * does so marks its answer (`markGuarded`), and `guardBody` leaves it as it is; any other base (fetch, a custom
+ * `fetch`) never reads the key (a symbol: not part of what fetch sees), and its answer is wrapped here.
+ */
+export const BODY_GUARD = Symbol("serviceBodyGuard");
+const guardedByBase = new WeakSet<Response>();
+
+/** Marks an answer whose body a base built through `guardedStream`. */
+export function markGuarded(response: Response): Response {
+  guardedByBase.add(response);
+  return response;
+}
+
+/** What the guard reads from: a web stream's reader, or an async iterator of the body's chunks. */
+export interface BodySource {
+  read(): Promise<{ done?: boolean; value?: Uint8Array }>;
+  cancel(reason: unknown): Promise<void>;
+}
+
+/**
  * The response with its body bounded by idle time, the deadline and (unless a stream) size: a plain `Response`
  * built on a pull stream that reads the answer's own body only when its consumer reads (a slow consumer is never
  * idle). Every way of reading it (`text()`, `json()`, `body`, `clone()`) goes through that stream, so the bounds
  * hold whichever is used; nothing on the answer is patched.
  */
 export function guardBody(response: Response, g: BodyGuardOptions): Response {
-  if (response.status < 200 || NULL_BODY_STATUSES.has(response.status)) return response;
+  if (guardedByBase.has(response) || response.status < 200 || NULL_BODY_STATUSES.has(response.status)) return response;
   const body = response.body;
   if (!body) return response;
-  const stream = (response.headers.get("content-type") ?? "").includes("text/event-stream");
-  // streams are capped per event by the SSE parser (maxEventBytes), not as a whole
-  return guardedResponse(response, body, g, stream ? Infinity : g.maxBytes);
+  const source = () => {
+    const reader = body.getReader();
+    return { read: () => reader.read(), cancel: (reason: unknown) => reader.cancel(reason) };
+  };
+  const wrapped = new Response(guardedStream(response.status, response.headers, source, g), {
+    status: response.status,
+    statusText: response.statusText,
+    headers: response.headers,
+  });
+  // what `new Response` cannot set
+  if (response.url) Object.defineProperty(wrapped, "url", { value: response.url });
+  if (response.redirected) Object.defineProperty(wrapped, "redirected", { value: true });
+  return wrapped;
 }
 
 function tooLargeError(status: number, maxBytes: number): ResponseTooLargeError {
@@ -152,11 +183,20 @@ function tooLargeError(status: number, maxBytes: number): ResponseTooLargeError 
   );
 }
 
-/** A `Response` like `response` whose body is `source` read through the guard's bounds. */
-function guardedResponse(response: Response, source: ReadableStream<Uint8Array>, g: BodyGuardOptions, maxBytes: number): Response {
-  const tooLarge = () => tooLargeError(response.status, maxBytes);
-  let reader: ReadableStreamDefaultReader<Uint8Array> | undefined;
-  const open = () => (reader ??= source.getReader());
+/**
+ * A body stream that reads `openSource()` (opened at the first read) through the guard's bounds. Streams are
+ * capped per event by the SSE parser (maxEventBytes), not as a whole.
+ */
+export function guardedStream(
+  status: number,
+  headers: Headers,
+  openSource: () => BodySource,
+  g: BodyGuardOptions,
+): ReadableStream<Uint8Array> {
+  const maxBytes = (headers.get("content-type") ?? "").includes("text/event-stream") ? Infinity : g.maxBytes;
+  const tooLarge = () => tooLargeError(status, maxBytes);
+  let reader: BodySource | undefined;
+  const open = () => (reader ??= openSource());
   let out!: ReadableStreamDefaultController<Uint8Array>;
   let received = 0;
   /** when the pending read started; 0: no read pending */
@@ -188,11 +228,11 @@ function guardedResponse(response: Response, source: ReadableStream<Uint8Array>,
     else idleTimer = unref(setTimeout(checkIdle, left));
   };
 
-  const body = new ReadableStream<Uint8Array>(
+  return new ReadableStream<Uint8Array>(
     {
       start(controller) {
         out = controller;
-        const declared = Number(response.headers.get("content-length") ?? NaN);
+        const declared = Number(headers.get("content-length") ?? NaN);
         if (declared > maxBytes) return fail(tooLarge());
         if (g.deadline) {
           const { at, ms } = g.deadline;
@@ -203,7 +243,7 @@ function guardedResponse(response: Response, source: ReadableStream<Uint8Array>,
         const r = open();
         waitingSince = Date.now();
         idleTimer ??= unref(setTimeout(checkIdle, g.idleMs));
-        let read: ReadableStreamReadResult<Uint8Array>;
+        let read: { done?: boolean; value?: Uint8Array };
         try {
           read = await r.read();
         } catch (err) {
@@ -220,9 +260,10 @@ function guardedResponse(response: Response, source: ReadableStream<Uint8Array>,
           controller.close();
           return;
         }
-        received += read.value.byteLength;
+        const chunk = read.value as Uint8Array;
+        received += chunk.byteLength;
         if (received > maxBytes) return fail(tooLarge());
-        controller.enqueue(read.value);
+        controller.enqueue(chunk);
       },
       cancel(reason) {
         finish();
@@ -231,9 +272,4 @@ function guardedResponse(response: Response, source: ReadableStream<Uint8Array>,
     },
     { highWaterMark: 0 },
   );
-  const wrapped = new Response(body, { status: response.status, statusText: response.statusText, headers: response.headers });
-  // what `new Response` cannot set
-  if (response.url) Object.defineProperty(wrapped, "url", { value: response.url });
-  if (response.redirected) Object.defineProperty(wrapped, "redirected", { value: true });
-  return wrapped;
 }

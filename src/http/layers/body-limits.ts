@@ -8,7 +8,14 @@
  */
 import { ConfigurationError, NetworkError, ServiceError, TimeoutError, abortErrorOf } from "../errors.js";
 import { checkBytes, checkMs } from "../options.js";
-import { DEFAULT_MAX_EVENT_BYTES, DEFAULT_MAX_RESPONSE_BYTES, deadlineOf, guardBody } from "../body-guard.js";
+import {
+  BODY_GUARD,
+  DEFAULT_MAX_EVENT_BYTES,
+  DEFAULT_MAX_RESPONSE_BYTES,
+  deadlineOf,
+  guardBody,
+  type BodyGuardOptions,
+} from "../body-guard.js";
 import { mark429 } from "../refusals.js";
 import { urlOf } from "../responses.js";
 import type { FetchLayer } from "../types.js";
@@ -68,15 +75,20 @@ export function bodyLimits(options: BodyLimitsLayerOptions): FetchLayer & { limi
         // the hints end here: the base is a plain fetch
         const { service: _hints, ...rest } = init;
         const signal = userSignal ? AbortSignal.any([userSignal, controller.signal]) : controller.signal;
-        const response = await next(input, { ...rest, signal });
-        // the body is read after this returns: bounded by idle time, the call's deadline and (JSON) size
-        const guarded = guardBody(response, {
+        // the body is read after the answer comes: bounded by idle time, the call's deadline and (JSON) size
+        const guard: BodyGuardOptions = {
           idleMs: hints?.idleTimeout ?? (limits.idleTimeout || timeout),
           deadline: deadlineOf(hints),
           maxBytes: hints?.maxResponseBytes ?? limits.maxResponseBytes,
           signal: userSignal,
           abort: (reason) => controller.abort(reason),
-        });
+        };
+        // offered to the base, which may build its answer's body through it (then guardBody leaves it as it is);
+        // not enumerable: a custom `fetch` sees the init it always saw
+        const sent = { ...rest, signal };
+        Object.defineProperty(sent, BODY_GUARD, { value: guard });
+        const response = await next(input, sent);
+        const guarded = guardBody(response, guard);
         // a 429 is read here once and marked with what it means (refusals.ts) for the layers outside
         return response.status === 429 ? await mark429(guarded) : guarded;
       } catch (err) {
