@@ -101,7 +101,9 @@ const HANDLED_TOOL_CALL_MEMBERS = new Set(["id", "type", "function", "index"]);
 /** The members of a wire assistant message (or stream delta) that no converter knows, null ones left out. */
 export function messageExtras(message: Record<string, unknown>): Record<string, unknown> | undefined {
   let extras: Record<string, unknown> | undefined;
-  for (const [key, value] of Object.entries(message)) {
+  // for...in, not Object.entries: called for every stream delta, and a JSON object has no inherited members
+  for (const key in message) {
+    const value = message[key];
     if (HANDLED_MESSAGE_MEMBERS.has(key) || key.startsWith("__") || value === null || value === undefined) continue;
     (extras ??= {})[key] = value;
   }

@@ -168,10 +168,14 @@ export async function* readChatStream(
           state.details = mergeReasoningDetails(state.details ?? [], delta.reasoning_details);
         }
         // other members: string pieces concatenate (delta semantics), anything else is taken as sent
-        for (const [key, value] of Object.entries(messageExtras(delta) ?? {})) {
+        const extras = messageExtras(delta);
+        if (extras) {
           const acc = (state.extras ??= {});
-          const prev = acc[key];
-          acc[key] = typeof prev === "string" && typeof value === "string" ? prev + value : value;
+          for (const key in extras) {
+            const prev = acc[key];
+            const value = extras[key];
+            acc[key] = typeof prev === "string" && typeof value === "string" ? prev + value : value;
+          }
         }
         let toolCalls: WireToolCall[] | undefined;
         if (Array.isArray(delta.tool_calls) && delta.tool_calls.length) {
