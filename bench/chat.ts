@@ -101,7 +101,7 @@ export function fixedServer(): Promise<{ url: string; server: Server }> {
  * Per-call time of each way: `rounds` rounds of `n` sequential calls, the ways interleaved within each round
  * (order rotated) so that load from other processes hits them alike; median of the rounds' means.
  */
-async function timeWays(ways: Record<string, () => Promise<unknown>>, n: number, rounds: number): Promise<Record<string, number>> {
+export async function timeWays(ways: Record<string, () => Promise<unknown>>, n: number, rounds: number): Promise<Record<string, number>> {
   const names = Object.keys(ways);
   for (const name of names) for (let i = 0; i < Math.min(50, n); i++) await ways[name]!(); // warm-up: JIT, sockets
   const samples: Record<string, number[]> = Object.fromEntries(names.map((k) => [k, []]));
@@ -214,7 +214,7 @@ export async function benchChat(opts: { iterations?: number; streams?: number; r
       rounds,
     );
 
-    // what the consumer got for the 1000 events: ChatService joins the text deltas that arrived in one read
+    // how many chunks each client hands its consumer for the 1000 events (one that joined events would look faster)
     const delivered: Record<string, number> = {
       "openai SDK": await consume(await sdk.chat.completions.create({ model: "bench", messages, stream: true })),
       ChatOpenAI: await consume(await chatOpenAI.stream("hello")),

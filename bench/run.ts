@@ -13,6 +13,7 @@ import type { BenchRow } from "./types.js";
 
 const sections: Record<string, () => Promise<BenchRow[]>> = {
   chat: async () => (await import("./chat.js")).benchChat(),
+  "chat-majors": async () => (await import("./chat-majors.js")).benchChatMajors(),
   x402: async () => (await import("./x402.js")).benchX402(),
   pacing: async () => (await import("./pacing.js")).benchPacing(),
   crypto: async () => (await import("./crypto.js")).benchCrypto(),
