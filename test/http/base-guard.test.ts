@@ -70,7 +70,13 @@ async function settle(read: Promise<unknown>, ms: number): Promise<unknown> {
   let timer: ReturnType<typeof setTimeout> | undefined;
   const still = new Promise((r) => (timer = setTimeout(() => r("still reading"), ms)));
   try {
-    return await Promise.race([read.then(() => "read", (err: unknown) => err), still]);
+    return await Promise.race([
+      read.then(
+        () => "read",
+        (err: unknown) => err,
+      ),
+      still,
+    ]);
   } finally {
     clearTimeout(timer);
   }
@@ -123,7 +129,11 @@ describe("through the stack", () => {
     const custom = (input: string | URL | Request, init?: RequestInit) => {
       const own = init ?? {};
       // what a copy of it (`{ ...init }`) or a deep equality sees: the enumerable members
-      seen.push(Reflect.ownKeys(own).filter((k) => Object.prototype.propertyIsEnumerable.call(own, k)).map(String));
+      seen.push(
+        Reflect.ownKeys(own)
+          .filter((k) => Object.prototype.propertyIsEnumerable.call(own, k))
+          .map(String),
+      );
       return fetch(input, init);
     };
     for (const fetchOption of [undefined, custom]) {
