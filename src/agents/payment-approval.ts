@@ -12,7 +12,7 @@
  * answered to the model as a tool message, when a tool's payment was refused), or is the `PaymentPolicyError`
  * itself with `onRefused: "error"`.
  */
-import type { AgentMiddleware } from "langchain";
+import type { AgentMiddleware, WrapModelCallHook, WrapToolCallHook } from "langchain";
 import { AIMessage, ToolMessage } from "@langchain/core/messages";
 import { interrupt } from "@langchain/langgraph";
 import { ConfigurationError, PaymentPolicyError } from "../http/errors.js";
@@ -59,7 +59,7 @@ export function paymentApprovalMiddleware(options: PaymentApprovalOptions = {}):
     name: "PaymentApprovalMiddleware",
     approve,
 
-    wrapModelCall: async (request: any, handler: (request: any) => Promise<any>) => {
+    wrapModelCall: (async (request, handler) => {
       try {
         return await withRunConfigurable("PaymentApprovalMiddleware.mark", { [MARK]: token }, () => handler(request));
       } catch (err) {
@@ -69,21 +69,21 @@ export function paymentApprovalMiddleware(options: PaymentApprovalOptions = {}):
           additional_kwargs: { payment_approval: { approved: false } },
         });
       }
-    },
+    }) satisfies WrapModelCallHook<undefined>,
 
-    wrapToolCall: async (request: any, handler: (request: any) => Promise<any>) => {
+    wrapToolCall: (async (request, handler) => {
       try {
         return await withRunConfigurable("PaymentApprovalMiddleware.mark", { [MARK]: token }, () => handler(request));
       } catch (err) {
         if (!ending || !refusedByApproval(err)) throw err;
         return new ToolMessage({
           content: `Not run: its payment was not approved; nothing was paid. Go on without ${request.toolCall.name}.`,
-          tool_call_id: request.toolCall.id,
+          tool_call_id: request.toolCall.id ?? "",
           name: request.toolCall.name,
           status: "error",
           additional_kwargs: { payment_approval: { approved: false } },
         });
       }
-    },
+    }) satisfies WrapToolCallHook<undefined>,
   } as unknown as PaymentApprovalMiddleware;
 }

@@ -21,7 +21,7 @@ const HIDDEN = ["langsmith:hidden"];
  * run's config, which is what core's `ensureConfig()` then reads there) with `patch` added to its `configurable`.
  * The result rides in a box: a lambda would invoke a returned Runnable or drain a returned iterable.
  */
-export async function withRunConfigurable<T>(name: string, patch: Record<string, unknown>, fn: () => Promise<T>): Promise<T> {
+export async function withRunConfigurable<T>(name: string, patch: Record<string, unknown>, fn: () => T | Promise<T>): Promise<T> {
   const config = ensureConfig();
   const run = RunnableLambda.from(async () => ({ value: await fn() }));
   const { value } = await run.invoke(undefined, {

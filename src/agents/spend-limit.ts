@@ -12,7 +12,7 @@
  * - `toolLimitsUsd`: a tool's own cap per run; a call that would pass it is answered by a tool message.
  * - State: `spend: { spentUsd, limitUsd, calls }` after each step.
  */
-import type { AgentMiddleware } from "langchain";
+import type { AgentMiddleware, WrapModelCallHook, WrapToolCallHook } from "langchain";
 import { AIMessage, ToolMessage, type BaseMessage } from "@langchain/core/messages";
 import { dispatchCustomEvent } from "@langchain/core/callbacks/dispatch/web";
 import { Command, interrupt } from "@langchain/langgraph";
@@ -225,7 +225,7 @@ export function spendLimitMiddleware(options: SpendLimitOptions): SpendLimitMidd
       return { spend, spendRun: { ...run, warned: true } };
     },
 
-    wrapModelCall: async (request: any, handler: (request: any) => Promise<any>) => {
+    wrapModelCall: (async (request, handler) => {
       const run: RunState | undefined = request.state?.spendRun;
       if (!run) return handler(request);
       let budget = budgetOf(run);
@@ -241,9 +241,9 @@ export function spendLimitMiddleware(options: SpendLimitOptions): SpendLimitMidd
           (m: BaseMessage) => ToolMessage.isInstance(m) && (m.additional_kwargs?.[SPEND_LIMIT_KEY] as { exhausted?: boolean })?.exhausted,
         );
       const lastAi = [...request.messages].reverse().find((m: BaseMessage) => AIMessage.isInstance(m));
-      const refusedNow = refused && request.messages.indexOf(refused) > request.messages.indexOf(lastAi);
+      const refusedNow = refused && request.messages.indexOf(refused) > (lastAi ? request.messages.indexOf(lastAi) : -1);
       const neededUsd = refusedNow
-        ? (refused.additional_kwargs[SPEND_LIMIT_KEY].neededUsd as number)
+        ? (refused.additional_kwargs[SPEND_LIMIT_KEY] as { neededUsd: number }).neededUsd
         : await modelCallWorstCaseUsd(request, budget, request.runtime?.signal);
       let raised = false;
       const stop = async (refusal: BudgetExceededError): Promise<AIMessage | undefined> => {
@@ -280,7 +280,7 @@ export function spendLimitMiddleware(options: SpendLimitOptions): SpendLimitMidd
       }
       if (!raised) return response;
       return new Command({ update: { spendRun: { ...run, limitUsd: budget.maxUsd } } });
-    },
+    }) satisfies WrapModelCallHook<typeof stateSchema>,
 
     afterModel: async (state: { messages: BaseMessage[]; spendRun?: RunState }) => {
       rethrow(state);
@@ -289,7 +289,7 @@ export function spendLimitMiddleware(options: SpendLimitOptions): SpendLimitMidd
     afterAgent: async (state: { messages: BaseMessage[]; spendRun?: RunState }) =>
       state.spendRun ? { spend: await figures(state, state.spendRun) } : undefined,
 
-    wrapToolCall: async (request: any, handler: (request: any) => Promise<any>) => {
+    wrapToolCall: (async (request, handler) => {
       const run: RunState | undefined = request.state?.spendRun;
       if (!run) return handler(request);
       const runBudget = budgetOf(run);
@@ -311,7 +311,7 @@ export function spendLimitMiddleware(options: SpendLimitOptions): SpendLimitMidd
         const refusal = (content: string, detail: Record<string, unknown>) =>
           new ToolMessage({
             content,
-            tool_call_id: request.toolCall.id,
+            tool_call_id: request.toolCall.id ?? "",
             name,
             status: "error",
             additional_kwargs: { [SPEND_LIMIT_KEY]: detail },
@@ -333,6 +333,6 @@ export function spendLimitMiddleware(options: SpendLimitOptions): SpendLimitMidd
           },
         );
       }
-    },
+    }) satisfies WrapToolCallHook<typeof stateSchema>,
   } as unknown as SpendLimitMiddleware;
 }

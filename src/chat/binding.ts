@@ -13,8 +13,15 @@ import type { InteropZodType } from "@langchain/core/utils/types";
 import type { SerializableSchema } from "@langchain/core/utils/standard_schema";
 import { ValidationError } from "../http/errors.js";
 import type { ServiceModelProfile } from "./profile.js";
-import { structuredOutput } from "./structured-output.js";
+import { structuredOutput, type SchemaRecord } from "./structured-output.js";
 import type { ChatServiceCallOptions } from "./types.js";
+
+/**
+ * Core's `streamEvents` is overloaded by `version` and `encoding` (and, on chat models, without a version); one
+ * override that serves them all is typed loosely, as core's own implementation is.
+ */
+// biome-ignore lint/suspicious/noExplicitAny: the one implementation of core's overloaded streamEvents
+type StreamEventsLoose = any;
 
 /** What the binding needs of the model it binds (`ChatService` is one): typed here, so the model file alone imports the other. */
 export interface BindableChatModel extends Runnable<BaseLanguageModelInput, AIMessageChunk, ChatServiceCallOptions> {
@@ -22,7 +29,7 @@ export interface BindableChatModel extends Runnable<BaseLanguageModelInput, AIMe
   loadProfile(options?: { signal?: AbortSignal }): Promise<ServiceModelProfile>;
   bindTools(tools: BindToolsInput[], kwargs?: Partial<ChatServiceCallOptions>): { readonly config: Partial<ChatServiceCallOptions> };
   /** without a `version`: the content-block stream (`ChatService#streamEvents`) */
-  streamEvents(input: BaseLanguageModelInput, options?: any): any;
+  streamEvents(input: BaseLanguageModelInput, options?: StreamEventsLoose): StreamEventsLoose;
 }
 
 export class ChatServiceBinding extends RunnableBinding<BaseLanguageModelInput, AIMessageChunk, ChatServiceCallOptions> {
@@ -39,7 +46,7 @@ export class ChatServiceBinding extends RunnableBinding<BaseLanguageModelInput, 
   }
 
   /** `streamEvents(input)` / `(input, options)` without `version`: the model's content-block stream. */
-  override streamEvents(input: BaseLanguageModelInput, options?: any, streamOptions?: any): any {
+  override streamEvents(input: BaseLanguageModelInput, options?: StreamEventsLoose, streamOptions?: StreamEventsLoose): StreamEventsLoose {
     if (options?.version !== undefined) return super.streamEvents(input, options, streamOptions);
     if (this.configFactories?.length) {
       throw new ValidationError("streamEvents() without a version is not supported on a binding with config factories");
@@ -52,21 +59,21 @@ export class ChatServiceBinding extends RunnableBinding<BaseLanguageModelInput, 
     return this.withConfig(this.bound.bindTools(tools, kwargs).config) as ChatServiceBinding;
   }
 
-  withStructuredOutput<RunOutput extends Record<string, any> = Record<string, any>>(
-    outputSchema: InteropZodType<RunOutput> | SerializableSchema<RunOutput> | Record<string, any>,
+  withStructuredOutput<RunOutput extends SchemaRecord = SchemaRecord>(
+    outputSchema: InteropZodType<RunOutput> | SerializableSchema<RunOutput> | SchemaRecord,
     config?: StructuredOutputMethodOptions<false>,
   ): Runnable<BaseLanguageModelInput, RunOutput>;
-  withStructuredOutput<RunOutput extends Record<string, any> = Record<string, any>>(
-    outputSchema: InteropZodType<RunOutput> | SerializableSchema<RunOutput> | Record<string, any>,
+  withStructuredOutput<RunOutput extends SchemaRecord = SchemaRecord>(
+    outputSchema: InteropZodType<RunOutput> | SerializableSchema<RunOutput> | SchemaRecord,
     config?: StructuredOutputMethodOptions<true>,
   ): Runnable<BaseLanguageModelInput, { raw: BaseMessage; parsed: RunOutput }>;
-  withStructuredOutput<RunOutput extends Record<string, any> = Record<string, any>>(
-    outputSchema: InteropZodType<RunOutput> | SerializableSchema<RunOutput> | Record<string, any>,
+  withStructuredOutput<RunOutput extends SchemaRecord = SchemaRecord>(
+    outputSchema: InteropZodType<RunOutput> | SerializableSchema<RunOutput> | SchemaRecord,
     config?: StructuredOutputMethodOptions<boolean>,
   ): Runnable<BaseLanguageModelInput, RunOutput> | Runnable<BaseLanguageModelInput, { raw: BaseMessage; parsed: RunOutput }>;
   /** Structured output from the configured model: the bound call options reach the request. */
-  withStructuredOutput<RunOutput extends Record<string, any> = Record<string, any>>(
-    outputSchema: InteropZodType<RunOutput> | SerializableSchema<RunOutput> | Record<string, any>,
+  withStructuredOutput<RunOutput extends SchemaRecord = SchemaRecord>(
+    outputSchema: InteropZodType<RunOutput> | SerializableSchema<RunOutput> | SchemaRecord,
     config?: StructuredOutputMethodOptions<boolean>,
   ): Runnable<BaseLanguageModelInput, RunOutput> | Runnable<BaseLanguageModelInput, { raw: BaseMessage; parsed: RunOutput }> {
     return structuredOutput(this, outputSchema, config) as never;

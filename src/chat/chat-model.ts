@@ -16,7 +16,7 @@ import { BaseChatModel, type BindToolsInput, type LangSmithParams } from "@langc
 import { isOpenAITool, type BaseLanguageModelInput, type StructuredOutputMethodOptions } from "@langchain/core/language_models/base";
 import type { ChatModelStreamEvent } from "@langchain/core/language_models/event";
 import type { AIMessageChunk, BaseMessage } from "@langchain/core/messages";
-import type { ChatGenerationChunk, ChatResult } from "@langchain/core/outputs";
+import type { ChatGenerationChunk, ChatResult, LLMResult } from "@langchain/core/outputs";
 import type { CallbackManagerForLLMRun } from "@langchain/core/callbacks/manager";
 import { convertToOpenAITool } from "@langchain/core/utils/function_calling";
 import type { Runnable } from "@langchain/core/runnables";
@@ -45,7 +45,7 @@ import { parseModelId } from "./model-id.js";
 import { toWireMessages } from "./convert.js";
 import { DEFAULT_STREAM_RETRIES, withTransientRetries, type StreamProgress } from "./stream-errors.js";
 import { withCharacterCheck } from "./character-check.js";
-import { structuredOutput } from "./structured-output.js";
+import { structuredOutput, type SchemaRecord } from "./structured-output.js";
 import {
   pickRequestFields,
   REQUEST_FIELD_NAMES,
@@ -340,7 +340,7 @@ export class ChatService extends BaseChatModel<ChatServiceCallOptions, AIMessage
   }
 
   /** Sums `tokenUsage` over the prompts of one `generate()` call (as `ChatOpenAI`), else `llmOutput` is empty. */
-  override _combineLLMOutput(...llmOutputs: Array<Record<string, any> | undefined>): Record<string, any> | undefined {
+  override _combineLLMOutput(...llmOutputs: LLMResult["llmOutput"][]): LLMResult["llmOutput"] {
     let tokenUsage: { promptTokens: number; completionTokens: number; totalTokens: number } | undefined;
     for (const output of llmOutputs) {
       const usage = output?.tokenUsage;
@@ -567,24 +567,24 @@ export class ChatService extends BaseChatModel<ChatServiceCallOptions, AIMessage
     yield* chatModelEvents(this.#streamPieces(messages, options, runManager));
   }
 
-  override withStructuredOutput<RunOutput extends Record<string, any> = Record<string, any>>(
-    outputSchema: InteropZodType<RunOutput> | SerializableSchema<RunOutput> | Record<string, any>,
+  override withStructuredOutput<RunOutput extends SchemaRecord = SchemaRecord>(
+    outputSchema: InteropZodType<RunOutput> | SerializableSchema<RunOutput> | SchemaRecord,
     config?: StructuredOutputMethodOptions<false>,
   ): Runnable<BaseLanguageModelInput, RunOutput>;
-  override withStructuredOutput<RunOutput extends Record<string, any> = Record<string, any>>(
-    outputSchema: InteropZodType<RunOutput> | SerializableSchema<RunOutput> | Record<string, any>,
+  override withStructuredOutput<RunOutput extends SchemaRecord = SchemaRecord>(
+    outputSchema: InteropZodType<RunOutput> | SerializableSchema<RunOutput> | SchemaRecord,
     config?: StructuredOutputMethodOptions<true>,
   ): Runnable<BaseLanguageModelInput, { raw: BaseMessage; parsed: RunOutput }>;
-  override withStructuredOutput<RunOutput extends Record<string, any> = Record<string, any>>(
-    outputSchema: InteropZodType<RunOutput> | SerializableSchema<RunOutput> | Record<string, any>,
+  override withStructuredOutput<RunOutput extends SchemaRecord = SchemaRecord>(
+    outputSchema: InteropZodType<RunOutput> | SerializableSchema<RunOutput> | SchemaRecord,
     config?: StructuredOutputMethodOptions<boolean>,
   ): Runnable<BaseLanguageModelInput, RunOutput> | Runnable<BaseLanguageModelInput, { raw: BaseMessage; parsed: RunOutput }>;
   /**
    * Structured output by `json_schema` response format, a forced function call, or `jsonMode`; without a `method`,
    * the one the profile allows (./structured-output.ts).
    */
-  override withStructuredOutput<RunOutput extends Record<string, any> = Record<string, any>>(
-    outputSchema: InteropZodType<RunOutput> | SerializableSchema<RunOutput> | Record<string, any>,
+  override withStructuredOutput<RunOutput extends SchemaRecord = SchemaRecord>(
+    outputSchema: InteropZodType<RunOutput> | SerializableSchema<RunOutput> | SchemaRecord,
     config?: StructuredOutputMethodOptions<boolean>,
   ): Runnable<BaseLanguageModelInput, RunOutput> | Runnable<BaseLanguageModelInput, { raw: BaseMessage; parsed: RunOutput }> {
     return structuredOutput(this, outputSchema, config) as never;

@@ -233,7 +233,14 @@ export function toWireMessages(messages: readonly BaseMessage[], model?: string)
 function withUrlFileParts(message: BaseMessage): BaseMessage {
   if (message.getType() !== "human" || !Array.isArray(message.content)) return message;
   let changed = false;
-  const content = (message.content as Array<Record<string, any>>).map((block) => {
+  type Block = {
+    type?: unknown;
+    url?: unknown;
+    source_type?: unknown;
+    filename?: unknown;
+    metadata?: { filename?: unknown; name?: unknown };
+  };
+  const content = (message.content as Block[]).map((block) => {
     const isUrlFile =
       block?.type === "file" &&
       typeof block.url === "string" &&

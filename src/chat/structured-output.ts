@@ -38,6 +38,13 @@ export interface ConfigurableChatModel {
   loadProfile(options?: { signal?: AbortSignal }): Promise<ServiceModelProfile>;
 }
 
+/**
+ * The record type core's `withStructuredOutput` (and `assembleStructuredOutputPipeline`) is declared over: an
+ * override has to take the same type to match it, and a JSON schema given as a plain object is read by key.
+ */
+// biome-ignore lint/suspicious/noExplicitAny: core's declarations use SchemaRecord; ours must match them
+export type SchemaRecord = Record<string, any>;
+
 export type StructuredOutputMethod = "jsonSchema" | "functionCalling" | "jsonMode";
 
 /** The method a profile allows: `jsonSchema` unless the model is known to lack it, then `functionCalling`, then `jsonMode`. */
@@ -74,9 +81,9 @@ function withInstruction(input: BaseLanguageModelInput, instruction: string): Ba
  * Structured output on a model or a configured model: by the given `method`, else by the one its profile allows
  * (read first when not known yet).
  */
-export function structuredOutput<RunOutput extends Record<string, any>>(
+export function structuredOutput<RunOutput extends SchemaRecord>(
   base: ConfigurableChatModel,
-  outputSchema: InteropZodType<RunOutput> | SerializableSchema<RunOutput> | Record<string, any>,
+  outputSchema: InteropZodType<RunOutput> | SerializableSchema<RunOutput> | SchemaRecord,
   config?: StructuredOutputMethodOptions<boolean>,
 ): Runnable<BaseLanguageModelInput, unknown> {
   const method = config?.method;
@@ -98,30 +105,30 @@ export function structuredOutput<RunOutput extends Record<string, any>>(
   }).withConfig({ runName: "StructuredOutput" }) as Runnable<BaseLanguageModelInput, unknown>;
 }
 
-function buildStructuredOutput<RunOutput extends Record<string, any>>(
+function buildStructuredOutput<RunOutput extends SchemaRecord>(
   base: ConfigurableChatModel,
-  outputSchema: InteropZodType<RunOutput> | SerializableSchema<RunOutput> | Record<string, any>,
+  outputSchema: InteropZodType<RunOutput> | SerializableSchema<RunOutput> | SchemaRecord,
   config: StructuredOutputMethodOptions<boolean> & { method: StructuredOutputMethod },
 ): Runnable<BaseLanguageModelInput, unknown> {
-  const schema = outputSchema as Record<string, any>;
+  const schema = outputSchema as SchemaRecord;
   const includeRaw = config.includeRaw ?? false;
   const method = config.method;
   const isTyped = isInteropZodSchema(schema) || isSerializableSchema(schema);
-  const asJsonSchema = (isTyped ? toJsonSchema(schema as never) : schema) as Record<string, any>;
+  const asJsonSchema = (isTyped ? toJsonSchema(schema as never) : schema) as SchemaRecord;
   // for tracing (handleChatModelStart's options, LangSmith), never sent: the method as named here, the JSON schema
   const traced = (jsonSchema: unknown) => ({ ls_structured_output_format: { kwargs: { method }, schema: jsonSchema } });
   let llm: Runnable<BaseLanguageModelInput, AIMessageChunk>;
-  let parser: Runnable<any, RunOutput>;
+  let parser: Runnable<BaseMessage, RunOutput>;
   if (method === "jsonMode" && (base.profile.responseFormat === false || base.profile.structuredOutput === false)) {
     // no response format for this model: the schema goes in the prompt
     const instruction = schemaInstruction(asJsonSchema);
     llm = RunnableLambda.from((input: BaseLanguageModelInput) => withInstruction(input, instruction))
       .withConfig({ runName: "JsonSchemaInPrompt" })
       .pipe(base.withConfig({ outputVersion: "v0", ...traced(asJsonSchema) }));
-    parser = createContentParser(schema) as Runnable<any, RunOutput>;
+    parser = createContentParser(schema) as Runnable<BaseMessage, RunOutput>;
   } else if (method === "jsonMode") {
     llm = base.withConfig({ outputVersion: "v0", response_format: { type: "json_object" }, ...traced(asJsonSchema) });
-    parser = createContentParser(schema) as Runnable<any, RunOutput>;
+    parser = createContentParser(schema) as Runnable<BaseMessage, RunOutput>;
   } else if (method === "jsonSchema") {
     const name: string = config?.name ?? (asJsonSchema.title as string | undefined) ?? "extract";
     const description = getSchemaDescription(schema as never) ?? (asJsonSchema.description as string | undefined);
@@ -138,7 +145,7 @@ function buildStructuredOutput<RunOutput extends Record<string, any>>(
       },
       ...traced(asJsonSchema),
     });
-    parser = (isTyped ? createContentParser(schema) : new JsonOutputParser()) as Runnable<any, RunOutput>;
+    parser = (isTyped ? createContentParser(schema) : new JsonOutputParser()) as Runnable<BaseMessage, RunOutput>;
   } else {
     let name: string = config?.name ?? "extract";
     let fn: Record<string, unknown>;
@@ -156,7 +163,7 @@ function buildStructuredOutput<RunOutput extends Record<string, any>>(
       ...(config?.strict !== undefined ? { strict: config.strict } : {}),
       ...traced(fn.parameters),
     });
-    parser = createFunctionCallingParser(schema, name) as unknown as Runnable<any, RunOutput>;
+    parser = createFunctionCallingParser(schema, name) as unknown as Runnable<BaseMessage, RunOutput>;
   }
   return assembleStructuredOutputPipeline(llm, parser, includeRaw) as never;
 }

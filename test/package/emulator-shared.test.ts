@@ -73,6 +73,7 @@ describe("the emulator shares the client's wire tables, it keeps no copy", () =>
 
   for (const names of SHARED) {
     it(`${names.join(" + ")}: no emulator source quotes its values`, () => {
+      // biome-ignore lint/performance/noDynamicNamespaceImportAccess: a test reads the entry's exports by name on purpose
       const values = names.flatMap((name) => valuesOf(client[name]));
       expect(values.length).toBeGreaterThan(0);
       const copies = files.filter((f) => holdsCopy(f.text, values)).map((f) => f.path);
