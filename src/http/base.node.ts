@@ -125,12 +125,15 @@ async function send(url: string, init: ServiceRequestInit, body: Body): Promise<
   try {
     const headers = headersFrom(answer.headers);
     const coding = answer.headers["content-encoding"];
-    const guard = (init as { [BODY_GUARD]?: BodyGuardOptions })[BODY_GUARD];
+    const offered = (init as { [BODY_GUARD]?: BodyGuardOptions })[BODY_GUARD];
+    // an encoded body is decoded by a stream of its own, which the layer's guard then wraps
+    const guard = !empty && coding === undefined && status >= 200 ? offered : undefined;
     let body: ReadableStream<Uint8Array> | null;
     if (empty) body = null;
-    else if (guard && coding === undefined && status >= 200) {
+    else if (guard) {
       // the stack's bounds read undici's body itself: one stream per answer, not undici's web stream and the
-      // guard's around it (a tenth of a loopback `invoke` on Node 20, where each stream and Response costs ~20 us)
+      // guard's around it (a tenth of a loopback `invoke` on Node 20, where each stream and Response costs ~20 us);
+      // its chunks are undici's Buffers, as they came off the socket
       const chunks = answer.body;
       body = guardedStream(
         status,
@@ -152,7 +155,7 @@ async function send(url: string, init: ServiceRequestInit, body: Body): Promise<
       if (typeof coding === "string") body = decoded(body, coding);
     }
     response = new Response(body, { status, statusText: answer.statusText ?? "", headers });
-    if (body && guard && coding === undefined && status >= 200) markGuarded(response);
+    if (guard) markGuarded(response);
   } catch (err) {
     answer.body.destroy();
     throw new TypeError("fetch failed", { cause: err });
