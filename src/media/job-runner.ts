@@ -111,13 +111,9 @@ function answerLost(err: unknown): boolean {
   return err instanceof NetworkError || err instanceof TimeoutError || err instanceof ResponseFormatError || err instanceof ServerError;
 }
 
-/**
- * The quote against the caller's limit and the wallet's payment policy (before anything is queued). A wallet whose
- * credit is short of the quote is topped up first, within its caps: the live service answers a queue over the
- * wallet's credit (but above its $0.10 floor) with a plain 402 that no automatic top-up follows.
- */
-async function checkQuote(client: ServiceApi, kind: JobKind, model: string, quoteUsd: number, options: RunJobOptions): Promise<void> {
-  const refuse = (rule: "maxQuoteUsd" | "maxPerTopUp" | "maxPerPeriod", limitUsd: number, why: string) =>
+/** The error refusing a job's quote under one of the caller's rules (nothing was queued). */
+function quoteRefusal(kind: JobKind, model: string, quoteUsd: number) {
+  return (rule: "maxQuoteUsd" | "maxPerTopUp" | "maxPerPeriod", limitUsd: number, why: string) =>
     new QuoteRefusedError(`the ${kind} job costs $${quoteUsd} (quote), ${why}: nothing was queued`, {
       rule,
       kind,
@@ -125,6 +121,15 @@ async function checkQuote(client: ServiceApi, kind: JobKind, model: string, quot
       quoteUsd,
       limitUsd,
     });
+}
+
+/**
+ * The quote against the caller's limit and the wallet's payment policy (before anything is queued). A wallet whose
+ * credit is short of the quote is topped up first, within its caps: the live service answers a queue over the
+ * wallet's credit (but above its $0.10 floor) with a plain 402 that no automatic top-up follows.
+ */
+async function checkQuote(client: ServiceApi, kind: JobKind, model: string, quoteUsd: number, options: RunJobOptions): Promise<void> {
+  const refuse = quoteRefusal(kind, model, quoteUsd);
   if (options.maxQuoteUsd !== undefined && quoteUsd > options.maxQuoteUsd)
     throw refuse("maxQuoteUsd", options.maxQuoteUsd, `over the limit of $${options.maxQuoteUsd} per job`);
   // The spend budgets in play (the stack's, the run's) must fit the quote before any top-up for it: each holds
@@ -141,14 +146,7 @@ async function checkQuote(client: ServiceApi, kind: JobKind, model: string, quot
  * cannot be read. True when a top-up was made.
  */
 async function topUpForQuote(client: ServiceApi, kind: JobKind, model: string, quoteUsd: number): Promise<boolean> {
-  const refuse = (rule: "maxPerTopUp" | "maxPerPeriod", limitUsd: number, why: string) =>
-    new QuoteRefusedError(`the ${kind} job costs $${quoteUsd} (quote), ${why}: nothing was queued`, {
-      rule,
-      kind,
-      model,
-      quoteUsd,
-      limitUsd,
-    });
+  const refuse = quoteRefusal(kind, model, quoteUsd);
   const controller = await client.fetch.paymentController();
   if (!controller || !client.wallet) return false;
   const balance = await controller.currentBalanceUsd();
