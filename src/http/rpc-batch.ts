@@ -137,8 +137,12 @@ export class RpcBatcher {
       if (this.#open.get(key) === batch) this.#open.delete(key);
       entries = batch.entries.filter((e) => !e.settled);
       controller.signal.throwIfAborted();
-      // a batch of one is the call as it was made
-      if (entries.length === 1) return { ...entries[0]!.init, signal: controller.signal };
+      // A batch of one is the call as it was made. Its body is read after the caller has its answer (and its abort
+      // is no longer watched here), so the caller's own signal must reach the body's read below, with the batch's.
+      if (entries.length === 1) {
+        const own = entries[0]!.init.signal;
+        return { ...entries[0]!.init, signal: own ? AbortSignal.any([own, controller.signal]) : controller.signal };
+      }
       const wire = entries.map((e, i) => ({ ...e.request, jsonrpc: "2.0", id: i + 1 }));
       return { ...entries[0]!.init, body: JSON.stringify(wire), signal: controller.signal };
     };

@@ -7,7 +7,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import type { ServerResponse } from "node:http";
 import { ChatService } from "../../src/chat/index.js";
 import { createServiceFetch, ServiceClient } from "../../src/index.js";
-import { CryptoRpcTool, NativeBalanceTool } from "../../src/crypto-rpc/index.js";
+import { CryptoRpcTool, LatestBlockTool, NativeBalanceTool } from "../../src/crypto-rpc/index.js";
 import {
   AbortError,
   ConfigurationError,
@@ -215,6 +215,27 @@ describe("crypto tools pass the run's signal", () => {
     const { rpc } = tools();
     const err = await rejection(rpc.invoke({ network: "base-mainnet", method: "eth_blockNumber" }, { signal: AbortSignal.timeout(300) }));
     expect(err).toBeInstanceOf(TimeoutError);
+  });
+
+  // Issue 35: the tool's call goes to the stack's RPC batcher, which hands the caller its answer once the headers
+  // are in and stops watching the caller's signal; the body was then read under the batch's signal alone.
+  it.each([
+    ["latest_block", () => new LatestBlockTool({ client: client() }).invoke({ network: "base-mainnet" }, { signal: AbortSignal.timeout(300) })],
+    [
+      "crypto_rpc",
+      () => tools().rpc.invoke({ network: "base-mainnet", method: "eth_blockNumber" }, { signal: AbortSignal.timeout(300) }),
+    ],
+    [
+      "client.cryptoRpc",
+      () => client().cryptoRpc("base-mainnet", { method: "eth_blockNumber" }, { signal: AbortSignal.timeout(300) }),
+    ],
+  ])("%s: a body that stalls after the headers ends at the run's AbortSignal.timeout", { timeout: BOUND }, async (_name, call) => {
+    fx.script = (req, res) =>
+      req.url.endsWith("/networks") ? json(res, NETWORKS) : stallAfter(res, "application/json", '{"jsonrpc": "2.0", "id": 1, "result": {');
+    const started = Date.now();
+    const err = await rejection(call());
+    expect(err).toBeInstanceOf(TimeoutError);
+    expect(Date.now() - started).toBeLessThan(300 + 500);
   });
 
   it("a stalled network list ends at the run's abort with AbortError", { timeout: BOUND }, async () => {
