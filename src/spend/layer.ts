@@ -148,7 +148,12 @@ function settle(
 ): void {
   let cost: number | undefined;
   let source: ChargeRecord["source"];
-  if (reading.costUsd !== undefined) {
+  if (reading.failedInBand) {
+    // the service charges nothing for a stream that failed in band (never charged, or refunded): neither does the
+    // log, and the budget gets the hold back (before this, a record of unknown cost the ledger never had)
+    cost = 0;
+    source = "failed";
+  } else if (reading.costUsd !== undefined) {
     cost = reading.costUsd + (reading.costDiem ?? 0);
     source = "reported";
   } else if (complete && (cost = pricedUsd(shape, record, { promptTokens: reading.tokens?.input })) !== undefined) {
@@ -170,7 +175,7 @@ function settle(
     kind: shape.kind,
     model: reading.model ?? shape.model,
     costUsd: source === "reported" ? reading.costUsd : cost,
-    costDiem: source === "reported" ? reading.costDiem : undefined,
+    costDiem: source === "reported" ? reading.costDiem : source === "failed" ? 0 : undefined,
     source,
     tokens: reading.tokens,
     rpcCredits: reading.rpcCredits,

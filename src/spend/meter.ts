@@ -15,6 +15,11 @@ export interface MeterReading {
   rpcCredits?: number;
   /** `Idempotent-Replayed: true`: the answer repeats the original's cost headers, but the replay is not billed */
   replayed?: boolean;
+  /**
+   * The stream ended in an in-band error event (`data: {"error": …}`): the service charges nothing for it, as it
+   * was never charged (an error before content) or is refunded (after content)
+   */
+  failedInBand?: boolean;
 }
 
 export interface MeterHeaders {
@@ -28,6 +33,7 @@ const num = (v: unknown): number | undefined => (typeof v === "number" && Number
 function readCompletion(into: MeterReading, value: unknown): void {
   if (!value || typeof value !== "object") return;
   const v = value as Record<string, unknown>;
+  if (v.error && typeof v.error === "object") into.failedInBand = true;
   if (typeof v.id === "string") into.requestId ??= v.id;
   if (typeof v.model === "string") into.model ??= v.model;
   const usage = v.usage as Record<string, unknown> | undefined | null;
@@ -166,7 +172,8 @@ function meteredStream(
     for (const line of lines) {
       if (!line.startsWith("data:")) continue;
       const needsId = reading.requestId === undefined || reading.model === undefined;
-      if (!needsId && !line.includes('"usage"') && !line.includes('"cost"')) continue;
+      // an in-band error's `"error"` key (inside a JSON string a quote is escaped: content never matches)
+      if (!needsId && !line.includes('"usage"') && !line.includes('"cost"') && !line.includes('"error"')) continue;
       try {
         readCompletion(reading, JSON.parse(line.slice(5)));
       } catch {

@@ -31,11 +31,15 @@ export interface ChargeRecord {
   path: string;
   kind: MeteredKind;
   model?: string;
-  /** USD charged: what the answer reported (`reported`), priced from `/models` (`priced`), the budget's fee estimate (`estimated`), or not known (`unknown`: a cut-off answer) */
+  /**
+   * USD charged: what the answer reported (`reported`), priced from `/models` (`priced`), the budget's fee estimate
+   * (`estimated`), nothing for a stream that ended in an in-band error (`failed`: 0, the service never charges or
+   * refunds it), or not known (`unknown`: a cut-off answer)
+   */
   costUsd?: number;
   /** the staking-token part of a reported cost */
   costDiem?: number;
-  source: "reported" | "priced" | "estimated" | "unknown";
+  source: "reported" | "priced" | "estimated" | "failed" | "unknown";
   tokens?: { input?: number; output?: number; cached?: number; reasoning?: number };
   rpcCredits?: number;
   /** an idempotent replay of a crypto RPC call: not billed (cost and credits 0; the original's record has them) */

@@ -125,6 +125,40 @@ describe("SpendLog: receipts that reconcile", () => {
     expect(report.ok).toBe(false);
   });
 
+  // Issue 35: under in-band stream errors the log booked charges the ledger never made (`missingFromLedger`, source
+  // "unknown"): a stream that fails in band before any content is never charged, and one that fails after content
+  // is refunded. Which streams of a concurrent schedule drew the fault was the race; the record was wrong each time.
+  it.each([
+    ["before any content (never charged: the model retries it)", false],
+    ["after content (charged, then refunded)", true],
+  ])("a stream that fails in band %s is a charge of 0 that reconciles", async (_what, afterContent) => {
+    const log = new SpendLog();
+    const budget = new SpendBudget({ maxUsd: 1, name: `in-band-${afterContent}` }); // a name is a budget's figures
+    const { client, model } = walletFaces(afterContent ? 6 : 5, { spendLog: log, budget });
+    await model.invoke("pays first"); // the top-up, out of the way of the fault
+    emu.setFaults({ streamErrors: { first: 1, code: "upstream_error", afterContent } });
+    try {
+      const drained = (async () => {
+        for await (const _ of await model.stream("a stream that fails")) {
+          /* read to the end */
+        }
+      })();
+      // before content the model retries and answers; after content the error reaches the caller
+      if (afterContent) await expect(drained).rejects.toThrow();
+      else await drained;
+    } finally {
+      emu.setFaults({});
+    }
+    const failed = log.charges.filter((c) => c.source === "failed");
+    expect(failed).toHaveLength(1);
+    expect(failed[0]).toMatchObject({ costUsd: 0, costDiem: 0, kind: "chat" });
+    expect(log.charges.filter((c) => c.source === "unknown")).toEqual([]);
+    const report = await log.reconcile(client);
+    expect(report).toMatchObject({ ok: true, missingFromLedger: [], amountMismatches: [], unseenCharges: [] });
+    // the budget was charged what the ledger shows, not the failed stream's worst case
+    expect(budget.spentUsd).toBeCloseTo(report.ledger.chargedUsd - report.ledger.refundedUsd, 9);
+  });
+
   it("a payment event reaching the log twice (face option and run callback) is one record", async () => {
     const log = new SpendLog();
     const { model } = walletFaces(4, { spendLog: log });
