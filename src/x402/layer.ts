@@ -32,6 +32,7 @@
  */
 import { ConfigurationError, PaymentFailedError } from "../http/errors.js";
 import { contextOf } from "../http/context.js";
+import { isOwnAbort, untilAborted } from "../http/until-aborted.js";
 import { fromRequest, readBody, type FetchLayer, type FetchLike, type ServiceRequestInit } from "../http/fetch-stack.js";
 import { currentBalanceUsd, minimumBalanceOf, notCurable } from "./balance.js";
 import { emitPaymentEvent, type PaymentEvent, type PaymentEventListener } from "./events.js";
@@ -247,12 +248,19 @@ export class X402PaymentController {
         // reads (GET /models, balances) are never refused for credit: they neither wait nor prove credit
         const method = (replayInit.method ?? "GET").toUpperCase();
         const creditBearing = method !== "GET" && method !== "HEAD";
+        // every wait here is on something the wallet's requests share: the caller's signal (its deadline with it)
+        // ends this request's wait, never the top-up or the gate itself
+        const signal = replayInit.signal;
         for (;;) {
           if (!creditBearing) break; // reads wait for nothing (the top-up itself reads the wallet's transactions)
-          if (s.inFlight) await s.inFlight.catch(() => undefined);
+          if (s.inFlight)
+            await untilAborted(
+              s.inFlight.catch(() => undefined),
+              signal,
+            );
           if (s.creditOk) break;
           if (s.gate) {
-            const outcome = await s.gate;
+            const outcome = await untilAborted(s.gate, signal);
             if (outcome) throw outcome;
             continue;
           }
@@ -292,7 +300,8 @@ export class X402PaymentController {
     let epochAtSend = s.epoch;
     // the fleet's top-up epoch as this request leaves: a 402 after it moved was drawn before another
     // process's top-up landed (retry, don't pay)
-    let seenEpoch: number | null = creditBearing ? await this.#flight.epochBeforeSend() : null;
+    const signal = replayInit.signal;
+    let seenEpoch: number | null = creditBearing ? await this.#flight.epochBeforeSend(signal) : null;
     const first = await next(url, replayInit);
     // a 402 that ended on another origin (after a redirect) is not the service's to ask for: handed back unpaid
     if (first.status === 402 && first.url && !this.#onServiceOrigin(first.url)) return first;
@@ -316,18 +325,25 @@ export class X402PaymentController {
       if (!paidHere) {
         try {
           // the 402's own requirements are not read: the top-up endpoint's are what gets signed
-          const result = await this.#flight.join(next, topUpUrl, {
-            listener: replayInit.service?.onPaymentEvent,
-            seenEpoch,
-            after402: body ?? {},
-            reason: `a 402 Payment Required answered ${replayInit.method ?? "GET"} ${new URL(url).pathname}: the wallet's credit ran out`,
-          });
+          // The top-up is the wallet's, not this request's: a caller that gives up (its signal, its deadline) stops
+          // waiting, and the top-up runs on to its end (bounded by topUpTimeoutMs); its outcome is the wallet's
+          // state, which the next request finds (credit, or a signed payment still pending: re-sent, never re-signed)
+          const result = await untilAborted(
+            this.#flight.join(next, topUpUrl, {
+              listener: replayInit.service?.onPaymentEvent,
+              seenEpoch,
+              after402: body ?? {},
+              reason: `a 402 Payment Required answered ${replayInit.method ?? "GET"} ${new URL(url).pathname}: the wallet's credit ran out`,
+            }),
+            signal,
+          );
           // undefined: another process's top-up landed while this request was out (or, the epoch unknown as it
           // left, may have: a re-send tells)
           paidHere = result !== undefined;
         } catch (err) {
-          // the held requests fail the same way instead of each drawing a 402
-          release?.(err instanceof Error ? err : new PaymentFailedError(String(err)));
+          // the held requests fail the same way instead of each drawing a 402; not with this caller's own abort:
+          // they wait on the top-up themselves (the finally of the layer lets them go)
+          if (!isOwnAbort(err, signal)) release?.(err instanceof Error ? err : new PaymentFailedError(String(err)));
           throw err;
         }
       }
@@ -335,7 +351,7 @@ export class X402PaymentController {
       // epoch unknown as this request left): they wait for the retry's answer instead of drawing 402s with it
       if (paidHere || seenEpoch !== null) release?.();
       epochAtSend = s.epoch;
-      seenEpoch = await this.#flight.epochBeforeSend();
+      seenEpoch = await this.#flight.epochBeforeSend(signal);
       const retried = await next(url, replayInit);
       if (retried.status !== 402) {
         this.#served(retried, creditBearing);
@@ -347,12 +363,15 @@ export class X402PaymentController {
       if (paidHere || round >= 2) {
         const again = await readBody(retried);
         // the balance tells why, when it can: a linked account billed first, or credit that is there already
-        const why = await notCurable(
-          this.#ctx,
-          next,
-          topUpUrl.replace(/\/x402\/top-up$/, ""),
-          minimumBalanceOf(again.body),
-          Date.now() + (this.options.topUpTimeoutMs ?? 60_000),
+        const why = await untilAborted(
+          notCurable(
+            this.#ctx,
+            next,
+            topUpUrl.replace(/\/x402\/top-up$/, ""),
+            minimumBalanceOf(again.body),
+            Date.now() + (this.options.topUpTimeoutMs ?? 60_000),
+          ),
+          signal,
         );
         if (why) throw why;
         throw new PaymentFailedError("402 again right after a successful top-up: not paying twice", {

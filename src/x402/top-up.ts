@@ -20,6 +20,7 @@ import {
 } from "../http/errors.js";
 import { readBody, type FetchLike } from "../http/fetch-stack.js";
 import { decodeBase64Json } from "../http/headers.js";
+import { isOwnAbort, untilAborted } from "../http/until-aborted.js";
 import type { PaymentStore, PendingPaymentRecord } from "../store/types.js";
 import { minimumBalanceOf, notCurable } from "./balance.js";
 import type { PaymentEventListener } from "./events.js";
@@ -113,6 +114,8 @@ export class TopUpFlight {
         s.inFlightExplicit = false;
       }
     });
+    // its callers may stop waiting (their signals): its outcome is then the wallet's state, never an unhandled rejection
+    run.catch(() => undefined);
     s.inFlight = run;
     s.inFlightExplicit = ask.amountUsd !== undefined;
     return run;
@@ -138,7 +141,7 @@ export class TopUpFlight {
    * store that is down must not hold requests up: the read waits at most EPOCH_READ_MS, and after a failure
    * none is tried for EPOCH_BACKOFF_MS (a 402 then goes to the lease, which fails closed).
    */
-  async storeEpoch(): Promise<number | undefined> {
+  async storeEpoch(signal?: AbortSignal | null): Promise<number | undefined> {
     const store = this.#store;
     // the in-process store answers at once: no timer on every request for it
     if (store.processLocal === true) return (await store.topUpState(this.ctx.walletKey)).epoch;
@@ -146,8 +149,9 @@ export class TopUpFlight {
     let timer: ReturnType<typeof setTimeout> | undefined;
     try {
       const timeout = new Promise<undefined>((_, reject) => (timer = setTimeout(() => reject(new Error("slow")), EPOCH_READ_MS)));
-      return (this.#knownEpoch = (await Promise.race([store.topUpState(this.ctx.walletKey), timeout]))!.epoch);
-    } catch {
+      return (this.#knownEpoch = (await untilAborted(Promise.race([store.topUpState(this.ctx.walletKey), timeout]), signal))!.epoch);
+    } catch (err) {
+      if (isOwnAbort(err, signal)) throw err; // the caller gave up: not the store's failure
       this.#epochFailedAt = Date.now();
       return undefined;
     } finally {
@@ -160,8 +164,8 @@ export class TopUpFlight {
    * last one it answered (older is safe: a 402 is then retried once more, never paid twice); null when none is
    * known (the 402 is retried before anything is paid, see #takeLease).
    */
-  async epochBeforeSend(): Promise<number | null> {
-    return (await this.storeEpoch()) ?? this.#knownEpoch ?? null;
+  async epochBeforeSend(signal?: AbortSignal | null): Promise<number | null> {
+    return (await this.storeEpoch(signal)) ?? this.#knownEpoch ?? null;
   }
 
   /**

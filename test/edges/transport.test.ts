@@ -220,15 +220,12 @@ describe("crypto tools pass the run's signal", () => {
   // Issue 35: the tool's call goes to the stack's RPC batcher, which hands the caller its answer once the headers
   // are in and stops watching the caller's signal; the body was then read under the batch's signal alone.
   it.each([
-    ["latest_block", () => new LatestBlockTool({ client: client() }).invoke({ network: "base-mainnet" }, { signal: AbortSignal.timeout(300) })],
     [
-      "crypto_rpc",
-      () => tools().rpc.invoke({ network: "base-mainnet", method: "eth_blockNumber" }, { signal: AbortSignal.timeout(300) }),
+      "latest_block",
+      () => new LatestBlockTool({ client: client() }).invoke({ network: "base-mainnet" }, { signal: AbortSignal.timeout(300) }),
     ],
-    [
-      "client.cryptoRpc",
-      () => client().cryptoRpc("base-mainnet", { method: "eth_blockNumber" }, { signal: AbortSignal.timeout(300) }),
-    ],
+    ["crypto_rpc", () => tools().rpc.invoke({ network: "base-mainnet", method: "eth_blockNumber" }, { signal: AbortSignal.timeout(300) })],
+    ["client.cryptoRpc", () => client().cryptoRpc("base-mainnet", { method: "eth_blockNumber" }, { signal: AbortSignal.timeout(300) })],
   ])("%s: a body that stalls after the headers ends at the run's AbortSignal.timeout", { timeout: BOUND }, async (_name, call) => {
     fx.script = (req, res) =>
       req.url.endsWith("/networks") ? json(res, NETWORKS) : stallAfter(res, "application/json", '{"jsonrpc": "2.0", "id": 1, "result": {');
