@@ -32,7 +32,7 @@
  */
 import { ConfigurationError, PaymentFailedError } from "../http/errors.js";
 import { contextOf } from "../http/context.js";
-import { isOwnAbort, untilAborted } from "../http/until-aborted.js";
+import { awaitShared, isOwnAbort } from "../http/shared-wait.js";
 import { fromRequest, readBody, type FetchLayer, type FetchLike, type ServiceRequestInit } from "../http/fetch-stack.js";
 import { currentBalanceUsd, minimumBalanceOf, notCurable } from "./balance.js";
 import { emitPaymentEvent, type PaymentEvent, type PaymentEventListener } from "./events.js";
@@ -216,10 +216,16 @@ export class X402PaymentController {
   }
 
   /** Like `topUp` but an explicit top-up waits for one in flight instead of joining it. */
-  explicitTopUp(send: FetchLike, topUpUrl: string, amountUsd: number, listener?: PaymentEventListener): Promise<TopUpResult> {
+  explicitTopUp(
+    send: FetchLike,
+    topUpUrl: string,
+    amountUsd: number,
+    listener?: PaymentEventListener,
+    signal?: AbortSignal,
+  ): Promise<TopUpResult> {
     if (!this.#onServiceOrigin(topUpUrl))
       return Promise.reject(new ConfigurationError("topUp: the top-up URL is not on the service's origin"));
-    return this.#flight.explicit(send, topUpUrl, amountUsd, listener);
+    return this.#flight.explicit(send, topUpUrl, amountUsd, listener, signal);
   }
 
   /** The store's top-up epoch of the wallet; undefined when it cannot be read (see TopUpFlight.storeEpoch). */
@@ -254,13 +260,13 @@ export class X402PaymentController {
         for (;;) {
           if (!creditBearing) break; // reads wait for nothing (the top-up itself reads the wallet's transactions)
           if (s.inFlight)
-            await untilAborted(
+            await awaitShared(
               s.inFlight.catch(() => undefined),
               signal,
             );
           if (s.creditOk) break;
           if (s.gate) {
-            const outcome = await untilAborted(s.gate, signal);
+            const outcome = await awaitShared(s.gate, signal);
             if (outcome) throw outcome;
             continue;
           }
@@ -297,11 +303,11 @@ export class X402PaymentController {
     creditBearing: boolean,
   ): Promise<Response> {
     const s = this.#state;
-    let epochAtSend = s.epoch;
+    const epochAtSend = s.epoch;
     // the fleet's top-up epoch as this request leaves: a 402 after it moved was drawn before another
     // process's top-up landed (retry, don't pay)
     const signal = replayInit.signal;
-    let seenEpoch: number | null = creditBearing ? await this.#flight.epochBeforeSend(signal) : null;
+    const seenEpoch: number | null = creditBearing ? await this.#flight.epochBeforeSend(signal) : null;
     const first = await next(url, replayInit);
     // a 402 that ended on another origin (after a redirect) is not the service's to ask for: handed back unpaid
     if (first.status === 402 && first.url && !this.#onServiceOrigin(first.url)) return first;
@@ -312,8 +318,31 @@ export class X402PaymentController {
     // out of credit: requests sent from now on wait for the top-up instead of drawing 402s too
     s.creditOk = false;
     s.balance.markStale();
-    release ??= s.gate ? undefined : openGate(s);
+    if (release) return this.#after402(next, url, replayInit, topUpUrl, release, first, epochAtSend, seenEpoch, creditBearing);
+    // A gate opened here is this request's to close on every way out (a 402 handed back, its body cut, the caller's
+    // abort): left open, every later request of the wallet would wait on it for good
+    const opened = s.gate ? undefined : openGate(s);
+    try {
+      return await this.#after402(next, url, replayInit, topUpUrl, opened, first, epochAtSend, seenEpoch, creditBearing);
+    } finally {
+      opened?.();
+    }
+  }
 
+  /** A 402 answered the request: pays (once, within the policy), or hands it back, then re-sends it. */
+  async #after402(
+    next: FetchLike,
+    url: string,
+    replayInit: ServiceRequestInit,
+    topUpUrl: string,
+    release: ((outcome?: Error) => void) | undefined,
+    first: Response,
+    epochAtSend: number,
+    seenEpoch: number | null,
+    creditBearing: boolean,
+  ): Promise<Response> {
+    const s = this.#state;
+    const signal = replayInit.signal;
     const { text, body } = await readBody(first);
     const handBack = () => new Response(text, { status: first.status, statusText: first.statusText, headers: first.headers });
     // variant 1: an API-key account without balance; the wallet cannot pay for that account
@@ -328,7 +357,7 @@ export class X402PaymentController {
           // The top-up is the wallet's, not this request's: a caller that gives up (its signal, its deadline) stops
           // waiting, and the top-up runs on to its end (bounded by topUpTimeoutMs); its outcome is the wallet's
           // state, which the next request finds (credit, or a signed payment still pending: re-sent, never re-signed)
-          const result = await untilAborted(
+          const result = await awaitShared(
             this.#flight.join(next, topUpUrl, {
               listener: replayInit.service?.onPaymentEvent,
               seenEpoch,
@@ -342,8 +371,8 @@ export class X402PaymentController {
           paidHere = result !== undefined;
         } catch (err) {
           // the held requests fail the same way instead of each drawing a 402; not with this caller's own abort:
-          // they wait on the top-up themselves (the finally of the layer lets them go)
-          if (!isOwnAbort(err, signal)) release?.(err instanceof Error ? err : new PaymentFailedError(String(err)));
+          // they go on and wait on the top-up themselves
+          release?.(isOwnAbort(err, signal) ? undefined : err instanceof Error ? err : new PaymentFailedError(String(err)));
           throw err;
         }
       }
@@ -363,7 +392,7 @@ export class X402PaymentController {
       if (paidHere || round >= 2) {
         const again = await readBody(retried);
         // the balance tells why, when it can: a linked account billed first, or credit that is there already
-        const why = await untilAborted(
+        const why = await awaitShared(
           notCurable(
             this.#ctx,
             next,
