@@ -8,6 +8,7 @@ import { TimeoutError } from "../http/errors.js";
 import type { FetchLike, ServiceRequestInit } from "../http/fetch-stack.js";
 import { sendFollowingSafely } from "../http/redirects.js";
 import { contextOf } from "../http/context.js";
+import { awaitShared } from "../http/shared-wait.js";
 import { X402PaymentController, type X402PaymentOptions } from "./layer.js";
 import { createWalletAuth } from "./siwx.js";
 
@@ -28,7 +29,8 @@ export function withX402(fetchImpl: FetchLike | typeof globalThis.fetch, options
       // The service bills the wallet whenever a sign-in comes, even beside an API key: a caller's Authorization
       // would only travel along (a secret sent for nothing), so it is dropped from signed requests.
       headers.delete("authorization");
-      for (const [k, v] of Object.entries(await auth.headers(url, init))) headers.set(k, v);
+      // the signer may never answer: the caller's signal still ends the call
+      for (const [k, v] of Object.entries(await awaitShared(Promise.resolve(auth.headers(url, init)), rest.signal))) headers.set(k, v);
     }
     // the stack's per-request timeout hint, honoured here for plain fetch
     let signal = rest.signal ?? undefined;

@@ -17,6 +17,7 @@ import { clockWasOff, mayResignAfter401, staleSignIn401 } from "../retry-rules.j
 import { urlOf } from "../responses.js";
 import type { FetchLayer, ServiceRequestInit } from "../types.js";
 import { withResign } from "./redirects.js";
+import { awaitShared } from "../shared-wait.js";
 
 /** Supplies the credential headers of one attempt (an API key, or a freshly signed SIWX header). */
 export interface AuthProvider {
@@ -99,6 +100,18 @@ export function checkDefaultHeaders(headers: unknown): void {
   }
 }
 
+/**
+ * A sign-in's headers, waited for under the request's signal: a wallet's signer may never answer (a remote signer
+ * down, a browser wallet whose user walked away), and the call must still end at its caller's abort or deadline.
+ * An API key's headers come synchronously: no promise for them.
+ */
+function signed(
+  headers: Promise<Record<string, string>> | Record<string, string>,
+  signal: AbortSignal | null | undefined,
+): Promise<Record<string, string>> | Record<string, string> {
+  return headers instanceof Promise ? awaitShared(headers, signal) : headers;
+}
+
 export function signIn(
   options: Pick<SignInLayerOptions, "defaultHeaders">,
   ctx: { auth: AuthProvider | undefined; origin: string; service: ServiceContext },
@@ -115,7 +128,7 @@ export function signIn(
       const signs = auth !== undefined && hints?.auth !== false && sameOrigin(url, origin);
       // the service-clock offset this attempt is signed with (read as the headers are made)
       const signedOffset = signs && auth.clockSensitive ? serviceClock.offset(origin) : undefined;
-      const authHeaders = signs ? await auth.headers(url, init) : undefined;
+      const authHeaders = signs ? await signed(auth.headers(url, init), init.signal) : undefined;
       let headers: Headers | undefined;
       if (authHeaders || defaultHeaders || init.headers) {
         headers = new Headers(init.headers);
@@ -148,7 +161,7 @@ export function signIn(
       }
       // once more, freshly signed (a new nonce) with the service's time
       const again = new Headers(headers);
-      const fresh = await auth!.headers(url, init);
+      const fresh = await signed(auth!.headers(url, init), init.signal);
       for (const k in fresh) again.set(k, fresh[k]!);
       const retried = await send(again);
       if (retried.status !== 401) return retried;
