@@ -226,11 +226,11 @@ export function createServiceFetch(options: FetchStackOptions = {}): ServiceFetc
       brand,
       headers: names,
       // the process's one /models cache (the chat model's profiles read the same records)
-      lookup: async (type, model) => {
+      lookup: async (type, model, signal) => {
         let records = recordsByType.get(type);
         if (!records) recordsByType.set(type, (records = modelRecordsFor(self!, type)));
         // a trait or a compatibility name is priced as the model it resolves to
-        return records.resolve(model);
+        return records.resolve(model, { signal: signal ?? undefined });
       },
     }),
     limitStore: sharedLimitStore(store),

@@ -21,6 +21,7 @@ import { pricedUsd, requestShape, worstCaseUsd, type RequestShape } from "./esti
 import type { ServiceModel } from "../models/records.js";
 import type { ChargeRecord, SpendLog } from "./log.js";
 import { meterResponse, type MeterHeaders, type MeterReading } from "./meter.js";
+import { isOwnAbort } from "../http/shared-wait.js";
 
 export interface SpendLayerOptions {
   /** the stack's own budget and log (a face's `budget` / `spendLog` options) */
@@ -30,8 +31,8 @@ export interface SpendLayerOptions {
   origin: string;
   brand: string;
   headers: MeterHeaders;
-  /** a model's `/models` record (type: the list it is in), or undefined */
-  lookup(type: string, model: string): Promise<ServiceModel | undefined>;
+  /** a model's `/models` record (type: the list it is in), or undefined; `signal` ends the caller's wait for it */
+  lookup(type: string, model: string, signal?: AbortSignal | null): Promise<ServiceModel | undefined>;
 }
 
 /** Errors that mean the request was never charged: an answer came back (its status says no), or it never left. */
@@ -98,7 +99,16 @@ async function metered(
   if (!shape) return next(input, init);
   // the model's prices: for the reservation, and for the cost of answers that do not tell it
   const needsRecord = shape.model !== undefined && shape.modelType !== undefined && (budgets.length > 0 || shape.kind !== "chat");
-  const record = needsRecord ? await o.lookup(shape.modelType!, shape.model!).catch(() => undefined) : undefined;
+  // the read is shared by every caller: this one's signal (its deadline with it) ends only its own wait, as an
+  // error (a stalled `/models` must not hold a call past its deadline; an unreadable one prices nothing)
+  let record: ServiceModel | undefined;
+  if (needsRecord) {
+    try {
+      record = await o.lookup(shape.modelType!, shape.model!, init?.signal);
+    } catch (err) {
+      if (isOwnAbort(err, init?.signal) || init?.signal?.aborted) throw err;
+    }
+  }
 
   const holds: BudgetReservation[] = [];
   try {
