@@ -4,7 +4,7 @@
  * with zod where the client relies on a field.
  */
 import { z } from "zod";
-import { ConfigurationError, ValidationError } from "./http/errors.js";
+import { ConfigurationError, TimeoutError, ValidationError } from "./http/errors.js";
 import { parseWith, serviceRequest, type RequestOptions, type ServiceApi, type ServiceResult } from "./api/request.js";
 import { createServiceFetch, sharedStackOf, type FetchStackOptions, type ServiceFetch } from "./stack.js";
 import { networkCacheFor, type NetworkCache } from "./crypto-rpc/networks.js";
@@ -301,12 +301,26 @@ export class ServiceClient implements ServiceApi {
     return this.fetch.wallet;
   }
 
-  /** Tops up the wallet's credit by `amountUsd` (≥ $5) within the payment policy; needs a wallet. */
-  async topUp(amountUsd: number): Promise<TopUpResult> {
+  /**
+   * Tops up the wallet's credit by `amountUsd` (≥ $5) within the payment policy; needs a wallet. `signal` ends the
+   * wait: before the payment is signed it cancels the top-up; a payment already signed is still delivered, and
+   * the next call finds its outcome.
+   */
+  async topUp(amountUsd: number, options: { signal?: AbortSignal } = {}): Promise<TopUpResult> {
     const controller = await this.fetch.paymentController();
     if (!controller) throw new ConfigurationError("topUp needs a client built with a `wallet`");
     const { topUp } = await import("./x402/client.js");
-    return topUp(this, amountUsd, { controller });
+    // the stack's deadline covers the whole top-up (the wait for one in flight, the requirements, the signing)
+    const total = this.fetch.limits.totalTimeout;
+    if (total === undefined) return topUp(this, amountUsd, { controller, signal: options.signal });
+    const deadline = new AbortController();
+    const timer = setTimeout(() => deadline.abort(new TimeoutError(`no complete answer within ${total} ms (totalTimeout)`)), total);
+    try {
+      const signal = options.signal ? AbortSignal.any([options.signal, deadline.signal]) : deadline.signal;
+      return await topUp(this, amountUsd, { controller, signal });
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   /** The wallet's top-ups and charges, newest first; needs a wallet (or pass `address` of the signed-in wallet). */

@@ -9,6 +9,7 @@
  * A job that fails after it was charged is a `JobFailedError` carrying the ledger's `REFUND` row; a cancelled run
  * is a `JobCancelledError` carrying the queue id (the service has no cancel: the job runs on, charged).
  */
+import { awaitShared } from "../http/shared-wait.js";
 import {
   NetworkError,
   ResponseFormatError,
@@ -137,7 +138,7 @@ async function checkQuote(client: ServiceApi, kind: JobKind, model: string, quot
   for (const budget of new Set([client.fetch.budget, ...(runSpend()?.budgets ?? [])])) {
     if (budget) await budget.check(quoteUsd, `the ${kind} job (${model})`);
   }
-  await topUpForQuote(client, kind, model, quoteUsd);
+  await topUpForQuote(client, kind, model, quoteUsd, options.signal);
 }
 
 /**
@@ -145,11 +146,11 @@ async function checkQuote(client: ServiceApi, kind: JobKind, model: string, quot
  * not allow it), by what is missing (at least the policy's amount). Nothing happens for a key, or when the credit
  * cannot be read. True when a top-up was made.
  */
-async function topUpForQuote(client: ServiceApi, kind: JobKind, model: string, quoteUsd: number): Promise<boolean> {
+async function topUpForQuote(client: ServiceApi, kind: JobKind, model: string, quoteUsd: number, signal?: AbortSignal): Promise<boolean> {
   const refuse = quoteRefusal(kind, model, quoteUsd);
   const controller = await client.fetch.paymentController();
   if (!controller || !client.wallet) return false;
-  const balance = await controller.currentBalanceUsd();
+  const balance = await awaitShared(controller.currentBalanceUsd(), signal);
   if (balance === undefined || quoteUsd <= balance) return false;
   const policy = controller.policy;
   const amount = Math.max(policy.amountUsd ?? 5, Math.ceil((quoteUsd - balance) * 100) / 100);
@@ -167,7 +168,7 @@ async function topUpForQuote(client: ServiceApi, kind: JobKind, model: string, q
       balance + room,
       `more than the wallet's credit ($${balance}) and what its policy may still top up this period ($${room}) can cover`,
     );
-  await controller.explicitTopUp(client.fetch, client.fetch.url("/x402/top-up"), amount);
+  await controller.explicitTopUp(client.fetch, client.fetch.url("/x402/top-up"), amount, undefined, signal);
   return true;
 }
 
@@ -246,7 +247,7 @@ export async function runJob(
       // plain 402 queued nothing, so top up within the policy, as for a quote known short, and queue once more
       if (err instanceof CreditBelowQuoteError && !toppedUpFor402) {
         toppedUpFor402 = true;
-        if (await guard(() => topUpForQuote(client, kind, model, quoteUsd))) continue;
+        if (await guard(() => topUpForQuote(client, kind, model, quoteUsd, signal))) continue;
       }
       if (!answerLost(err)) throw err;
       // the answer was lost: the job may exist (and be charged). Find it in the ledger; never queue again.

@@ -20,6 +20,11 @@ export interface TopUpOptions {
   onPayment?: (event: PaymentEvent) => void;
   /** other controller options (timeouts, Solana RPC) */
   payment?: Partial<X402PaymentOptions>;
+  /**
+   * ends the caller's wait: before the payment is signed it cancels the top-up (nothing paid); once signed, the
+   * payment is still delivered and its outcome recorded for the next call
+   */
+  signal?: AbortSignal;
 }
 
 function controllerFor(client: ServiceApi, opts: TopUpOptions): X402PaymentController {
@@ -42,7 +47,7 @@ function controllerFor(client: ServiceApi, opts: TopUpOptions): X402PaymentContr
  */
 export async function topUp(client: ServiceApi, amountUsd: number, opts: TopUpOptions = {}): Promise<TopUpResult> {
   const controller = controllerFor(client, opts);
-  return controller.explicitTopUp(client.fetch, client.fetch.url("/x402/top-up"), amountUsd);
+  return controller.explicitTopUp(client.fetch, client.fetch.url("/x402/top-up"), amountUsd, undefined, opts.signal);
 }
 
 const TransactionSchema = z

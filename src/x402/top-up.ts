@@ -12,15 +12,17 @@
  * reserves, the payment is signed, recorded in the store, and delivered (settlement.ts).
  */
 import {
+  AbortError,
   ConfigurationError,
   PaymentFailedError,
   PaymentPolicyError,
   PaymentsUnavailableError,
   StoreUnavailableError,
+  TimeoutError,
 } from "../http/errors.js";
 import { readBody, type FetchLike } from "../http/fetch-stack.js";
 import { decodeBase64Json } from "../http/headers.js";
-import { isOwnAbort, untilAborted } from "../http/until-aborted.js";
+import { awaitShared, isOwnAbort } from "../http/shared-wait.js";
 import type { PaymentStore, PendingPaymentRecord } from "../store/types.js";
 import { minimumBalanceOf, notCurable } from "./balance.js";
 import type { PaymentEventListener } from "./events.js";
@@ -59,6 +61,11 @@ export interface TopUpAsk {
   after402?: unknown;
   /** what asked for it, for the owner's `approve` (default: an explicit top-up, or a 402) */
   reason?: string;
+  /**
+   * an explicit top-up's caller's signal: until the payment is signed it cancels the top-up (nothing is paid); once
+   * signed, the payment is delivered to its end all the same (never abandoned), and only the caller stops waiting
+   */
+  signal?: AbortSignal;
 }
 
 /** Reads what a 402 offers: `accepts` from the body, else from the PAYMENT-REQUIRED header. */
@@ -103,6 +110,8 @@ export class TopUpFlight {
       if (ask.amountUsd === undefined && s.inFlightExplicit) {
         return s.inFlight.catch((err: unknown) => {
           if (err instanceof PaymentPolicyError && err.rule !== "dryRun") return this.join(send, topUpUrl, ask);
+          // the explicit top-up's caller gave up before it signed: this request's own top-up goes ahead
+          if (err instanceof AbortError || err instanceof TimeoutError) return this.join(send, topUpUrl, ask);
           throw err;
         });
       }
@@ -122,10 +131,21 @@ export class TopUpFlight {
   }
 
   /** An explicit top-up: waits for one in flight instead of joining it; never joins another process's. */
-  async explicit(send: FetchLike, topUpUrl: string, amountUsd: number, listener?: PaymentEventListener): Promise<TopUpResult> {
+  async explicit(
+    send: FetchLike,
+    topUpUrl: string,
+    amountUsd: number,
+    listener?: PaymentEventListener,
+    signal?: AbortSignal,
+  ): Promise<TopUpResult> {
     if (!(Number.isFinite(amountUsd) && amountUsd > 0)) throw new ConfigurationError("topUp: amountUsd must be a positive number");
-    while (this.ctx.state.inFlight) await this.ctx.state.inFlight.catch(() => undefined);
-    return this.once(send, topUpUrl, { amountUsd, listener });
+    while (this.ctx.state.inFlight)
+      await awaitShared(
+        this.ctx.state.inFlight.catch(() => undefined),
+        signal,
+      );
+    signal?.throwIfAborted();
+    return awaitShared(this.once(send, topUpUrl, { amountUsd, listener, signal }), signal);
   }
 
   /** One top-up that must pay (nothing to join across processes). */
@@ -149,7 +169,7 @@ export class TopUpFlight {
     let timer: ReturnType<typeof setTimeout> | undefined;
     try {
       const timeout = new Promise<undefined>((_, reject) => (timer = setTimeout(() => reject(new Error("slow")), EPOCH_READ_MS)));
-      return (this.#knownEpoch = (await untilAborted(Promise.race([store.topUpState(this.ctx.walletKey), timeout]), signal))!.epoch);
+      return (this.#knownEpoch = (await awaitShared(Promise.race([store.topUpState(this.ctx.walletKey), timeout]), signal))!.epoch);
     } catch (err) {
       if (isOwnAbort(err, signal)) throw err; // the caller gave up: not the store's failure
       this.#epochFailedAt = Date.now();
@@ -256,8 +276,9 @@ export class TopUpFlight {
     }
   }
 
-  async #fetchRequirements(send: FetchLike, topUpUrl: string): Promise<PaymentSource> {
+  async #fetchRequirements(send: FetchLike, topUpUrl: string, caller?: AbortSignal): Promise<PaymentSource> {
     const timeoutMs = this.ctx.options.topUpTimeoutMs ?? 60_000;
+    const timeout = AbortSignal.timeout(timeoutMs);
     // nothing is signed yet: a 5xx here is retried like any read, and the route's own 429 waited out
     const res = await sendWaitingOut429(
       send,
@@ -266,8 +287,9 @@ export class TopUpFlight {
         method: "POST",
         headers: { accept: "application/json", "content-type": "application/json" },
         body: "{}",
-        // bounded under a plain fetch too (`withX402`): the wallet's lease is held meanwhile
-        signal: AbortSignal.timeout(timeoutMs),
+        // bounded under a plain fetch too (`withX402`): the wallet's lease is held meanwhile; nothing is signed
+        // yet, so an explicit top-up's caller may cancel it here
+        signal: caller ? AbortSignal.any([timeout, caller]) : timeout,
         service: { throwOnError: false },
       },
       Date.now() + timeoutMs,
@@ -349,7 +371,7 @@ export class TopUpFlight {
       }
       if (ask.after402 !== undefined) await this.#checkCurable(send, topUpUrl, ask.after402, listener);
       // the top-up endpoint's own requirements, never the inference 402's (a hint at most)
-      const source = await this.#fetchRequirements(send, topUpUrl);
+      const source = await this.#fetchRequirements(send, topUpUrl, ask.signal);
       s.lastAccepts = { accepts: source.accepts ?? [], at: Date.now() };
       let authorization: Awaited<ReturnType<PaymentPolicy["authorize"]>>;
       try {
@@ -377,14 +399,22 @@ export class TopUpFlight {
       // processed" and a payment still settling are then told apart by one balance read (settlement.ts)
       const balanceBeforeUsd = currentBalanceOf(ask.after402) ?? (s.balance.fresh() ? s.balance.usd : undefined);
       let signed: SignedPayment;
+      // A signer that never answers (a remote signer down, a wallet whose user walked away) must not hold the
+      // wallet's top-up, and every request waiting on it, forever: signing is bounded like the rest of the top-up
+      // (and an explicit top-up's caller may cancel it). A signature that comes after is never sent nor kept.
+      const signing = AbortSignal.timeout(ctx.options.topUpTimeoutMs ?? 60_000);
       try {
-        signed = await signPayment(wallet, decision, {
-          // default: @x402/svm's public mainnet RPC. The service's own `solana-mainnet` proxy needs credentials,
-          // and the kit RPC the scheme builds can send none; pass `solanaRpcUrl` to use another node.
-          solanaRpcUrl: ctx.options.solanaRpcUrl,
-          resource: source.resource ?? { url: topUpUrl },
-          extensions: undefined,
-        });
+        ask.signal?.throwIfAborted();
+        signed = await awaitShared(
+          signPayment(wallet, decision, {
+            // default: @x402/svm's public mainnet RPC. The service's own `solana-mainnet` proxy needs credentials,
+            // and the kit RPC the scheme builds can send none; pass `solanaRpcUrl` to use another node.
+            solanaRpcUrl: ctx.options.solanaRpcUrl,
+            resource: source.resource ?? { url: topUpUrl },
+            extensions: undefined,
+          }),
+          ask.signal ? AbortSignal.any([signing, ask.signal]) : signing,
+        );
       } catch (err) {
         await authorization.release(); // nothing was signed
         await ctx.emit(listener, "payment.failed", decision, { reason: (err as Error).message });
