@@ -2,6 +2,7 @@
  * Reading answers, shared by the errors layer and the faces: the parsed headers of a response (parsed once), its
  * body read once, the typed error of a non-success answer, and a `Request` input turned into (url, init).
  */
+import { AbortError, TimeoutError } from "./errors.js";
 import { errorFromResponse } from "./status-errors.js";
 import { parseServiceHeaders, type ServiceResponseHeaders } from "./headers.js";
 import { SIGN_IN_RESENT_HEADER } from "./sign-in-refusals.js";
@@ -24,7 +25,9 @@ export async function readBody(response: Response): Promise<{ text: string; body
   let text = "";
   try {
     text = await response.text();
-  } catch {
+  } catch (err) {
+    // a cut body still tells its status; a deadline or an abort ends the call as what it is
+    if (err instanceof TimeoutError || err instanceof AbortError) throw err;
     text = "";
   }
   try {
