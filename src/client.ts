@@ -4,7 +4,8 @@
  * with zod where the client relies on a field.
  */
 import { z } from "zod";
-import { ConfigurationError, TimeoutError, ValidationError } from "./http/errors.js";
+import { ConfigurationError, ValidationError } from "./http/errors.js";
+import { underCallDeadline } from "./http/body-guard.js";
 import { parseWith, serviceRequest, type RequestOptions, type ServiceApi, type ServiceResult } from "./api/request.js";
 import { createServiceFetch, sharedStackOf, type FetchStackOptions, type ServiceFetch } from "./stack.js";
 import { networkCacheFor, type NetworkCache } from "./crypto-rpc/networks.js";
@@ -311,16 +312,7 @@ export class ServiceClient implements ServiceApi {
     if (!controller) throw new ConfigurationError("topUp needs a client built with a `wallet`");
     const { topUp } = await import("./x402/client.js");
     // the stack's deadline covers the whole top-up (the wait for one in flight, the requirements, the signing)
-    const total = this.fetch.limits.totalTimeout;
-    if (total === undefined) return topUp(this, amountUsd, { controller, signal: options.signal });
-    const deadline = new AbortController();
-    const timer = setTimeout(() => deadline.abort(new TimeoutError(`no complete answer within ${total} ms (totalTimeout)`)), total);
-    try {
-      const signal = options.signal ? AbortSignal.any([options.signal, deadline.signal]) : deadline.signal;
-      return await topUp(this, amountUsd, { controller, signal });
-    } finally {
-      clearTimeout(timer);
-    }
+    return underCallDeadline(this.fetch.limits.totalTimeout, options.signal, (signal) => topUp(this, amountUsd, { controller, signal }));
   }
 
   /** The wallet's top-ups and charges, newest first; needs a wallet (or pass `address` of the signed-in wallet). */

@@ -6,6 +6,7 @@
 import { z } from "zod";
 import { BadRequestError, ResponseFormatError, ValidationError } from "../http/errors.js";
 import { IDEMPOTENCY_KEY_PATTERN, malformedIdempotencyKey } from "../http/idempotency-key.js";
+import { underCallDeadline } from "../http/body-guard.js";
 import type { ServiceApi } from "../api/request.js";
 import type { NetworkLister } from "./networks.js";
 
@@ -178,11 +179,23 @@ export function cryptoRpc(
   batch: JsonRpcRequest[],
   options?: CryptoRpcOptions,
 ): Promise<CryptoRpcBatchResult>;
-export async function cryptoRpc(
+export function cryptoRpc(
   client: RpcClient,
   network: string,
   requestOrBatch: JsonRpcRequest | JsonRpcRequest[],
   options: CryptoRpcOptions = {},
+): Promise<CryptoRpcSingleResult | CryptoRpcBatchResult> {
+  // the network list and the call are two requests: the stack's totalTimeout covers them as one call
+  return underCallDeadline(client.fetch.limits.totalTimeout, options.signal, (signal) =>
+    send(client, network, requestOrBatch, { ...options, signal }),
+  );
+}
+
+async function send(
+  client: RpcClient,
+  network: string,
+  requestOrBatch: JsonRpcRequest | JsonRpcRequest[],
+  options: CryptoRpcOptions,
 ): Promise<CryptoRpcSingleResult | CryptoRpcBatchResult> {
   // --- everything the caller got wrong is reported here, before any request ---
   validateSlug(network);

@@ -74,7 +74,7 @@ export function deadlineOf(hints: object | undefined): Deadline | undefined {
   return hints ? (hints as { [DEADLINE]?: Deadline })[DEADLINE] : undefined;
 }
 
-function totalTimeoutError(ms: number): TimeoutError {
+export function totalTimeoutError(ms: number): TimeoutError {
   return new TimeoutError(`no complete answer within ${ms} ms (totalTimeout)`);
 }
 
@@ -272,4 +272,24 @@ export function guardedStream(
     },
     { highWaterMark: 0 },
   );
+}
+
+/**
+ * One deadline for a call made of several requests (a crypto RPC call and the network list it checks first, an
+ * explicit top-up): each request through the stack gets its own `totalTimeout`, so the call as a whole gets one
+ * here, on top of the caller's signal. No deadline: the caller's signal as it is.
+ */
+export async function underCallDeadline<T>(
+  totalTimeout: number | undefined,
+  signal: AbortSignal | undefined,
+  run: (signal: AbortSignal | undefined) => Promise<T>,
+): Promise<T> {
+  if (totalTimeout === undefined) return run(signal);
+  const deadline = new AbortController();
+  const timer = setTimeout(() => deadline.abort(totalTimeoutError(totalTimeout)), totalTimeout);
+  try {
+    return await run(signal ? AbortSignal.any([signal, deadline.signal]) : deadline.signal);
+  } finally {
+    clearTimeout(timer);
+  }
 }

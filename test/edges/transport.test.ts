@@ -235,6 +235,20 @@ describe("crypto tools pass the run's signal", () => {
     expect(Date.now() - started).toBeLessThan(300 + 500);
   });
 
+  // Issue 35 (found by the money model, seed 3): the network list and the call are two requests, each with its own
+  // totalTimeout through the stack; the call as a whole ended at the list's time plus a whole deadline.
+  it("totalTimeout covers a crypto RPC call and the network list it checks first, as one call", { timeout: BOUND }, async () => {
+    fx.script = (req, res) => {
+      if (req.url.endsWith("/networks")) setTimeout(() => json(res, NETWORKS), 250);
+      else stallAfter(res, "application/json", "{");
+    };
+    const started = Date.now();
+    const err = await rejection(client({ totalTimeout: 400 }).cryptoRpc("base-mainnet", { method: "eth_blockNumber" }));
+    expect(err).toBeInstanceOf(TimeoutError);
+    expect(err.message).toContain("totalTimeout");
+    expect(Date.now() - started).toBeLessThan(400 + 150);
+  });
+
   it("a stalled network list ends at the run's abort with AbortError", { timeout: BOUND }, async () => {
     fx.script = () => undefined; // nothing answers
     const { balance } = tools();
