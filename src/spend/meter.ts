@@ -5,6 +5,7 @@
  * cancelled, or failed (`complete` false: a stream cut off before its usage chunk has no cost to tell).
  */
 import type { MeteredKind } from "./estimate.js";
+import { toNumber } from "../http/headers.js";
 
 export interface MeterReading {
   requestId?: string;
@@ -28,6 +29,12 @@ export interface MeterHeaders {
 }
 
 const num = (v: unknown): number | undefined => (typeof v === "number" && Number.isFinite(v) ? v : undefined);
+
+/** A cost header's figure: a finite decimal of at least 0, else none (an empty header is not a cost of $0). */
+function headerFigure(value: string | null): number | undefined {
+  const n = toNumber(value);
+  return n !== undefined && n >= 0 ? n : undefined;
+}
 
 /** What one completion (JSON or a stream chunk) says: id, model, usage, cost. */
 function readCompletion(into: MeterReading, value: unknown): void {
@@ -75,11 +82,10 @@ export function meterResponse(
       onEnd(reading, true);
       return res;
     }
-    reading.costUsd = Number(res.headers.get(headers.rpcCostUsdHeader) ?? NaN);
-    if (!Number.isFinite(reading.costUsd)) reading.costUsd = undefined;
-    else reading.costDiem = 0;
-    const credits = Number(res.headers.get(headers.rpcCreditsHeader) ?? NaN);
-    if (Number.isFinite(credits)) reading.rpcCredits = credits;
+    reading.costUsd = headerFigure(res.headers.get(headers.rpcCostUsdHeader));
+    if (reading.costUsd !== undefined) reading.costDiem = 0;
+    const credits = headerFigure(res.headers.get(headers.rpcCreditsHeader));
+    if (credits !== undefined) reading.rpcCredits = credits;
     onEnd(reading, true);
     return res;
   }
