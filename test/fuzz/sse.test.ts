@@ -1,0 +1,243 @@
+/**
+ * The SSE parser (src/chat/sse.ts over eventsource-parser) and the chat stream read over it (src/chat/stream.ts,
+ * stream-errors.ts, wire-check.ts): arbitrary bytes and near-valid streams, cut at random byte boundaries, end in
+ * events or a typed error; a valid stream reads the same however it is cut (CRLF, CR, BOM, multi-byte UTF-8 split
+ * across reads); an event past `maxEventBytes` ends in ResponseTooLargeError after a bounded read.
+ */
+import fc from "fast-check";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { AIMessageChunk } from "@langchain/core/messages";
+import { ChatService } from "../../src/chat/index.js";
+import { parseSseJson } from "../../src/chat/sse.js";
+import { ModelOverloadedError, ResponseTooLargeError, StreamError } from "../../src/http/errors.js";
+import { jsonValue, nearValid, startLoopback, streamOf, textMutation, typedOutcome, writeInPieces, type Loopback } from "./bounds.js";
+
+const enc = new TextEncoder();
+
+async function collect(body: ReadableStream<Uint8Array>, maxEventBytes?: number): Promise<unknown[]> {
+  const out: unknown[] = [];
+  for await (const e of parseSseJson(body, { maxEventBytes })) out.push(e);
+  return out;
+}
+
+/** Event payloads a stream may carry (objects without a truthy `error`, which would be an in-band error). */
+const payload = fc
+  .dictionary(
+    fc.oneof(fc.string({ maxLength: 6 }), fc.constantFrom("content", "é✓", "😀")),
+    fc.oneof(jsonValue, fc.string({ unit: "binary", maxLength: 8 })),
+    { maxKeys: 4 },
+  )
+  .filter((o) => !("error" in o));
+
+const lineEnd = fc.constantFrom("\n", "\r\n", "\r");
+
+/** One SSE text of the events, in the line endings, spacing, comments and BOM the format allows. */
+const wellFormed = fc
+  .record({
+    events: fc.array(payload, { maxLength: 6 }),
+    eol: lineEnd,
+    space: fc.boolean(),
+    bom: fc.boolean(),
+    comments: fc.boolean(),
+    multiline: fc.boolean(),
+  })
+  .map(({ events, eol, space, bom, comments, multiline }) => {
+    const field = space ? "data: " : "data:";
+    let text = bom ? "\uFEFF" : "";
+    for (const e of events) {
+      if (comments) text += `: keep-alive${eol}event: chunk${eol}id: 7${eol}`;
+      // a multi-line data field is joined with "\n", which JSON reads as whitespace
+      const json = multiline ? JSON.stringify(e, null, 1) : JSON.stringify(e);
+      text += `${json
+        .split("\n")
+        .map((l) => field + l)
+        .join(eol)}${eol}${eol}`;
+    }
+    text += `${field}[DONE]${eol}${eol}`;
+    return { events, text };
+  });
+
+const cuts = fc.array(fc.nat(), { maxLength: 12 });
+
+describe("parseSseJson", () => {
+  it("reads a valid stream the same however its bytes are cut (CRLF, CR, BOM, split UTF-8)", async () => {
+    await fc.assert(
+      fc.asyncProperty(wellFormed, cuts, async ({ events, text }, at) => {
+        const out = await typedOutcome(() => collect(streamOf(enc.encode(text), at)), 1_000);
+        expect(out).toEqual({ ok: true, value: events });
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it("arbitrary bytes end in events or a StreamError / ResponseTooLargeError", async () => {
+    const bytes = fc.oneof(
+      fc.uint8Array({ maxLength: 300 }),
+      fc.string({ unit: "binary", maxLength: 200 }).map((s) => enc.encode(s)),
+      fc
+        .array(fc.constantFrom("data: ", "data:", "{", "}", "[DONE]", "\n", "\r", "\r\n", '"error"', ":", "1", "\uFEFF"), {
+          maxLength: 40,
+        })
+        .map((parts) => enc.encode(parts.join(""))),
+    );
+    await fc.assert(
+      fc.asyncProperty(bytes, cuts, fc.option(fc.integer({ min: 1, max: 64 })), async (body, at, max) => {
+        const out = await typedOutcome(() => collect(streamOf(body, at), max ?? undefined), 1_000);
+        if (!out.ok) expect([StreamError, ResponseTooLargeError].some((c) => out.error instanceof c)).toBe(true);
+      }),
+      { numRuns: 400 },
+    );
+  });
+
+  it("near-valid streams (cut, spliced, events altered) end in events or a StreamError", async () => {
+    const mutated = wellFormed.chain(({ text }) => textMutation(text));
+    await fc.assert(
+      fc.asyncProperty(mutated, cuts, async (text, at) => {
+        const out = await typedOutcome(() => collect(streamOf(enc.encode(text), at)), 1_000);
+        if (!out.ok) expect(out.error).toBeInstanceOf(StreamError);
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it("an event past maxEventBytes ends in ResponseTooLargeError; smaller ones parse", async () => {
+    const sizes = fc.array(fc.integer({ min: 0, max: 600 }), { minLength: 1, maxLength: 5 });
+    await fc.assert(
+      fc.asyncProperty(sizes, fc.integer({ min: 16, max: 400 }), cuts, async (lengths, max, at) => {
+        const events = lengths.map((n) => ({ v: "é".repeat(n) }));
+        const text = `${events.map((e) => `data: ${JSON.stringify(e)}\n\n`).join("")}data: [DONE]\n\n`;
+        const out = await typedOutcome(() => collect(streamOf(enc.encode(text), at), max), 1_000);
+        // an event's data is `{"v":"…"}`: 8 characters around the string
+        const fits = lengths.every((n) => n + 8 <= max);
+        if (fits) expect(out).toEqual({ ok: true, value: events });
+        else if (!out.ok) expect(out.error).toBeInstanceOf(ResponseTooLargeError);
+        // an oversize event may only pass when a read ending a larger one was not yet needed: never when it is alone
+        if (lengths.length === 1 && !fits) expect(out.ok).toBe(false);
+      }),
+      { numRuns: 200 },
+    );
+  });
+
+  it("a stream that never ends a line is refused after a bounded read, not buffered", async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.integer({ min: 1, max: 4096 }),
+        fc.constantFrom("data: ", "id: ", ": ", "event: ", ""),
+        fc.integer({ min: 1, max: 2048 }),
+        async (max, prefix, piece) => {
+          let pulled = 0;
+          // endless: one line that never ends, in `piece`-sized reads
+          const body = new ReadableStream<Uint8Array>({
+            start(c) {
+              c.enqueue(enc.encode(prefix));
+            },
+            pull(c) {
+              pulled += piece;
+              c.enqueue(enc.encode("x".repeat(piece)));
+            },
+          });
+          const out = await typedOutcome(() => collect(body, max), 1_000);
+          expect(out.ok).toBe(false);
+          if (!out.ok) expect(out.error).toBeInstanceOf(ResponseTooLargeError);
+          // at most the cap and a read (plus the stream's own read-ahead) before it stops
+          expect(pulled).toBeLessThanOrEqual(max + 3 * piece + prefix.length);
+        },
+      ),
+      { numRuns: 100 },
+    );
+  });
+});
+
+describe("ChatService.stream() over loopback", () => {
+  let lb: Loopback;
+  beforeAll(async () => {
+    lb = await startLoopback();
+  });
+  afterAll(() => lb.close());
+
+  const chunk = (delta: Record<string, unknown>, finish: string | null = null) => ({
+    id: "chatcmpl-1",
+    object: "chat.completion.chunk",
+    created: 1,
+    model: "m",
+    choices: [{ index: 0, delta, finish_reason: finish, logprobs: null }],
+  });
+  // a live-like stream: reasoning, text, a tool call, usage and cost on a `choices: []` chunk, citations
+  const valid: unknown[] = [
+    chunk({ role: "assistant", content: "", reasoning_content: "hm" }),
+    chunk({ content: "Hé😀llo", reasoning_details: [{ type: "reasoning.text", index: 0, text: "a" }] }),
+    chunk({ tool_calls: [{ index: 0, id: "call_1", type: "function", function: { name: "f", arguments: '{"a":' } }] }),
+    chunk({ tool_calls: [{ index: 0, function: { arguments: "1}" } }], thought_signature: "sig" }, "tool_calls"),
+    {
+      id: "chatcmpl-1",
+      object: "chat.completion.chunk",
+      choices: [],
+      usage: { prompt_tokens: 5, completion_tokens: 3, total_tokens: 8, prompt_tokens_details: { cached_tokens: 1 } },
+      cost: { usd: 0.001, diem: 0 },
+      service_parameters: { web_search_citations: [{ title: "t", url: "https://a.example" }] },
+    },
+  ];
+
+  const model = () =>
+    new ChatService({ model: "m", apiKey: "k", baseUrl: lb.url, retry: false, abuseGuard: false, pacing: false, maxEventBytes: 4096 });
+
+  async function drain(m: ChatService): Promise<AIMessageChunk | undefined> {
+    let merged: AIMessageChunk | undefined;
+    for await (const c of await m.stream("hi")) merged = merged ? merged.concat(c) : c;
+    return merged;
+  }
+
+  it("near-valid chunks, cut anywhere, give message chunks or a typed error", async () => {
+    const m = model();
+    const streams = fc.record({
+      events: nearValid(valid),
+      tail: fc.constantFrom(
+        "data: [DONE]\n\n",
+        "",
+        "data: [DONE]",
+        'data: {"error":{"code":"model_overloaded","retry_after":1e400}}\n\n',
+        'data: {"error":{"code":"model_overloaded","retry_after":1e306}}\n\n',
+        'data: {"error":{"code":"model_overloaded","retry_after":-5}}\n\n',
+      ),
+      eol: lineEnd,
+    });
+    await fc.assert(
+      fc.asyncProperty(streams, cuts, async ({ events, tail, eol }, at) => {
+        const list = Array.isArray(events) ? events : [events];
+        const text = list.map((e) => `data: ${JSON.stringify(e) ?? "null"}${eol}${eol}`).join("") + tail;
+        lb.handler = (_req, res) => {
+          res.writeHead(200, { "content-type": "text/event-stream" });
+          return writeInPieces(res, enc.encode(text), at);
+        };
+        const out = await typedOutcome(() => drain(m), 3_000);
+        // a value is one merged message; an in-band overload keeps a usable wait (a finite one, or none)
+        if (out.ok) expect(typeof out.value?.content).toBe("string");
+        else if (out.error instanceof ModelOverloadedError) {
+          expect(out.error.retryAfterMs === undefined || Number.isFinite(out.error.retryAfterMs)).toBe(true);
+          expect(out.error.resetAt === undefined || Number.isFinite(out.error.resetAt.getTime())).toBe(true);
+        }
+      }),
+      { numRuns: 60 },
+    );
+  });
+
+  it("the valid stream itself reads whole however it is cut", async () => {
+    const m = model();
+    const text = `${valid.map((e) => `data: ${JSON.stringify(e)}\r\n\r\n`).join("")}data: [DONE]\r\n\r\n`;
+    await fc.assert(
+      fc.asyncProperty(cuts, async (at) => {
+        lb.handler = (_req, res) => {
+          res.writeHead(200, { "content-type": "text/event-stream" });
+          return writeInPieces(res, enc.encode(text), at);
+        };
+        const out = await typedOutcome(() => drain(m), 3_000);
+        expect(out.ok).toBe(true);
+        if (out.ok) {
+          expect(out.value?.content).toBe("Hé😀llo");
+          expect(out.value?.tool_calls?.[0]).toMatchObject({ name: "f", args: { a: 1 } });
+        }
+      }),
+      { numRuns: 20 },
+    );
+  });
+});
