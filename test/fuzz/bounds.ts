@@ -93,7 +93,7 @@ export function mutateAt(value: unknown, path: number[], replacement: unknown, d
 /** Near-valid variants of `example`: one to three members replaced (odd values, wrong types), dropped, or kept. */
 export function nearValid(example: unknown): fc.Arbitrary<unknown> {
   const edit = fc.record({
-    path: fc.array(fc.nat(50), { minLength: 0, maxLength: 5 }),
+    path: fc.array(fc.nat(50), { minLength: 1, maxLength: 5 }),
     replacement: jsonValue,
     drop: fc.boolean(),
   });

@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { AIMessageChunk } from "@langchain/core/messages";
 import { ChatService } from "../../src/chat/index.js";
 import { parseSseJson } from "../../src/chat/sse.js";
-import { ModelOverloadedError, ResponseTooLargeError, StreamError } from "../../src/http/errors.js";
+import { ModelOverloadedError, ResponseFormatError, ResponseTooLargeError, StreamError } from "../../src/http/errors.js";
 import { jsonValue, nearValid, startLoopback, streamOf, textMutation, typedOutcome, writeInPieces, type Loopback } from "./bounds.js";
 
 const enc = new TextEncoder();
@@ -107,12 +107,14 @@ describe("parseSseJson", () => {
         const events = lengths.map((n) => ({ v: "é".repeat(n) }));
         const text = `${events.map((e) => `data: ${JSON.stringify(e)}\n\n`).join("")}data: [DONE]\n\n`;
         const out = await typedOutcome(() => collect(streamOf(enc.encode(text), at), max), 1_000);
-        // an event's data is `{"v":"…"}`: 8 characters around the string
-        const fits = lengths.every((n) => n + 8 <= max);
-        if (fits) expect(out).toEqual({ ok: true, value: events });
-        else if (!out.ok) expect(out.error).toBeInstanceOf(ResponseTooLargeError);
-        // an oversize event may only pass when a read ending a larger one was not yet needed: never when it is alone
-        if (lengths.length === 1 && !fits) expect(out.ok).toBe(false);
+        // an event's data is `{"v":"…"}` (8 characters around the string); the cap also holds a line still being
+        // read, which adds `data: ` and its line end
+        if (lengths.every((n) => n + 8 + 8 <= max)) expect(out).toEqual({ ok: true, value: events });
+        if (lengths.some((n) => n + 8 > max)) {
+          expect(out.ok).toBe(false);
+          if (!out.ok) expect(out.error).toBeInstanceOf(ResponseTooLargeError);
+        }
+        if (!out.ok) expect(out.error).toBeInstanceOf(ResponseTooLargeError);
       }),
       { numRuns: 200 },
     );
@@ -165,7 +167,17 @@ describe("ChatService.stream() over loopback", () => {
   // a live-like stream: reasoning, text, a tool call, usage and cost on a `choices: []` chunk, citations
   const valid: unknown[] = [
     chunk({ role: "assistant", content: "", reasoning_content: "hm" }),
-    chunk({ content: "Hé😀llo", reasoning_details: [{ type: "reasoning.text", index: 0, text: "a" }] }),
+    {
+      ...chunk({}),
+      choices: [
+        {
+          index: 0,
+          delta: { content: "Hé😀llo", reasoning_details: [{ type: "reasoning.text", index: 0, text: "a" }] },
+          finish_reason: null,
+          logprobs: { content: [{ token: "Hé", logprob: -0.5, bytes: [72], top_logprobs: [] }], refusal: null },
+        },
+      ],
+    },
     chunk({ tool_calls: [{ index: 0, id: "call_1", type: "function", function: { name: "f", arguments: '{"a":' } }] }),
     chunk({ tool_calls: [{ index: 0, function: { arguments: "1}" } }], thought_signature: "sig" }, "tool_calls"),
     {
@@ -239,5 +251,33 @@ describe("ChatService.stream() over loopback", () => {
       }),
       { numRuns: 20 },
     );
+  });
+
+  describe("found by the properties above", () => {
+    // before: `logprobs: []` on one chunk and `0` on the next passed the shape check, and LangChain's merge of the
+    // chunks' metadata inside .stream() threw a plain Error ("field[logprobs] already exists ... different type")
+    it("logprobs of another shape on a chunk is a ResponseFormatError, not a merge Error", async () => {
+      const m = model();
+      const ch = (logprobs: unknown, content: string) => ({ id: "c", choices: [{ index: 0, delta: { content }, logprobs }] });
+      lb.handler = (_req, res) => {
+        res.writeHead(200, { "content-type": "text/event-stream" });
+        res.end(`data: ${JSON.stringify(ch([], "a"))}\n\ndata: ${JSON.stringify(ch(0, "b"))}\n\ndata: [DONE]\n\n`);
+      };
+      const out = await typedOutcome(() => drain(m), 3_000);
+      expect(out.ok).toBe(false);
+      if (!out.ok) expect(out.error).toBeInstanceOf(ResponseFormatError);
+    });
+
+    it("well-formed logprobs on every chunk merge", async () => {
+      const m = model();
+      const lp = (token: string) => ({ content: [{ token, logprob: -0.1, bytes: [1], top_logprobs: [] }], refusal: null });
+      const ch = (content: string) => ({ id: "c", choices: [{ index: 0, delta: { content }, logprobs: lp(content) }] });
+      lb.handler = (_req, res) => {
+        res.writeHead(200, { "content-type": "text/event-stream" });
+        res.end(`data: ${JSON.stringify(ch("a"))}\n\ndata: ${JSON.stringify(ch("b"))}\n\ndata: [DONE]\n\n`);
+      };
+      const out = await typedOutcome(() => drain(m), 3_000);
+      expect(out.ok && out.value?.content).toBe("ab");
+    });
   });
 });
