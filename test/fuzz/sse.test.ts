@@ -233,6 +233,33 @@ describe("ChatService.stream() over loopback", () => {
     );
   });
 
+  it("near-valid chunks through the content-block event stream and outputVersion v1: events or a typed error", async () => {
+    const m = model();
+    await fc.assert(
+      fc.asyncProperty(nearValid(valid), fc.boolean(), async (events, v1) => {
+        const list = Array.isArray(events) ? events : [events];
+        const text = `${list.map((e) => `data: ${JSON.stringify(e) ?? "null"}\n\n`).join("")}data: [DONE]\n\n`;
+        lb.handler = (_req, res) => {
+          res.writeHead(200, { "content-type": "text/event-stream" });
+          res.end(text);
+        };
+        const out = await typedOutcome(async () => {
+          if (v1) {
+            let merged: AIMessageChunk | undefined;
+            for await (const c of await m.stream("hi", { outputVersion: "v1" } as never)) merged = merged ? merged.concat(c) : c;
+            return merged?.contentBlocks.length ?? 0;
+          }
+          let n = 0;
+          // biome-ignore lint/suspicious/noExplicitAny: the content-block protocol's run is not in the model's public type
+          for await (const event of (m as any).streamEvents("hi")) if (event.event) n++;
+          return n;
+        }, 3_000);
+        if (out.ok) expect(out.value).toBeGreaterThanOrEqual(0);
+      }),
+      { numRuns: 60 },
+    );
+  });
+
   it("the valid stream itself reads whole however it is cut", async () => {
     const m = model();
     const text = `${valid.map((e) => `data: ${JSON.stringify(e)}\r\n\r\n`).join("")}data: [DONE]\r\n\r\n`;
