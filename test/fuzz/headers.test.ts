@@ -132,7 +132,7 @@ describe("header parsing", () => {
     fc.assert(
       fc.property(
         headerSet,
-        timed(250, (d) => {
+        timed(1_000, (d) => {
           const parsed = parseServiceHeaders(headersOf(d), undefined, NOW);
           expect(finiteNumbers({ ...parsed, paymentRequired: undefined, paymentResponse: undefined })).toEqual([]);
           const r = parsed.rateLimit;

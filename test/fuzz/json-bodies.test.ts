@@ -59,7 +59,7 @@ describe("errorFromResponse", () => {
         status,
         errorBody,
         fc.boolean(),
-        timed(250, (s, body, resent) => {
+        timed(1_000, (s, body, resent) => {
           const err = errorFromResponse(s, body, headers, { signInResent: resent });
           expect(err).toBeInstanceOf(ServiceError);
           expect(err.status).toBe(s);

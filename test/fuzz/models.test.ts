@@ -87,7 +87,7 @@ describe("the records schema and what is built from a record", () => {
     fc.assert(
       fc.property(
         listText,
-        timed(250, (text) => {
+        timed(1_000, (text) => {
           let json: unknown;
           try {
             json = JSON.parse(text);

@@ -44,7 +44,7 @@ describe("a refused sign-in's answer", () => {
     fc.assert(
       fc.property(
         refusalText,
-        timed(250, (text) => {
+        timed(1_000, (text) => {
           const cured = curedByFreshSignIn(text);
           expect(typeof cured).toBe("boolean");
           if (cured) expect(CURED.has(JSON.parse(text).code)).toBe(true);
@@ -82,7 +82,7 @@ describe("normalizeSignInDomain", () => {
     fc.assert(
       fc.property(
         value,
-        timed(250, (v) => {
+        timed(1_000, (v) => {
           const out = typedSync(() => normalizeSignInDomain(v));
           if (!out.ok) {
             expect(out.error).toBeInstanceOf(ConfigurationError);

@@ -250,7 +250,6 @@ describe("ChatService.stream() over loopback", () => {
             return merged?.contentBlocks.length ?? 0;
           }
           let n = 0;
-          // biome-ignore lint/suspicious/noExplicitAny: the content-block protocol's run is not in the model's public type
           for await (const event of (m as any).streamEvents("hi")) if (event.event) n++;
           return n;
         }, 3_000);

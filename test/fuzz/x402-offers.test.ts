@@ -86,7 +86,7 @@ describe("paymentSourceOf", () => {
       fc.property(
         body,
         header,
-        timed(250, (b, h) => {
+        timed(1_000, (b, h) => {
           const headers = new Headers();
           if (h !== undefined) headers.set("payment-required", h);
           const source = paymentSourceOf(b, headers);
@@ -111,7 +111,7 @@ describe("PaymentPolicy.candidates", () => {
         accepts,
         fc.constantFrom(0, 1, 2),
         fc.constantFrom("eip155" as const, "solana" as const),
-        timed(250, (offered, which, namespace) => {
+        timed(1_000, (offered, which, namespace) => {
           const policy = policies[which]!;
           const out = typedSync(() => policy.candidates(offered, { namespace }));
           if (!out.ok) {
