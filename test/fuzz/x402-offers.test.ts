@@ -158,11 +158,31 @@ describe("an automatic top-up over loopback", () => {
         },
         { weight: 1, arbitrary: jsonValue },
       ),
-      topUpAccepts: accepts,
+      // mostly offers a top-up can pay, so that the answer to the payment is reached
+      topUpAccepts: fc.oneof(
+        { weight: 2, arbitrary: fc.constant([v2Base]) },
+        { weight: 2, arbitrary: nearValid([v2Solana, v2Base]) },
+        { weight: 1, arbitrary: accepts },
+      ),
       inHeader: fc.boolean(),
+      // the answer to the signed payment: the live success and refusal shapes, altered
+      paid: fc.record({
+        status: fc.constantFrom(200, 200, 200, 400, 402, 500, 503),
+        body: fc.oneof(
+          nearValid({ success: true, data: { walletAddress: "0x", amountCredited: 5, newBalance: 5, paymentId: "p" } }),
+          nearValid({ error: "SETTLEMENT_FAILED", message: "no funds moved" }),
+          jsonValue,
+        ),
+        receipt: fc.option(
+          fc.oneof(
+            nearValid({ success: true, network: "eip155:8453", transaction: "0xabc" }).map((r) => encodeBase64(JSON.stringify(r) ?? "")),
+            fc.string({ maxLength: 20 }),
+          ),
+        ),
+      }),
     });
     await fc.assert(
-      fc.asyncProperty(scenario, async ({ chat402, topUpAccepts, inHeader }) => {
+      fc.asyncProperty(scenario, async ({ chat402, topUpAccepts, inHeader, paid }) => {
         const signed: string[] = [];
         let chats = 0;
         lb.handler = (req, res) => {
@@ -171,8 +191,11 @@ describe("an automatic top-up over loopback", () => {
             const payment = req.headers["payment-signature"] ?? req.headers["x-402-payment"];
             if (typeof payment === "string") {
               signed.push(payment);
-              res.writeHead(200, { "content-type": "application/json" });
-              res.end(JSON.stringify({ success: true, data: { walletAddress: "0x", amountCredited: 5, newBalance: 5, paymentId: "p" } }));
+              res.writeHead(paid.status, {
+                "content-type": "application/json",
+                ...(paid.receipt ? { "payment-response": paid.receipt } : {}),
+              });
+              res.end(JSON.stringify(paid.body) ?? "");
               return;
             }
             const offerBody = { x402Version: 2, accepts: topUpAccepts };
@@ -181,6 +204,11 @@ describe("an automatic top-up over loopback", () => {
               ...(inHeader ? { "payment-required": encodeBase64(JSON.stringify(offerBody)) } : {}),
             });
             res.end(JSON.stringify(inHeader ? { error: "Payment required" } : offerBody));
+            return;
+          }
+          if (path.includes("/x402/transactions/")) {
+            res.writeHead(200, { "content-type": "application/json" });
+            res.end(JSON.stringify({ success: true, data: [], pagination: { limit: 50, offset: 0, hasMore: false } }));
             return;
           }
           if (path.includes("/x402/balance/")) {
