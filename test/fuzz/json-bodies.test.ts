@@ -8,7 +8,7 @@ import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ServiceClient } from "../../src/client.js";
 import { ChatService } from "../../src/chat/index.js";
-import { ServiceError } from "../../src/http/errors.js";
+import { ResponseTooLargeError, ServiceError } from "../../src/http/errors.js";
 import { parseServiceHeaders } from "../../src/http/headers.js";
 import { errorFromResponse } from "../../src/http/status-errors.js";
 import { jsonValue, nearValid, startLoopback, textMutation, timed, typedOutcome, type Loopback } from "./bounds.js";
@@ -104,6 +104,57 @@ describe("over loopback", () => {
         else if (a.status >= 400) expect(out.error.status).toBe(a.status);
       }),
       { numRuns: 150 },
+    );
+  });
+
+  it("a body past maxResponseBytes ends in ResponseTooLargeError (a success) or its status's error (its body dropped)", async () => {
+    const max = 4_096;
+    const client = new ServiceClient({
+      baseUrl: lb.url,
+      apiKey: "k",
+      retry: false,
+      pacing: false,
+      abuseGuard: false,
+      maxResponseBytes: max,
+    });
+    await fc.assert(
+      fc.asyncProperty(
+        fc.constantFrom(200, 400, 402, 429, 500),
+        fc.integer({ min: 1, max: 64 }),
+        fc.boolean(),
+        async (s, pieces, lengthKnown) => {
+          let sent = 0;
+          let stop = false;
+          lb.handler = async (_req, res) => {
+            const piece = Buffer.from(`${"é".repeat(1024)}`);
+            res.on("close", () => {
+              stop = true;
+            });
+            res.writeHead(s, {
+              "content-type": "application/json",
+              ...(lengthKnown ? { "content-length": String(piece.length * pieces) } : {}),
+            });
+            // a JSON string that goes on for `pieces` KiB-ish writes
+            for (let i = 0; i < pieces && !stop; i++) {
+              sent += piece.length;
+              if (!res.write(piece)) await new Promise((r) => res.once("drain", r));
+            }
+            res.end();
+          };
+          const out = await typedOutcome(() => client.request("/things"), 3_000);
+          if (pieces * 2048 > max) {
+            expect(out.ok).toBe(false);
+            // a success is refused at the cap; an error answer stays its status's typed error, its body dropped at the cap
+            if (!out.ok && s === 200) expect(out.error).toBeInstanceOf(ResponseTooLargeError);
+            if (!out.ok && s !== 200) {
+              expect(out.error.status).toBe(s);
+              expect(JSON.stringify(out.error.body ?? "").length).toBeLessThanOrEqual(max);
+            }
+          } else if (s !== 200) expect(!out.ok && out.error.status).toBe(s);
+          expect(sent).toBeGreaterThan(0);
+        },
+      ),
+      { numRuns: 40 },
     );
   });
 
