@@ -305,5 +305,56 @@ describe("ChatService.stream() over loopback", () => {
       const out = await typedOutcome(() => drain(m), 3_000);
       expect(out.ok && out.value?.content).toBe("ab");
     });
+
+    // before: each delta of an undecided `web_search` call re-parsed all its arguments so far (quadratic): 16000
+    // deltas of 25 characters took over 10 s
+    it("a web_search call cut into 16000 deltas reads in linear time", { timeout: 60_000 }, async () => {
+      const m = model();
+      const args = JSON.stringify({ documents: [{ title: "t", url: "https://a.example", snippet: "y".repeat(400_000) }] });
+      lb.handler = (_req, res) => {
+        res.writeHead(200, { "content-type": "text/event-stream" });
+        res.end(searchCallStream(args, 16_000, "call_1"));
+      };
+      const start = performance.now();
+      const out = await typedOutcome(() => drain(m), 10_000);
+      expect(performance.now() - start).toBeLessThan(5_000);
+      expect(out.ok && out.value?.response_metadata.web_search_documents).toHaveLength(1);
+    });
+  });
+
+  /** A stream whose only tool call, named `web_search`, has its arguments cut into `pieces` deltas. */
+  function searchCallStream(args: string, pieces: number, id: string): string {
+    const size = Math.max(1, Math.ceil(args.length / pieces));
+    const ev = (delta: Record<string, unknown>, finish: string | null = null) =>
+      `data: ${JSON.stringify({ id: "c", choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;
+    let text = ev({ tool_calls: [{ index: 0, id, type: "function", function: { name: "web_search", arguments: "" } }] });
+    for (let i = 0; i < args.length; i += size)
+      text += ev({ tool_calls: [{ index: 0, function: { arguments: args.slice(i, i + size) } }] });
+    return `${text + ev({ content: "ok" }, "tool_calls")}data: [DONE]\n\n`;
+  }
+
+  it("a web_search call cut anywhere is the search documents when its arguments carry them, else a tool call", async () => {
+    const m = model();
+    const argsOf = fc.oneof(
+      fc.array(fc.record({ title: fc.string({ maxLength: 8 }), url: fc.webUrl() }), { maxLength: 3 }).map((documents) => ({ documents })),
+      fc.record({ query: fc.string({ maxLength: 20 }) }),
+    );
+    await fc.assert(
+      fc.asyncProperty(argsOf, fc.integer({ min: 1, max: 60 }), async (args, pieces) => {
+        const text = JSON.stringify(args);
+        lb.handler = (_req, res) => {
+          res.writeHead(200, { "content-type": "text/event-stream" });
+          res.end(searchCallStream(text, pieces, "call_9"));
+        };
+        const out = await typedOutcome(() => drain(m), 3_000);
+        expect(out.ok).toBe(true);
+        if (!out.ok) return;
+        if ("documents" in args) {
+          expect(out.value?.response_metadata.web_search_documents).toHaveLength(args.documents.length);
+          expect(out.value?.tool_calls ?? []).toHaveLength(0);
+        } else expect(out.value?.tool_calls).toEqual([expect.objectContaining({ name: "web_search", args })]);
+      }),
+      { numRuns: 60 },
+    );
   });
 });
