@@ -142,7 +142,7 @@ describe("header parsing", () => {
           expect(validInstant(rateLimitResetAtMs(parsed, NOW))).toBe(true);
         }),
       ),
-      { numRuns: 1500 },
+      { numRuns: 800 },
     );
   });
 
@@ -156,7 +156,7 @@ describe("header parsing", () => {
         expect(finiteNumbers({ w, cap, budget })).toEqual([]);
         for (const t of [w.requests?.resetAt, w.tokens?.resetAt, cap?.resetAt, budget?.resetsAtMs]) expect(validInstant(t)).toBe(true);
       }),
-      { numRuns: 1000 },
+      { numRuns: 600 },
     );
   });
 
@@ -169,7 +169,7 @@ describe("header parsing", () => {
         const wait = retryAfterMs(v, NOW);
         expect(wait === undefined || (Number.isFinite(wait) && wait >= 0 && validInstant(NOW + wait))).toBe(true);
       }),
-      { numRuns: 1500 },
+      { numRuns: 800 },
     );
   });
 
@@ -183,7 +183,7 @@ describe("header parsing", () => {
       fc.property(text, (t) => {
         decodeBase64Json(t);
       }),
-      { numRuns: 500 },
+      { numRuns: 300 },
     );
   });
 
@@ -204,7 +204,7 @@ describe("header parsing", () => {
           expect(Number.isFinite(err.retryAfterMs) && err.retryAfterMs >= 0).toBe(true);
         }
       }),
-      { numRuns: 800 },
+      { numRuns: 400 },
     );
   });
 });

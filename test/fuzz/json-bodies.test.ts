@@ -69,7 +69,7 @@ describe("errorFromResponse", () => {
           JSON.stringify(err);
         }),
       ),
-      { numRuns: 2000 },
+      { numRuns: 800 },
     );
   });
 });
@@ -103,7 +103,7 @@ describe("over loopback", () => {
         if (out.ok) expect(out.value.status).toBe(a.status);
         else if (a.status >= 400) expect(out.error.status).toBe(a.status);
       }),
-      { numRuns: 150 },
+      { numRuns: 80 },
     );
   });
 
@@ -154,7 +154,7 @@ describe("over loopback", () => {
           expect(sent).toBeGreaterThan(0);
         },
       ),
-      { numRuns: 40 },
+      { numRuns: 25 },
     );
   });
 
@@ -196,7 +196,7 @@ describe("over loopback", () => {
         const out = await typedOutcome(() => model.invoke("hi"), 2_000);
         if (out.ok) expect(typeof out.value.content === "string" || Array.isArray(out.value.content)).toBe(true);
       }),
-      { numRuns: 150 },
+      { numRuns: 80 },
     );
   });
 });

@@ -60,7 +60,7 @@ describe("client.cryptoRpc()", () => {
           expect(JSON.stringify(out.value.error ?? {})).not.toContain('"stack"');
         } else if (status !== 200) expect(out.error.status).toBe(status);
       }),
-      { numRuns: 120 },
+      { numRuns: 70 },
     );
   });
 
@@ -80,7 +80,7 @@ describe("client.cryptoRpc()", () => {
           expect(out.value.responses.map((r) => r.id)).toEqual([1, "b", 3]);
         }
       }),
-      { numRuns: 120 },
+      { numRuns: 70 },
     );
   });
 });
@@ -107,7 +107,7 @@ describe("coalesced single calls", () => {
           }
         }
       }),
-      { numRuns: 100 },
+      { numRuns: 60 },
     );
   });
 
@@ -119,7 +119,7 @@ describe("coalesced single calls", () => {
         expect(out.every((x) => Number.isInteger(x) && x >= 0)).toBe(true);
         expect(out.reduce((a, b) => a + b, 0)).toBe(total);
       }),
-      { numRuns: 1000 },
+      { numRuns: 500 },
     );
   });
 });

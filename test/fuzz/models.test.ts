@@ -98,7 +98,7 @@ describe("the records schema and what is built from a record", () => {
           if (parsed.success) for (const record of parsed.data.data) checkDerived(record);
         }),
       ),
-      { numRuns: 1000 },
+      { numRuns: 400 },
     );
   });
 });
@@ -130,7 +130,7 @@ describe("over loopback", () => {
         // a listed model's profile, or `{}` for one the (altered) listing does not hold
         if (profile.ok && Object.keys(profile.value).length) expect(profile.value.pdfInputs).toBe(true);
       }),
-      { numRuns: 80 },
+      { numRuns: 40 },
     );
   });
 });

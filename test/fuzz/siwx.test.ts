@@ -50,7 +50,7 @@ describe("a refused sign-in's answer", () => {
           if (cured) expect(CURED.has(JSON.parse(text).code)).toBe(true);
         }),
       ),
-      { numRuns: 1000 },
+      { numRuns: 600 },
     );
   });
 
@@ -64,7 +64,7 @@ describe("a refused sign-in's answer", () => {
         const advice = signInAdvice(typeof code === "string" ? code : undefined, resent);
         if (advice) expect(err.message).toContain(advice);
       }),
-      { numRuns: 800 },
+      { numRuns: 400 },
     );
   });
 });
@@ -92,7 +92,7 @@ describe("normalizeSignInDomain", () => {
           expect(normalizeSignInDomain(out.value)).toBe(out.value);
         }),
       ),
-      { numRuns: 1000 },
+      { numRuns: 600 },
     );
   });
 });
@@ -135,7 +135,7 @@ describe("over loopback with a wallet", () => {
         expect(new Set(nonces).size).toBe(payloads.length);
         for (const p of payloads) expect(Number.isFinite(Date.parse(/Issued At: (\S+)/.exec(p.message)![1]!))).toBe(true);
       }),
-      { numRuns: 40 },
+      { numRuns: 30 },
     );
   });
 });

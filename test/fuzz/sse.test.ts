@@ -67,7 +67,7 @@ describe("parseSseJson", () => {
         const out = await typedOutcome(() => collect(streamOf(enc.encode(text), at)), 1_000);
         expect(out).toEqual({ ok: true, value: events });
       }),
-      { numRuns: 300 },
+      { numRuns: 150 },
     );
   });
 
@@ -86,7 +86,7 @@ describe("parseSseJson", () => {
         const out = await typedOutcome(() => collect(streamOf(body, at), max ?? undefined), 1_000);
         if (!out.ok) expect([StreamError, ResponseTooLargeError].some((c) => out.error instanceof c)).toBe(true);
       }),
-      { numRuns: 400 },
+      { numRuns: 250 },
     );
   });
 
@@ -97,7 +97,7 @@ describe("parseSseJson", () => {
         const out = await typedOutcome(() => collect(streamOf(enc.encode(text), at)), 1_000);
         if (!out.ok) expect(out.error).toBeInstanceOf(StreamError);
       }),
-      { numRuns: 300 },
+      { numRuns: 150 },
     );
   });
 
@@ -117,7 +117,7 @@ describe("parseSseJson", () => {
         }
         if (!out.ok) expect(out.error).toBeInstanceOf(ResponseTooLargeError);
       }),
-      { numRuns: 200 },
+      { numRuns: 100 },
     );
   });
 
@@ -146,7 +146,7 @@ describe("parseSseJson", () => {
           expect(pulled).toBeLessThanOrEqual(max + 3 * piece + prefix.length);
         },
       ),
-      { numRuns: 100 },
+      { numRuns: 50 },
     );
   });
 });
@@ -230,7 +230,7 @@ describe("ChatService.stream() over loopback", () => {
           expect(out.error.resetAt === undefined || Number.isFinite(out.error.resetAt.getTime())).toBe(true);
         }
       }),
-      { numRuns: 60 },
+      { numRuns: 40 },
     );
   });
 
@@ -256,7 +256,7 @@ describe("ChatService.stream() over loopback", () => {
         }, 3_000);
         if (out.ok) expect(out.value).toBeGreaterThanOrEqual(0);
       }),
-      { numRuns: 60 },
+      { numRuns: 40 },
     );
   });
 
@@ -276,7 +276,7 @@ describe("ChatService.stream() over loopback", () => {
           expect(out.value?.tool_calls?.[0]).toMatchObject({ name: "f", args: { a: 1 } });
         }
       }),
-      { numRuns: 20 },
+      { numRuns: 10 },
     );
   });
 
@@ -355,7 +355,7 @@ describe("ChatService.stream() over loopback", () => {
           expect(out.value?.tool_calls ?? []).toHaveLength(0);
         } else expect(out.value?.tool_calls).toEqual([expect.objectContaining({ name: "web_search", args })]);
       }),
-      { numRuns: 60 },
+      { numRuns: 30 },
     );
   });
 });
@@ -406,7 +406,7 @@ describe("reasoning_details merged across deltas", () => {
         }
         expect(got).toEqual(want);
       }),
-      { numRuns: 500 },
+      { numRuns: 300 },
     );
   });
 

@@ -93,7 +93,7 @@ describe("paymentSourceOf", () => {
           expect(source.accepts === undefined || (Array.isArray(source.accepts) && source.accepts.length > 0)).toBe(true);
         }),
       ),
-      { numRuns: 1000 },
+      { numRuns: 500 },
     );
   });
 });
@@ -134,7 +134,7 @@ describe("PaymentPolicy.candidates", () => {
           }
         }),
       ),
-      { numRuns: 1500 },
+      { numRuns: 800 },
     );
   });
 });
@@ -244,7 +244,7 @@ describe("an automatic top-up over loopback", () => {
           expect(BigInt(auth.value)).toBeLessThanOrEqual(20_000_000n);
         }
       }),
-      { numRuns: 30 },
+      { numRuns: 25 },
     );
   });
 });
