@@ -121,6 +121,37 @@ describe("parseSseJson", () => {
     );
   });
 
+  it("keep-alive comments between events never count toward maxEventBytes", async () => {
+    const stream = fc.array(
+      fc.record({ comments: fc.array(fc.string({ unit: "grapheme-ascii", maxLength: 40 }), { maxLength: 8 }), n: fc.nat(20) }),
+      { maxLength: 6 },
+    );
+    await fc.assert(
+      fc.asyncProperty(stream, cuts, async (parts, at) => {
+        // every line (comment or event) within the cap of 64; the comments together far past it
+        const events = parts.map(({ n }) => ({ v: "x".repeat(n) }));
+        const text = `${parts
+          .map(
+            ({ comments, n }) =>
+              `${comments.map((c) => `: ${c.replace(/[\r\n]/g, "")}\n`).join("")}data: ${JSON.stringify({ v: "x".repeat(n) })}\n\n`,
+          )
+          .join("")}: bye\n\ndata: [DONE]\n\n`;
+        const out = await typedOutcome(() => collect(streamOf(enc.encode(text), at), 64), 1_000);
+        expect(out).toEqual({ ok: true, value: events });
+      }),
+      { numRuns: 100 },
+    );
+  });
+
+  // before: every character fed since the last event counted, comments too: 20 keep-alives of 14 characters, each
+  // in its own read, ended a stream with maxEventBytes 100 in ResponseTooLargeError
+  it("20 keep-alive comments before a small event pass maxEventBytes 100", async () => {
+    const text = `${": keep-alive\n\n".repeat(20)}data: {"a":1}\n\ndata: [DONE]\n\n`;
+    const reads = Array.from({ length: 20 }, (_, i) => (i + 1) * 14);
+    const out = await typedOutcome(() => collect(streamOf(enc.encode(text), reads), 100), 1_000);
+    expect(out).toEqual({ ok: true, value: [{ a: 1 }] });
+  });
+
   it("a stream that never ends a line is refused after a bounded read, not buffered", async () => {
     await fc.assert(
       fc.asyncProperty(
