@@ -121,6 +121,26 @@ describe("parseSseJson", () => {
     );
   });
 
+  it("an event whose data lines never end (no blank line) is refused after a bounded read", async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.integer({ min: 1, max: 4096 }), fc.integer({ min: 1, max: 200 }), lineEnd, async (max, line, eol) => {
+        let pulled = 0;
+        const piece = enc.encode(`data: ${"y".repeat(line)}${eol}`);
+        const body = new ReadableStream<Uint8Array>({
+          pull(c) {
+            pulled += piece.length;
+            c.enqueue(piece);
+          },
+        });
+        const out = await typedOutcome(() => collect(body, max), 1_000);
+        expect(!out.ok && out.error).toBeInstanceOf(ResponseTooLargeError);
+        // the data held grows by the line and a "\n" per read: refused once past the cap, a read or two later
+        expect(pulled / piece.length).toBeLessThanOrEqual(Math.ceil((max + 1) / (line + 1)) + 2);
+      }),
+      { numRuns: 50 },
+    );
+  });
+
   it("keep-alive comments between events never count toward maxEventBytes", async () => {
     const stream = fc.array(
       fc.record({ comments: fc.array(fc.string({ unit: "grapheme-ascii", maxLength: 40 }), { maxLength: 8 }), n: fc.nat(20) }),
