@@ -281,7 +281,7 @@ describe("ChatService.stream() over loopback", () => {
           expect(out.error.resetAt === undefined || Number.isFinite(out.error.resetAt.getTime())).toBe(true);
         }
       }),
-      { numRuns: 40 },
+      { numRuns: 30 },
     );
   });
 
@@ -307,7 +307,7 @@ describe("ChatService.stream() over loopback", () => {
         }, 3_000);
         if (out.ok) expect(out.value).toBeGreaterThanOrEqual(0);
       }),
-      { numRuns: 40 },
+      { numRuns: 30 },
     );
   });
 

@@ -244,7 +244,7 @@ describe("an automatic top-up over loopback", () => {
           expect(BigInt(auth.value)).toBeLessThanOrEqual(20_000_000n);
         }
       }),
-      { numRuns: 25 },
+      { numRuns: 15 },
     );
   });
 });
