@@ -90,7 +90,7 @@ export function finishReasonWithoutDocuments(
 type CallState =
   | { kind: "documents"; args: string }
   | { kind: "tool" }
-  | { kind: "undecided"; call: ToolCallDelta & { function: { name?: string; arguments: string } } };
+  | { kind: "undecided"; call: ToolCallDelta & { function: { name?: string; arguments: string } }; triedAt: number };
 
 /**
  * Splits one choice's streamed tool-call deltas into the search-documents call (kept here) and the calls to
@@ -134,7 +134,7 @@ export class SearchDocumentsFilter {
           kind === "documents"
             ? { kind, args: "" }
             : kind === "undecided"
-              ? { kind, call: { ...delta, index, function: { ...delta.function, arguments: "" } } }
+              ? { kind, call: { ...delta, index, function: { ...delta.function, arguments: "" } }, triedAt: 0 }
               : { kind: "tool" };
         this.#calls.set(index, state);
       }
@@ -144,6 +144,10 @@ export class SearchDocumentsFilter {
         out.push(delta);
       } else {
         state.call.function.arguments += args;
+        // parsed again only once the arguments doubled since the last try (and at the end, in flush): arguments cut
+        // into many small deltas cost linear time, not a parse of the whole text per delta
+        if (state.call.function.arguments.length < 2 * state.triedAt) continue;
+        state.triedAt = state.call.function.arguments.length;
         const decided = classifyArguments(state.call.function.arguments);
         if (decided === "documents") this.#calls.set(index, { kind: "documents", args: state.call.function.arguments });
         else if (decided === "tool") {
@@ -156,11 +160,16 @@ export class SearchDocumentsFilter {
     return out.length ? out : undefined;
   }
 
-  /** At the end of the stream: a `web_search` call whose arguments never parsed is passed on as it came. */
+  /** At the end of the stream: a `web_search` call whose arguments never parsed as the documents is passed on as it came. */
   flush(): ToolCallDelta[] | undefined {
     const out: ToolCallDelta[] = [];
     for (const [index, state] of this.#calls) {
       if (state.kind !== "undecided") continue;
+      // the arguments as they ended (the last deltas may not have been tried)
+      if (classifyArguments(state.call.function.arguments) === "documents") {
+        this.#calls.set(index, { kind: "documents", args: state.call.function.arguments });
+        continue;
+      }
       this.#calls.set(index, { kind: "tool" });
       this.otherCalls = true;
       out.push(state.call);

@@ -18,7 +18,7 @@ export interface SseOptions {
   headers?: ServiceResponseHeaders;
   /**
    * largest single event (its data, and a line still being read), in characters of the decoded text; past it
-   * a ResponseTooLargeError (default 32 MiB)
+   * a ResponseTooLargeError (default 32 MiB). Comments (keep-alives) between events do not count.
    */
   maxEventBytes?: number;
 }
@@ -68,9 +68,16 @@ export async function* parseSseBatches<T = Record<string, unknown>>(
     );
   // events of the current read, in order; the parser calls back synchronously from `feed`
   let events: string[] = [];
-  const parser = createParser({ onEvent: (event: EventSourceMessage) => void events.push(event.data) });
-  /** characters fed since the last event was dispatched (an event still being read), at most one read short */
-  let pending = 0;
+  /** the parser holds more than the cap: a line still being read and the data of an event still open */
+  let overflow = false;
+  const parser = createParser({
+    onEvent: (event: EventSourceMessage) => void events.push(event.data),
+    // its own count of what it buffers (comments and finished field lines hold nothing), checked after each read
+    maxBufferSize: maxEvent,
+    onError: (err) => {
+      if (err.type === "max-buffer-size-exceeded") overflow = true;
+    },
+  });
   let done = false;
   try {
     while (!done) {
@@ -89,8 +96,7 @@ export async function* parseSseBatches<T = Record<string, unknown>>(
       // A last event without its blank line still counts.
       const text = read.done ? `${decoder.decode()}\n\n` : decoder.decode(read.value, { stream: true });
       parser.feed(text);
-      pending = events.length ? 0 : pending + text.length;
-      if (pending > maxEvent) throw tooLarge();
+      if (overflow) throw tooLarge();
       const batch: T[] = [];
       for (const payload of events) {
         if (payload.length > maxEvent) throw tooLarge();

@@ -110,6 +110,27 @@ function checkMessage(message: unknown, path: string): void {
   }
 }
 
+/**
+ * `logprobs`: null, or `{content, refusal}`, each null or a list of `{token, logprob, bytes?, top_logprobs?}`. In a
+ * stream it is on every chunk's metadata, which `concat` merges: a member of another type on a later chunk (`[]`,
+ * then `0`) would throw a plain Error from LangChain's merge instead of a typed one.
+ */
+function checkLogprobs(logprobs: unknown, path: string): void {
+  if (!optObject(logprobs, path) || !logprobs) return;
+  for (const key of ["content", "refusal"]) {
+    const list = logprobs[key];
+    if (!optArray(list, `${path}.${key}`) || !list) continue;
+    list.forEach((item, i) => {
+      const at = `${path}.${key}[${i}]`;
+      if (!isObj(item)) fail(at, "an object", item);
+      if (typeof item.token !== "string") fail(`${at}.token`, "a string", item.token);
+      if (typeof item.logprob !== "number") fail(`${at}.logprob`, "a number", item.logprob);
+      optArray(item.bytes, `${at}.bytes`);
+      optArray(item.top_logprobs, `${at}.top_logprobs`);
+    });
+  }
+}
+
 function checkTop(data: Obj, paramsKey: string, stream: boolean): void {
   optString(data.id, "id");
   optString(data.model, "model");
@@ -127,6 +148,7 @@ function checkTop(data: Obj, paramsKey: string, stream: boolean): void {
     optCount(choice.index, `${at}.index`);
     optString(choice.finish_reason, `${at}.finish_reason`);
     optString(choice.stop_reason, `${at}.stop_reason`);
+    checkLogprobs(choice.logprobs, `${at}.logprobs`);
     checkMessage(choice[member], `${at}.${member}`);
   });
 }

@@ -14,7 +14,9 @@ import { brandNames } from "./config.js";
 export type { RateLimitHeaders, ServiceResponseHeaders, X402PaymentRequired } from "./header-types.js";
 import type { ServiceResponseHeaders, X402PaymentRequired } from "./header-types.js";
 
-const DECIMAL = /^[+-]?(?:\d+\.?\d*|\.\d+)(?:e[+-]?\d+)?$/i;
+// `\d+(?:\.\d*)?`, not `\d+\.?\d*`: the same numbers, without the choice of where to split a run of digits that made
+// a 16 KB header of digits ending in a letter take half a second (quadratic backtracking)
+const DECIMAL = /^[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:e[+-]?\d+)?$/i;
 
 /**
  * `"12"` → 12, `"1.5e-6"` → 1.5e-6; a header a proxy sent twice (`"10, 10"`) → its first value; anything
@@ -35,8 +37,15 @@ export function toNumber(value: string | null | undefined): number | undefined {
  * smaller value, i.e. before 2001 as a timestamp: the seed's `reset-tokens`).
  */
 export function resetRequestsAtMs(reset: number, now = Date.now()): number {
-  return reset > 1e12 ? reset : reset >= 1e9 ? reset * 1000 : now + reset * 1000;
+  const at = reset > 1e12 ? reset : reset >= 1e9 ? reset * 1000 : now + reset * 1000;
+  // a reset past what a Date holds (`1e306`, `-1e308`) is that far away, not Infinity or an Invalid Date
+  return Math.min(MAX_INSTANT_MS, Math.max(-MAX_INSTANT_MS, at));
 }
+
+/** the latest instant a Date holds, either way from the epoch (ECMAScript's time range) */
+const MAX_INSTANT_MS = 8.64e15;
+/** the longest wait a `retry-after` names (100 years): longer ones are as good as never, and stay a valid Date from now */
+const MAX_WAIT_MS = 100 * 365 * 86_400_000;
 
 /** A request or token window an answer names; `resetAt` in ms since epoch. */
 export interface RateWindow {
@@ -96,9 +105,9 @@ export function errorBudgetOf(headers: Pick<Headers, "get">, now = Date.now()): 
 export function retryAfterMs(value: string | null, now = Date.now()): number | undefined {
   if (value === null) return undefined;
   const seconds = toNumber(value);
-  if (seconds !== undefined) return Math.max(0, seconds * 1000);
+  if (seconds !== undefined) return Math.min(MAX_WAIT_MS, Math.max(0, seconds * 1000));
   const at = Date.parse(value);
-  return Number.isNaN(at) ? undefined : Math.max(0, at - now);
+  return Number.isNaN(at) ? undefined : Math.min(MAX_WAIT_MS, Math.max(0, at - now));
 }
 
 /**

@@ -194,8 +194,11 @@ export class RpcBatcher {
       }
       const headers = new Headers(res.headers);
       headers.delete("content-length");
+      // a figure that cannot be cut (unreadable, negative, fractional) is not handed whole to every item
       if (credits) headers.set(this.options.creditsHeader, String(credits[i]));
+      else headers.delete(this.options.creditsHeader);
       if (nano) headers.set(this.options.costUsdHeader, (nano[i]! / 1e9).toFixed(9));
+      else headers.delete(this.options.costUsdHeader);
       const out = new Response(body, { status: res.status, statusText: res.statusText, headers });
       if (res.url) Object.defineProperty(out, "url", { value: res.url });
       return out;
@@ -205,7 +208,8 @@ export class RpcBatcher {
 
 /** `total` cut in proportion to `weights`, in whole units, summing to `total` exactly (largest remainders first). */
 export function shares(total: number, weights: number[]): number[] | undefined {
-  if (!Number.isFinite(total) || total < 0) return undefined;
+  // whole units only: a fractional total (`2.5` credits) cannot be cut into whole shares that sum to it
+  if (!Number.isSafeInteger(total) || total < 0) return undefined;
   const sum = weights.reduce((a, b) => a + b, 0);
   if (sum <= 0) return weights.map((_, i) => (i === 0 ? total : 0));
   const exact = weights.map((w) => (total * w) / sum);
@@ -213,6 +217,14 @@ export function shares(total: number, weights: number[]): number[] | undefined {
   let left = total - out.reduce((a, b) => a + b, 0);
   const order = exact.map((x, i) => [x - Math.floor(x), i] as const).sort((a, b) => b[0] - a[0]);
   for (let k = 0; left > 0 && k < order.length; k++, left--) out[order[k]![1]]!++;
+  // a total near 2^53 times a weight rounds up: a unit too many is taken back from the smallest remainders
+  for (let k = order.length - 1; left < 0 && k >= 0; k--) {
+    const i = order[k]![1];
+    if (out[i]! > 0) {
+      out[i]!--;
+      left++;
+    }
+  }
   return out;
 }
 

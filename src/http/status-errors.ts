@@ -36,7 +36,19 @@ import {
 
 export const ABUSE_BLOCK_MESSAGE = "Too many failed attempts (> 20) resulting in a non-success status code. Please wait 30s and try again.";
 
+/**
+ * The longest message kept from a body (the whole body stays on the error): the patterns read over it are linear
+ * in it at best, and `<field> is not supported by this model` backtracks at every word boundary (a 40 KB message of
+ * `a.a.a.` took 4 s).
+ */
+const MAX_MESSAGE = 1_000;
+
 function bodyMessage(body: unknown): string | undefined {
+  const message = fullMessage(body);
+  return message !== undefined && message.length > MAX_MESSAGE ? `${message.slice(0, MAX_MESSAGE)}…` : message;
+}
+
+function fullMessage(body: unknown): string | undefined {
   if (typeof body === "string") return body.trim().slice(0, 500) || undefined;
   if (!body || typeof body !== "object") return undefined;
   const b = body as Record<string, unknown>;
