@@ -3,6 +3,24 @@ import { defineConfig } from "vitest/config";
 
 const at = (path: string) => fileURLToPath(new URL(path, import.meta.url));
 
+const TESTS = ["test/**/*.test.ts", "src/**/*.test.ts"];
+/**
+ * Files that run in a process of their own: those that spawn processes for most of their time (README blocks, the
+ * runtimes, fleets), measure the heap (a shared process holds other files' garbage), and the suites of others that
+ * nobody has checked in a shared process yet. Every other file shares its worker's process with the files before
+ * it, on fresh modules of the client and the emulator (test/setup/fresh-modules.ts): the libraries under
+ * node_modules (LangChain, ethers, viem, ...) load once per worker instead of once per file (2-4 s a file).
+ */
+const OWN_PROCESS = [
+  "test/readme/readme.test.ts",
+  "test/runtimes/runtimes.test.ts",
+  "test/examples/fleet.test.ts",
+  "test/store/{fleet,fleet-topup,http-fleet,limits-fleet,wallet-fleet}.test.ts",
+  "test/edges/memory.test.ts",
+  "test/load/memory.test.ts",
+  "test/{fuzz,money,signals}/**/*.test.ts",
+];
+
 export default defineConfig({
   resolve: {
     // both workspace packages by name, from source (as tsconfig's paths): tests need no build
@@ -14,7 +32,6 @@ export default defineConfig({
     ],
   },
   test: {
-    include: ["test/**/*.test.ts", "src/**/*.test.ts"],
     testTimeout: 30_000,
     hookTimeout: 60_000,
     // Two cores: integration files start servers and local chains; keep parallelism modest.
@@ -22,5 +39,19 @@ export default defineConfig({
     pool: "forks",
     // one line when the Redis store suite cannot run (or a failure under REQUIRE_REDIS=1)
     globalSetup: ["test/store/redis-global-setup.ts"],
+    // projects run in the order of their names: the long own-process files first, the shared ones fill in after
+    projects: [
+      { extends: true, test: { name: "1-own-process", include: OWN_PROCESS, isolate: true } },
+      {
+        extends: true,
+        test: {
+          name: "2-shared-process",
+          include: TESTS,
+          exclude: OWN_PROCESS,
+          isolate: false,
+          setupFiles: ["test/setup/fresh-modules.ts"],
+        },
+      },
+    ],
   },
 });
