@@ -1,5 +1,6 @@
 import { fileURLToPath } from "node:url";
 import { defineConfig } from "vitest/config";
+import { BaseSequencer, type TestSpecification } from "vitest/node";
 
 const at = (path: string) => fileURLToPath(new URL(path, import.meta.url));
 
@@ -21,6 +22,21 @@ const OWN_PROCESS = [
   "test/{fuzz,money,signals}/**/*.test.ts",
 ];
 
+/** The longest files, started first: vitest orders by the last run's durations, or by size when it has none (a fresh clone). */
+const LONGEST_FIRST = ["test/readme/readme.test.ts", "test/edges/memory.test.ts", "test/store/limits-fleet.test.ts"];
+class LongestFirst extends BaseSequencer {
+  override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
+    const rank = (f: TestSpecification) => {
+      const i = LONGEST_FIRST.findIndex((path) => f.moduleId.endsWith(path));
+      return i === -1 ? LONGEST_FIRST.length : i;
+    };
+    return (await super.sort(files))
+      .map((f, i) => ({ f, i }))
+      .sort((a, b) => rank(a.f) - rank(b.f) || a.i - b.i)
+      .map(({ f }) => f);
+  }
+}
+
 export default defineConfig({
   resolve: {
     // both workspace packages by name, from source (as tsconfig's paths): tests need no build
@@ -39,6 +55,7 @@ export default defineConfig({
     pool: "forks",
     // one line when the Redis store suite cannot run (or a failure under REQUIRE_REDIS=1)
     globalSetup: ["test/store/redis-global-setup.ts"],
+    sequence: { sequencer: LongestFirst },
     // projects run in the order of their names: the long own-process files first, the shared ones fill in after
     projects: [
       { extends: true, test: { name: "1-own-process", include: OWN_PROCESS, isolate: true } },
