@@ -1,5 +1,5 @@
 /**
- * One process of an agent fleet (spawned by fleet.test.ts with `node --import tsx`): it builds the fleet's budget
+ * One process of an agent fleet (spawned by fleet.test.ts through test/store/processes.ts): it builds the fleet's budget
  * by name on a RedisStore, prints `ready`, waits for `go` on stdin, runs the looping tool agent under
  * `spendLimitMiddleware({ budget })`, and prints one JSON line: its balance reads, its final message, its state's
  * `spend`.

@@ -9,6 +9,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startEmulator, MODELS, type Emulator } from "langchain-service-emulator";
 import { chat, KEY, startModelsEmulator, user } from "./helpers.js";
+import { testClock } from "../emulator/helpers.js";
 
 const IMAGE = "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==";
 const tool = {
@@ -88,7 +89,12 @@ describe("capability gates (live)", () => {
 
 describe("the unsupported-feature budget (live)", () => {
   it("gated 400s are not failures: the error budget stays whole, and more than the budget blocks with its own threshold", async () => {
-    const emu = await startEmulator({ apiKeys: ["kb"], rateLimits: { unsupportedFeatureMaxFailures: 3, abuseBlockMs: 300 } });
+    const clock = testClock({ frozen: true }); // the block ends when the test moves the emulator's clock on
+    const emu = await startEmulator({
+      now: clock.now,
+      apiKeys: ["kb"],
+      rateLimits: { unsupportedFeatureMaxFailures: 3, abuseBlockMs: 300 },
+    });
     try {
       const gated = { model: "emu-basic", messages: [user("hi")], tools: [tool] };
       for (let i = 0; i < 3; i++) {
@@ -101,7 +107,7 @@ describe("the unsupported-feature budget (live)", () => {
       const blocked = await chat(emu, { model: "emu-s", messages: [user("hi")] }, "kb");
       expect(blocked.status).toBe(429);
       expect(blocked.json.error).toContain("(> 3)");
-      await new Promise((r) => setTimeout(r, 350)); // the block ends
+      clock.advance(350); // the block ends
       const log = await fetch(`${emu.url}/api_keys/rate_limits/log`, { headers: { authorization: "Bearer kb" } });
       expect(JSON.stringify(await log.json())).toContain("UNSUPPORTED_FEATURE_REQUESTS");
     } finally {

@@ -74,3 +74,19 @@ export async function postJson(url: string, body: unknown, headers: Record<strin
 }
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * A clock for the emulator's `now` option: real time plus what the test moved it on by, or with `frozen` only what
+ * the test moved it on by. Time-based behaviour (job processing, rate-limit windows, blocks) then passes when the
+ * test says, without waiting for it in real time.
+ */
+export function testClock(options: { frozen?: boolean } = {}): { now: () => number; advance(ms: number): void } {
+  const start = Date.now();
+  let offset = 0;
+  return {
+    now: () => (options.frozen ? start : Date.now()) + offset,
+    advance(ms: number) {
+      offset += ms;
+    },
+  };
+}

@@ -1,10 +1,11 @@
 /**
  * Spec part 8 (rate limits per tier, x-ratelimit-* headers, 429 with the reset time, the log of exceeded
- * limits) and part 7's abuse block, with short windows so they run in about a second.
+ * limits) and part 7's abuse block. Where time is what is tested (a window's end, a block's end), the emulator runs on
+ * a test clock (testClock) that the test moves on instead of waiting.
  */
 import { afterEach, describe, expect, it } from "vitest";
 import { ABUSE_BLOCK_MESSAGE, RateLimiter, startEmulator, type Emulator } from "langchain-service-emulator";
-import { bearer, postJson, probeRoute, sleep } from "./helpers.js";
+import { bearer, postJson, probeRoute, testClock } from "./helpers.js";
 
 let emu: Emulator | undefined;
 afterEach(async () => {
@@ -18,13 +19,15 @@ const infer = (e: Emulator, key: string, model: string, extra: Record<string, un
 describe("request limits per (caller, tier)", () => {
   it("counts down, answers 429 with the reset time in Unix seconds, and logs it", async () => {
     // 2 s windows: the window starts at the first request's whole second, so at least 1 s of it is left
+    const clock = testClock({ frozen: true });
     emu = await startEmulator({
+      now: clock.now,
       mode: "seed",
       apiKeys: ["a", "b"],
       routes: [probeRoute],
       rateLimits: { windowMs: 2_000, tiers: { L: { requests: 2 } } },
     });
-    const before = Math.floor(Date.now() / 1000);
+    const before = Math.floor(clock.now() / 1000);
     const r1 = await infer(emu, "a", "emu-l");
     const r2 = await infer(emu, "a", "emu-l");
     expect([r1.status, r2.status]).toEqual([200, 200]);
@@ -40,7 +43,7 @@ describe("request limits per (caller, tier)", () => {
     const reset = r3.headers.get("x-ratelimit-reset-requests")!;
     expect(reset).toMatch(/^\d{10}$/); // Unix seconds, not ms, not a duration
     expect(Number(reset)).toBeGreaterThanOrEqual(before);
-    expect(Number(reset)).toBeLessThanOrEqual(Math.ceil(Date.now() / 1000) + 2);
+    expect(Number(reset)).toBeLessThanOrEqual(Math.ceil(clock.now() / 1000) + 2);
     // nothing was charged for the refused request
     expect(emu.ledger.totals(emu.account("a")!).charges).toBe(2);
 
@@ -60,8 +63,10 @@ describe("request limits per (caller, tier)", () => {
     const otherLog = await (await fetch(`${emu.url}/api_keys/rate_limit_logs`, { headers: bearer("b") })).json();
     expect(otherLog.data).toEqual([]);
 
-    // once the window has passed, the caller is served again
-    await sleep(Number(reset) * 1000 - Date.now() + 50);
+    // still refused just before the window's end; once it has passed, the caller is served again
+    clock.advance(Number(reset) * 1000 - clock.now() - 100);
+    expect((await infer(emu, "a", "emu-l")).status).toBe(429);
+    clock.advance(150);
     expect((await infer(emu, "a", "emu-l")).status).toBe(200);
   });
 
@@ -109,7 +114,13 @@ describe("request limits per (caller, tier)", () => {
 
 describe("abuse block", () => {
   it("more than 20 failures in the window block the caller with the spec's message, then lift", async () => {
-    emu = await startEmulator({ mode: "seed", apiKeys: ["a", "b"], rateLimits: { abuseWindowMs: 10_000, abuseBlockMs: 700 } });
+    const clock = testClock({ frozen: true });
+    emu = await startEmulator({
+      now: clock.now,
+      mode: "seed",
+      apiKeys: ["a", "b"],
+      rateLimits: { abuseWindowMs: 10_000, abuseBlockMs: 700 },
+    });
     const statuses: number[] = [];
     for (let i = 0; i < 21; i++) {
       const res = await fetch(`${emu.url}/no/such/path`, { headers: bearer("a") });
@@ -128,17 +139,18 @@ describe("abuse block", () => {
     expect((await fetch(`${emu.url}/models`, { headers: bearer("b") })).status).toBe(200);
 
     // the block is in the log as FAILED_REQUESTS
-    await sleep(750);
+    clock.advance(750);
     const log = await (await fetch(`${emu.url}/api_keys/rate_limit_logs`, { headers: bearer("a") })).json();
     expect(log.data.map((e: { rateLimitType: string }) => e.rateLimitType)).toEqual(["FAILED_REQUESTS"]);
     expect((await fetch(`${emu.url}/models`, { headers: bearer("a") })).status).toBe(200);
   });
 
   it("20 failures do not block; failures outside the window are forgotten", async () => {
-    emu = await startEmulator({ mode: "seed", apiKeys: ["a"], rateLimits: { abuseWindowMs: 500, abuseBlockMs: 10_000 } });
+    const clock = testClock({ frozen: true });
+    emu = await startEmulator({ now: clock.now, mode: "seed", apiKeys: ["a"], rateLimits: { abuseWindowMs: 500, abuseBlockMs: 10_000 } });
     for (let i = 0; i < 20; i++) await (await fetch(`${emu.url}/nope`, { headers: bearer("a") })).arrayBuffer();
     expect((await fetch(`${emu.url}/models`, { headers: bearer("a") })).status).toBe(200);
-    await sleep(550);
+    clock.advance(550);
     for (let i = 0; i < 5; i++) await (await fetch(`${emu.url}/nope`, { headers: bearer("a") })).arrayBuffer();
     expect((await fetch(`${emu.url}/models`, { headers: bearer("a") })).status).toBe(200);
   });

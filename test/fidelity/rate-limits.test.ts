@@ -17,7 +17,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { startEmulator, type Emulator, type EmulatorOptions } from "langchain-service-emulator";
 import { ChatService } from "../../src/chat/index.js";
 import { GatewayTimeoutError, RateLimitError, ServerError, ServiceClient, createServiceFetch, type FetchLike } from "../../src/index.js";
-import { bearer, probeRoute } from "../emulator/helpers.js";
+import { bearer, probeRoute, testClock } from "../emulator/helpers.js";
 import { createSiwxHeader } from "../../src/x402/siwx.js";
 import { EvmWallet } from "../../src/evm/index.js";
 
@@ -93,7 +93,9 @@ const ETH_CHAIN_ID = { method: "eth_chainId" } as const;
 
 describe("emulator: the crypto RPC cap", () => {
   it("a 429 carries X-RateLimit-Limit, -Remaining, -Reset (Unix seconds) and a message, nothing of the chat limits", async () => {
-    const emu = await emulator({ rateLimits: { cryptoRpc: { requests: 2, windowMs: 2_000 } } });
+    // the window's end comes when the test moves the emulator's clock on
+    const clock = testClock({ frozen: true });
+    const emu = await emulator({ now: clock.now, rateLimits: { cryptoRpc: { requests: 2, windowMs: 2_000 } } });
     const ok = [await rpcCall(emu), await rpcCall(emu)];
     expect(ok.map((r) => r.status)).toEqual([200, 200]);
     // "Set only when the rate limit is tripped"
@@ -107,8 +109,8 @@ describe("emulator: the crypto RPC cap", () => {
     expect(limited.headers.get("x-ratelimit-remaining")).toBe("0");
     const reset = limited.headers.get("x-ratelimit-reset")!;
     expect(reset).toMatch(/^\d{10}$/); // Unix seconds
-    expect(Number(reset) * 1000).toBeGreaterThan(Date.now());
-    expect(Number(reset) * 1000).toBeLessThanOrEqual(Date.now() + 2_000);
+    expect(Number(reset) * 1000).toBeGreaterThan(clock.now());
+    expect(Number(reset) * 1000).toBeLessThanOrEqual(clock.now() + 2_000);
     // only the published three: no x-ratelimit-reset-requests (or any other chat-limit header) to wait on
     const rateHeaders = [...limited.headers.keys()].filter((h) => h.startsWith("x-ratelimit") || h === "retry-after");
     expect(rateHeaders.sort()).toEqual(["x-ratelimit-limit", "x-ratelimit-remaining", "x-ratelimit-reset"]);
@@ -118,8 +120,10 @@ describe("emulator: the crypto RPC cap", () => {
 
     // per key: another key has its own window
     expect((await rpcCall(emu, "b")).status).toBe(200);
-    // the window's end is the reset instant: served again right there
-    await new Promise((r) => setTimeout(r, Number(reset) * 1000 - Date.now()));
+    // the window's end is the reset instant: refused a millisecond before it, served again right there
+    clock.advance(Number(reset) * 1000 - clock.now() - 1);
+    expect((await rpcCall(emu)).status).toBe(429);
+    clock.advance(1);
     expect((await rpcCall(emu)).status).toBe(200);
   });
 

@@ -14,7 +14,7 @@ import type { X402EmulatorOptions } from "../../packages/langchain-service-emula
 import { createSiwxHeader } from "../../src/x402/siwx.js";
 import { signPayment, type X402Wallet } from "../../src/x402/index.js";
 import { EvmWallet } from "../../src/evm/index.js";
-import { probeRoute } from "../emulator/helpers.js";
+import { probeRoute, testClock } from "../emulator/helpers.js";
 import { payer, startPaidEmulator } from "../x402/helpers.js";
 
 const started: Emulator[] = [];
@@ -101,7 +101,8 @@ describe("the read routes' sign-in", () => {
 
 describe("the x402 routes' own limits", () => {
   it("live: balance and transactions per wallet, top-up per IP; the guide's 429, no rate-limit header; a rolling window", async () => {
-    const emu = await start({}, { routeLimits: { balance: 3, transactions: 2, topUp: 2, windowMs: 600 } });
+    const clock = testClock(); // the window rolls on when the test moves the emulator's clock on
+    const emu = await start({ now: clock.now }, { routeLimits: { balance: 3, transactions: 2, topUp: 2, windowMs: 600 } });
     const [a, b] = [EvmWallet.random(), EvmWallet.random()];
     const statuses = async (wallet: X402Wallet, path: string, n: number) => {
       const out: number[] = [];
@@ -120,7 +121,7 @@ describe("the x402 routes' own limits", () => {
     for (let i = 0; i < 3; i++) topUps.push((await fetch(`${emu.url}/x402/top-up`, { method: "POST" })).status);
     expect(topUps).toEqual([402, 402, 429]);
     // once the window has rolled past the first requests, the route answers again
-    await new Promise((r) => setTimeout(r, 650));
+    clock.advance(650);
     expect((await signedGet(emu, a, `/x402/balance/${a.address}`)).status).toBe(200);
   });
 

@@ -9,16 +9,20 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startEmulator, type Emulator } from "langchain-service-emulator";
 import { decodeWav } from "../tools/helpers.js";
 import { decodeMp4 } from "./mp4-reader.js";
+import { testClock } from "../emulator/helpers.js";
 
 let emu: Emulator;
+// the jobs' processing time passes on the emulator's clock, when a test moves it on
+const clock = testClock();
 beforeAll(async () => {
   emu = await startEmulator({
+    now: clock.now,
     apiKeys: [
       { key: "rich", usd: 20, diem: 0 },
       { key: "poor", usd: 0.15, diem: 0 },
       { key: "other", usd: 5, diem: 0 },
     ],
-    // long enough that "still running" holds on a busy machine, short enough to wait for
+    // long enough that "still running" holds on a busy machine (the clock is moved on, never waited for)
     jobs: { processingMs: { video: 1_000, audio: 600 } },
     rateLimits: { abuseMaxFailures: 10_000 },
   });
@@ -158,7 +162,7 @@ describe("/video/retrieve and /video/complete", () => {
       execution_duration: expect.any(Number),
     });
     expect(running.json.average_execution_time).toBeGreaterThan(1_000);
-    await sleep(1_050);
+    clock.advance(1_000); // the video's processing time
     const done = await post("/video/retrieve", { model: "emu-video", queue_id: json.queue_id, delete_media_on_completion: true });
     expect(done.type).toBe("video/mp4");
     const video = decodeMp4(done.bytes);
@@ -180,7 +184,7 @@ describe("/video/retrieve and /video/complete", () => {
     });
     expect((await post("/video/retrieve", { model: "emu-video", queue_id: "no-such-id" })).status).toBe(400);
     expect((await post("/video/retrieve", { model: "emu-video-private", queue_id: json.queue_id })).status).toBe(400);
-    await sleep(1_050);
+    clock.advance(1_000); // the video's processing time
     const refused = await post("/video/complete", { model: "emu-video", queue_id: json.queue_id });
     expect(refused.status).toBe(400);
     expect(refused.json.error).toMatch(/delete_media_on_completion/);
@@ -199,7 +203,7 @@ describe("/video/retrieve and /video/complete", () => {
     const { json } = await post("/video/queue", { model: "emu-video-private", prompt: "a harbour", duration: "2s" });
     expect(json.download_url).toMatch(new RegExp(`^${emu.origin}/api/v1/video/download/[0-9a-f]{32}$`));
     expect((await fetch(json.download_url)).status).toBe(404); // not done yet
-    await sleep(1_050);
+    clock.advance(1_000); // the video's processing time
     expect((await post("/video/retrieve", { model: "emu-video-private", queue_id: json.queue_id })).json).toEqual({ status: "COMPLETED" });
     const file = await fetch(json.download_url);
     expect(file.headers.get("content-type")).toBe("video/mp4");
@@ -217,6 +221,7 @@ describe("the failure knob", () => {
         .map((e) => e.type),
     ).toEqual(["CHARGE"]);
     // the job's end passes with no request: its timer refunds it (waited for, not timed: timers run late on a busy machine)
+    clock.advance(1_000);
     for (const until = Date.now() + 10_000; !rows("rich").some((e) => e.requestId === id && e.type === "REFUND") && Date.now() < until; )
       await sleep(50);
     expect(
@@ -236,7 +241,12 @@ describe("the failure knob", () => {
   });
 
   it("jobs.failures fails the first N queued with the status asked (default 500)", async () => {
-    const failing = await startEmulator({ apiKeys: [{ key: "k", usd: 5, diem: 0 }], jobs: { processingMs: 50, failures: { first: 1 } } });
+    const own = testClock();
+    const failing = await startEmulator({
+      now: own.now,
+      apiKeys: [{ key: "k", usd: 5, diem: 0 }],
+      jobs: { processingMs: 50, failures: { first: 1 } },
+    });
     try {
       const q = async () =>
         (
@@ -248,7 +258,7 @@ describe("the failure knob", () => {
         ).json();
       const first = await q();
       const second = await q();
-      await sleep(120);
+      own.advance(50);
       const retrieve = (id: string) =>
         fetch(`${failing.url}/audio/retrieve`, {
           method: "POST",
@@ -295,7 +305,7 @@ describe("asynchronous audio: /audio/quote, /audio/queue, /audio/retrieve, /audi
     expect(r.json).toEqual({ model: "emu-music", queue_id: expect.any(String), status: "QUEUED" });
     expect(rows("rich").find((e) => e.requestId === r.json.queue_id)).toMatchObject({ type: "CHARGE", amount: -0.04, kind: "audio-job" });
     expect((await post("/audio/retrieve", { model: "emu-music", queue_id: r.json.queue_id })).json.status).toBe("PROCESSING");
-    await sleep(650);
+    clock.advance(600); // the audio's processing time
     const done = await post("/audio/retrieve", { model: "emu-music", queue_id: r.json.queue_id });
     expect(done.type).toBe("audio/wav");
     expect(done.headers.get("x-service-audio-format")).toBe("wav");

@@ -17,10 +17,14 @@ import { EvmWallet } from "../../src/evm/index.js";
 import { decodeWav } from "../tools/helpers.js";
 import { decodeMp4 } from "./mp4-reader.js";
 import { recordingClient } from "./helpers.js";
+import { testClock } from "../emulator/helpers.js";
 
 let emu: Emulator;
+// real time plus what a test moves it on by: the runs below poll in real time, the single retrieves move it on
+const clock = testClock();
 beforeAll(async () => {
   emu = await startEmulator({
+    now: clock.now,
     apiKeys: [
       { key: "admin", usd: 20, diem: 0 },
       { key: "inference", usd: 20, diem: 0, admin: false },
@@ -53,7 +57,7 @@ describe("client.video and client.audio: the four routes", () => {
       averageExecutionTimeMs: expect.any(Number),
       executionDurationMs: expect.any(Number),
     });
-    await new Promise((r) => setTimeout(r, 1_050));
+    clock.advance(1_000); // the video's processing time
     const done = await client.video.retrieve({ ...queued, deleteMediaOnCompletion: true });
     expect(done.status).toBe("COMPLETED");
     expect(done.status === "COMPLETED" && decodeMp4(done.bytes!).durationSeconds).toBe(2);
@@ -70,7 +74,7 @@ describe("client.video and client.audio: the four routes", () => {
     const queued = await client.audio.queue({ model: "emu-narrator", prompt: "Chapter one.", voice: "Sarah" });
     expect(queued).toMatchObject({ kind: "audio", model: "emu-narrator" });
     expect((await client.audio.retrieve(queued)).status).toBe("PROCESSING");
-    await new Promise((r) => setTimeout(r, 2_050));
+    clock.advance(2_000); // the audio's processing time
     const done = await client.audio.retrieve({ ...queued, deleteMediaOnCompletion: false });
     expect(done.status === "COMPLETED" && done.contentType).toBe("audio/wav");
     expect(await client.audio.complete(queued)).toBe(true);

@@ -1,5 +1,5 @@
 /**
- * One process of a fleet (spawned by fleet.test.ts with `node --import tsx`): it connects a RedisStore, prints
+ * One process of a fleet (spawned by fleet.test.ts through processes.ts): it connects a RedisStore, prints
  * `ready`, waits for `go` on stdin (so every process starts at once), runs its job through
  * `PaymentPolicy.authorize` as the payment layer does (reserve, then commit as if signed), and prints one JSON line.
  *

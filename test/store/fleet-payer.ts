@@ -1,5 +1,5 @@
 /**
- * One process of a paying fleet (spawned by fleet-topup.test.ts with `node --import tsx`): one wallet key shared
+ * One process of a paying fleet (spawned by fleet-topup.test.ts through processes.ts): one wallet key shared
  * with the other processes, a RedisStore, and `withX402` around fetch. It prints `ready`, waits for `go` on stdin
  * (every process starts at once), sends `requests` concurrent POSTs to the service, and prints one JSON line:
  * the statuses (or error names) and the payment events it saw.

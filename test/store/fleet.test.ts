@@ -1,5 +1,5 @@
 /**
- * A fleet on one real redis-server: separate Node processes (spawned with `node --import tsx`), each with its
+ * A fleet on one real redis-server: separate Node processes (spawned by processes.ts), each with its
  * own RedisStore, paying from one wallet through `PaymentPolicy.authorize` at the same moment. Then Redis down:
  * unreachable, paused, or a lease that runs out between reserve and commit: the payment fails closed with a
  * StoreUnavailableError and nothing reaches the service. Every wait is bounded.

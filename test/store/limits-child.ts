@@ -1,5 +1,5 @@
 /**
- * One process of a fleet on one API key (spawned by limits-fleet.test.ts with `node --import tsx`): a fetch stack
+ * One process of a fleet on one API key (spawned by limits-fleet.test.ts through processes.ts): a fetch stack
  * with a RedisStore (or, with `noStore`, none), prints `ready`, waits for `go` on stdin (so every process starts
  * at once), runs its job against the emulator, and prints one JSON line.
  *

@@ -1,6 +1,6 @@
 /**
- * Pacing and the abuse guard of a fleet on one real redis-server: separate Node processes (spawned with
- * `node --import tsx`), each with its own fetch stack and RedisStore, on one API key against the emulator. Then the
+ * Pacing and the abuse guard of a fleet on one real redis-server: separate Node processes (spawned by
+ * processes.ts), each with its own fetch stack and RedisStore, on one API key against the emulator. Then the
  * store failing: requests still go, paced per process, with one warning, and the store is used again once it
  * answers. Every wait is bounded.
  */

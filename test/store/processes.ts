@@ -1,12 +1,23 @@
 /**
- * Fleet members as real Node processes (`node --import tsx <script>`, the job in FLEET_JOB): each prints `ready`,
- * waits for `go` on stdin so that all start at once, and prints its result as the last JSON line. Every wait is
- * bounded; a member still running at the end is killed.
+ * Fleet members as real Node processes (a member script, its job in FLEET_JOB): each prints `ready`, waits for `go`
+ * on stdin so that all start at once, and prints its result as the last JSON line. Every wait is bounded; a member still
+ * running at the end is killed.
+ *
+ * A member runs its script bundled (esbuild, the bundler under tsx and tsup): the script, the helpers and the
+ * client's sources it imports in one ESM file, the packages left to Node. It starts on about 0.9 s of CPU where
+ * `node --import tsx <script>` took 2.2 s, which every process of every fleet paid.
  */
 import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
+import { rmSync } from "node:fs";
+import { basename, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { build, type BuildOptions } from "esbuild";
+import { afterAll } from "vitest";
 
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
+// inside the checkout, so that the bundles' packages resolve from its node_modules; one folder per test process
+const BUNDLES = join(ROOT, "node_modules", ".cache", "fleet-members", String(process.pid));
+afterAll(() => rmSync(BUNDLES, { recursive: true, force: true }));
 
 export function bounded<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
   let timer: NodeJS.Timeout;
@@ -16,8 +27,20 @@ export function bounded<T>(p: Promise<T>, ms: number, what: string): Promise<T> 
   ]).finally(() => clearTimeout(timer));
 }
 
+const bundles = new Map<string, Promise<string>>();
+/** `script` bundled once per test process (its stack traces mapped back to the sources). */
+function bundled(script: string): Promise<string> {
+  let file = bundles.get(script);
+  if (!file) {
+    const outfile = join(BUNDLES, `${basename(script, ".ts")}.mjs`);
+    const options: BuildOptions = { entryPoints: [script], outfile, bundle: true, packages: "external", sourcemap: "inline" };
+    file = build({ ...options, platform: "node", format: "esm", logLevel: "error" }).then(() => outfile);
+    bundles.set(script, file);
+  }
+  return file;
+}
+
 export interface Member<R> {
-  child: ChildProcessWithoutNullStreams;
   ready: Promise<void>;
   result: Promise<R>;
   go(): void;
@@ -25,28 +48,46 @@ export interface Member<R> {
 }
 
 export function member<R>(script: string, job: Record<string, unknown>): Member<R> {
-  const child = spawn(process.execPath, ["--import", "tsx", script], {
-    cwd: ROOT,
-    env: { ...process.env, FLEET_JOB: JSON.stringify(job) },
+  let killed = false;
+  const started = bundled(script).then((file): ChildProcessWithoutNullStreams => {
+    const child = spawn(process.execPath, ["--enable-source-maps", file], {
+      cwd: ROOT,
+      env: { ...process.env, FLEET_JOB: JSON.stringify(job) },
+    });
+    if (killed) child.kill("SIGKILL");
+    return child;
   });
   let out = "";
   let err = "";
-  child.stderr.on("data", (d: Buffer) => (err += d.toString()));
-  const exited = new Promise<number | null>((resolve) => child.once("exit", resolve));
-  const ready = new Promise<void>((resolve, reject) => {
-    child.stdout.on("data", (d: Buffer) => {
-      out += d.toString();
-      if (out.startsWith("ready\n")) resolve();
-    });
-    void exited.then((code) => reject(new Error(`fleet member exited (${code}) before it was ready: ${err.slice(-1000)}`)));
+  const exited = started.then((child) => {
+    child.stderr.on("data", (d: Buffer) => (err += d.toString()));
+    return new Promise<number | null>((resolve) => child.once("exit", resolve));
   });
+  const ready = started.then(
+    (child) =>
+      new Promise<void>((resolve, reject) => {
+        child.stdout.on("data", (d: Buffer) => {
+          out += d.toString();
+          if (out.startsWith("ready\n")) resolve();
+        });
+        void exited.then((code) => reject(new Error(`fleet member exited (${code}) before it was ready: ${err.slice(-1000)}`)));
+      }),
+  );
   ready.catch(() => undefined);
   const result = exited.then((code) => {
     if (code !== 0) throw new Error(`fleet member exited with ${code}: ${err.slice(-1000)}`);
     return JSON.parse(out.trim().split("\n").pop()!) as R;
   });
   result.catch(() => undefined); // read by the caller (or the start failed first)
-  return { child, ready, result, go: () => child.stdin.write("go\n"), kill: () => child.exitCode === null && child.kill("SIGKILL") };
+  return {
+    ready,
+    result,
+    go: () => void started.then((child) => child.stdin.write("go\n")),
+    kill: () => {
+      killed = true;
+      void started.then((child) => child.exitCode === null && child.kill("SIGKILL")).catch(() => undefined);
+    },
+  };
 }
 
 /**

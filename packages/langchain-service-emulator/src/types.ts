@@ -216,7 +216,7 @@ export interface EmulatorOptions {
    * 4.2 with a node behind them: an upstream, the local chain for EVM slugs, LiteSVM for Solana)
    */
   networks?: string[];
-  /** ms clock for rate limits, the abuse block, SIWX checks and the `Date` header (default Date.now); tests may inject one */
+  /** ms clock for rate limits, the abuse block, SIWX checks, media jobs and the `Date` header (default Date.now); tests may inject one */
   now?: () => number;
   /**
    * The origin clients reach the service at (default: the loopback origin it listens on). SIWX domain and uri are

@@ -161,7 +161,16 @@ export function describePaymentContract(name: string, make: () => PaymentStore, 
   });
 }
 
-export function describeTopUpContract(name: string, make: () => PaymentStore, available = true): void {
+/**
+ * `pass(ms)` moves the store's clock on by `ms` for the lease cases (default: waits that long in real time; a store
+ * on the process's `Date.now` may move a fake Date instead).
+ */
+export function describeTopUpContract(
+  name: string,
+  make: () => PaymentStore,
+  available = true,
+  pass: (ms: number) => Promise<unknown> = sleep,
+): void {
   describe(`the top-up lease: ${name}`, () => {
     const W = "wallet:eip155:0xabc";
     const record = (id: string, expiresAt = Date.now() + 60_000) => ({ id, expiresAt, data: JSON.stringify({ id }) });
@@ -174,7 +183,7 @@ export function describeTopUpContract(name: string, make: () => PaymentStore, av
       // held: the next caller gets no token, and sees it held
       expect(await store.acquireTopUpLease(W, 300)).toEqual({ epoch: 0, leased: true });
       expect(await store.renewTopUpLease(W, first.token!, 300)).toBe(true);
-      await sleep(400);
+      await pass(400);
       // lapsed (its holder died): free for the next, fenced by a new token
       expect(await store.topUpState(W)).toEqual({ epoch: 0, leased: false });
       const second = await store.acquireTopUpLease(W, 300);
@@ -191,7 +200,7 @@ export function describeTopUpContract(name: string, make: () => PaymentStore, av
       const a = await store.acquireTopUpLease(W, 200);
       const p = record("p1");
       expect(await store.putPendingPayment(W, a.token!, p)).toBe(true);
-      await sleep(300); // the holder died while paying
+      await pass(300); // the holder died while paying
       const b = await store.acquireTopUpLease(W, 5_000);
       expect(b).toMatchObject({ leased: true, epoch: 0, pending: p });
       // the next holder settles it: cleared, the epoch moves on, the lease is free
@@ -217,7 +226,7 @@ export function describeTopUpContract(name: string, make: () => PaymentStore, av
         const store = make();
         const a = await store.acquireTopUpLease(W, 1_000);
         expect(await store.putPendingPayment(W, a.token!, record("p3"))).toBe(true);
-        await sleep(1_100);
+        await pass(1_100);
         const b = await store.acquireTopUpLease(W, 5_000);
         expect(b.token).toBeGreaterThan(a.token!);
         // the first holder learns late that its payment settled: recorded, and b keeps the lease

@@ -12,6 +12,9 @@ import { EmulatorHttpError, type Account, type Caller, type EmulatorContext, typ
 
 export type JobKind = "video" | "audio";
 
+/** how often a running job looks at the emulator's clock (an injected one jumps; Date.now does not) */
+const JOB_CLOCK_CHECK_MS = 50;
+
 export const DEFAULT_PROCESSING_MS: Readonly<Record<JobKind, number>> = { video: 2_000, audio: 1_000 };
 
 export interface EmulatedJob {
@@ -110,8 +113,22 @@ export class JobStore {
     this.#jobs.set(id, job);
     if (job.downloadToken) this.#byToken.set(job.downloadToken, job);
     // the failure's refund lands when the job ends, whether or not anyone looks
-    setTimeout(() => this.advance(job), durationMs + 5).unref();
+    this.#watch(job);
     return job;
+  }
+
+  /**
+   * Advances `job` when it ends on the emulator's clock (`ctx.now()`). An injected clock may be moved on at any
+   * moment, so a job still running is looked at again within JOB_CLOCK_CHECK_MS, never later than its end.
+   */
+  #watch(job: EmulatedJob): void {
+    const left = Math.max(0, job.queuedAt + job.durationMs - this.ctx.now());
+    setTimeout(
+      () => {
+        if (this.advance(job) === "processing") this.#watch(job);
+      },
+      Math.min(left + 5, JOB_CLOCK_CHECK_MS),
+    ).unref();
   }
 
   /** Where a job is now: running, done (media ready), or failed (refunded, once). */
