@@ -228,7 +228,7 @@ return redis.call('HGETALL', scopeKey(ARGV[1]))
 
 // ---- top-up single flight: one hash per wallet, `topup:<wallet>` ------------------------------------------
 //   epoch        completed top-ups
-//   fence        the last lease token handed out (only grows; never below Redis's clock in ms, see ACQUIRE_LEASE)
+//   fence        the last lease token handed out (only grows; never below Redis's clock in 0.1 ms, see ACQUIRE_LEASE)
 //   lease        the holder's token, `leaseUntil` its deadline on Redis's clock (an expired lease is free)
 //   pending      a signed payment whose outcome is unknown (JSON), `pendingId`, `pendingUntil` (its expiry, ms)
 //   resolved     JSON list of the latest (16) pending ids cleared by END_TOPUP (their outcome is known)
@@ -253,9 +253,11 @@ local k, now = topUpKey(ARGV[1]), nowMs()
 local s = state(k, now)
 if s.leased then return cjson.encode(s) end
 -- tokens never repeat, even after this hash was lost (FLUSHDB, a failover that missed it, its TTL): a counter
--- restarted at 1 would hand a lapsed holder's token to the next one. At least Redis's clock in ms (13 digits, exact
--- in cjson's 14-digit numbers), so a token after a loss is above every token handed out before it.
-local token = math.max(tonumber(redis.call('HGET', k, 'fence') or '0') + 1, now)
+-- restarted at 1 would hand a lapsed holder's token to the next one. At least Redis's clock in tenths of a ms (14
+-- digits, exact in cjson's 14-digit numbers), so a token after a loss is above every token handed out before it,
+-- even one handed out in the same millisecond (in whole ms, a lease taken again at once repeated the lost one's).
+local t = redis.call('TIME')
+local token = math.max(tonumber(redis.call('HGET', k, 'fence') or '0') + 1, tonumber(t[1]) * 10000 + math.floor(tonumber(t[2]) / 100))
 redis.call('HSET', k, 'fence', int(token), 'lease', int(token), 'leaseUntil', int(now + tonumber(ARGV[2])))
 keepFor(k, KEEP)
 s.token = token
