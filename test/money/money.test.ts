@@ -25,7 +25,9 @@ const HANDLE_SLACK = 30;
 
 let emu: Emulator;
 let env: MoneyEnv;
-const x402: X402EmulatorOptions = {};
+/** read by the emulator on each request: each schedule sets its knobs here. The service's $5 minimum would make one
+ * top-up last every schedule: at $0.05 a schedule pays several times */
+const x402: X402EmulatorOptions = { minimumTopUpUsd: MIN_TOP_UP_USD, minimumBalanceUsd: MIN_BALANCE_USD };
 const unhandled: unknown[] = [];
 const onUnhandled = (reason: unknown) => unhandled.push(reason);
 
@@ -33,11 +35,7 @@ beforeAll(async () => {
   process.on("unhandledRejection", onUnhandled);
   emu = await startPaidEmulator({
     chain: { accounts: 3 },
-    x402: Object.assign(x402, {
-      // the service's $5 minimum would make one top-up last every schedule: at $0.05 a schedule pays several times
-      minimumTopUpUsd: MIN_TOP_UP_USD,
-      minimumBalanceUsd: MIN_BALANCE_USD,
-    }) as Record<string, unknown>,
+    x402: x402 as Record<string, unknown>,
   });
   env = await moneyEnv(emu, x402, unhandled);
 });
@@ -60,7 +58,8 @@ function property(stats: { schedules: number; payments: number; signatures: numb
     stats.signatures += result.signatures;
     const now = handles();
     stats.baseline ??= now;
-    if (now > stats.baseline + HANDLE_SLACK) result.violations.push(`open handles grew: ${now}, ${stats.baseline} after the first schedule`);
+    if (now > stats.baseline + HANDLE_SLACK)
+      result.violations.push(`open handles grew: ${now}, ${stats.baseline} after the first schedule`);
     if (result.violations.length > 0) {
       throw new Error(`${result.violations.join("\n")}\noutcomes: ${JSON.stringify(result.outcomes)}`);
     }
@@ -71,7 +70,7 @@ function report(details: fc.RunDetails<[Schedule]>): string {
   return (
     `money schedule failed: seed ${details.seed}, path "${details.counterexamplePath}" ` +
     `(replay: npm run test:money -- --seed ${details.seed} --path "${details.counterexamplePath}")\n` +
-    `schedule: ${JSON.stringify(details.counterexample?.[0])}\n${String((details.errorInstance as Error)?.message ?? details.error)}`
+    `schedule: ${JSON.stringify(details.counterexample?.[0])}\n${String((details.errorInstance as Error)?.message ?? details.errorInstance)}`
   );
 }
 

@@ -98,7 +98,9 @@ function setKnobs(env: MoneyEnv, s: Schedule): void {
     streamCutAfter: f.streamCutAfter,
     loseAnswers: f.loseAnswersRate !== undefined ? { rate: f.loseAnswersRate } : undefined,
     overload: f.overloadRate !== undefined ? { rate: f.overloadRate, retryAfterSeconds: 1 } : undefined,
-    streamErrors: f.streamErrors ? { first: f.streamErrors.first, code: "upstream_error", afterContent: f.streamErrors.afterContent } : undefined,
+    streamErrors: f.streamErrors
+      ? { first: f.streamErrors.first, code: "upstream_error", afterContent: f.streamErrors.afterContent }
+      : undefined,
     seed: f.seed,
   });
   const x = s.x402;
@@ -169,7 +171,8 @@ function ledgerView(env: MoneyEnv, wallet: string) {
   for (const e of entries) {
     if (e.type === "CHARGE") charged += -e.amount;
     if (e.type === "REFUND") refunded += e.amount;
-    if ((e.type === "CHARGE" || e.type === "REFUND") && e.requestId) perRequest.set(e.requestId, (perRequest.get(e.requestId) ?? 0) - e.amount);
+    if ((e.type === "CHARGE" || e.type === "REFUND") && e.requestId)
+      perRequest.set(e.requestId, (perRequest.get(e.requestId) ?? 0) - e.amount);
   }
   return {
     topUps,
@@ -301,7 +304,8 @@ export async function runSchedule(env: MoneyEnv, s: Schedule): Promise<RunResult
   }
   if (new Set(signed.map((x) => x.nonce)).size !== signed.length) fail("a nonce was signed twice");
   const signedEvents = events.filter((e) => e.type === "payment.signed");
-  if (signedEvents.length !== signed.length) fail(`${signed.length} signatures at the signer, ${signedEvents.length} payment.signed events`);
+  if (signedEvents.length !== signed.length)
+    fail(`${signed.length} signatures at the signer, ${signedEvents.length} payment.signed events`);
 
   // 2. every signature credited on the ledger or reported as failed
   for (const x of signed) {
@@ -311,9 +315,11 @@ export async function runSchedule(env: MoneyEnv, s: Schedule): Promise<RunResult
     const onChain = chain.usedNonces.has(x.nonce);
     if (settledEvent && !onChain) fail(`payment ${x.nonce.slice(0, 10)} reported settled, but its authorization is unused on chain`);
     if (!onChain && !failedAfter) fail(`payment ${x.nonce.slice(0, 10)} neither settled on chain nor reported as failed`);
-    if (onChain && !settledEvent && !failedAfter) fail(`payment ${x.nonce.slice(0, 10)} settled on chain, reported neither settled nor failed`);
+    if (onChain && !settledEvent && !failedAfter)
+      fail(`payment ${x.nonce.slice(0, 10)} settled on chain, reported neither settled nor failed`);
   }
-  for (const n of chain.usedNonces) if (!signed.some((x) => x.nonce === n)) fail(`an authorization ${n.slice(0, 10)} the signer never gave was used`);
+  for (const n of chain.usedNonces)
+    if (!signed.some((x) => x.nonce === n)) fail(`an authorization ${n.slice(0, 10)} the signer never gave was used`);
 
   // 4. what the ledger credited is what moved on chain
   const movedAtomic = chain.transfers.reduce((a, t) => a + t.value, 0n);
@@ -323,12 +329,14 @@ export async function runSchedule(env: MoneyEnv, s: Schedule): Promise<RunResult
   const balanceAfter = (await new Contract(env.emu.chain!.usdc.address, USDC_ABI as unknown as string[], env.provider).getFunction(
     "balanceOf",
   )(wallet.address)) as bigint;
-  if (balanceBefore - balanceAfter !== movedAtomic) fail(`the wallet's USDC fell by ${balanceBefore - balanceAfter}, transfers say ${movedAtomic}`);
+  if (balanceBefore - balanceAfter !== movedAtomic)
+    fail(`the wallet's USDC fell by ${balanceBefore - balanceAfter}, transfers say ${movedAtomic}`);
 
   // 3. payments within what the credit spent needs (less the minimum credit the service keeps), plus one
   const amountUsd = s.policy.amountUsd ?? MIN_TOP_UP_USD;
   const bound = Math.ceil(ledger.spentUsd / (amountUsd - MIN_BALANCE_USD) - 1e-9) + 1;
-  if (chain.transfers.length > bound) fail(`${chain.transfers.length} payments for $${ledger.spentUsd} spent at $${amountUsd} each (bound ${bound})`);
+  if (chain.transfers.length > bound)
+    fail(`${chain.transfers.length} payments for $${ledger.spentUsd} spent at $${amountUsd} each (bound ${bound})`);
 
   // 5. the receipts reconcile where no charged answer was lost
   const lost =

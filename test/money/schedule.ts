@@ -62,7 +62,8 @@ export const FAULT_PATHS = [
 
 const opArb: fc.Arbitrary<Op> = fc.record(
   {
-    kind: fc.constantFrom<OpKind>("chat", "stream", "embed", "rpc", "rpcTool", "image"),
+    // images cost the most ($0.01): twice as likely, so schedules spend through top-ups
+    kind: fc.constantFrom<OpKind>("chat", "stream", "embed", "rpc", "rpcTool", "image", "image"),
     startMs: fc.integer({ min: 0, max: 400 }),
     abortMs: fc.integer({ min: 0, max: 2_000 }),
   },
@@ -71,14 +72,15 @@ const opArb: fc.Arbitrary<Op> = fc.record(
 
 export const scheduleArb: fc.Arbitrary<Schedule> = fc.record({
   fundUsd: fc.constantFrom(2, 2, 2, 2, 0.07),
-  policy: fc.record(
-    {
-      amountUsd: fc.constantFrom(0.1, 0.25),
-      maxPerTopUpUsd: fc.constantFrom(0.1, 0.5),
-      maxPerPeriodUsd: fc.constantFrom(0.05, 0.15, 0.3, 1),
-    },
-    { requiredKeys: ["maxPerPeriodUsd"] },
-  )
+  policy: fc
+    .record(
+      {
+        amountUsd: fc.constantFrom(0.1, 0.25),
+        maxPerTopUpUsd: fc.constantFrom(0.1, 0.5),
+        maxPerPeriodUsd: fc.constantFrom(0.05, 0.15, 0.3, 1),
+      },
+      { requiredKeys: ["maxPerPeriodUsd"] },
+    )
     // caps that contradict each other are a configuration error (ConfigurationError), not a schedule
     .map(({ maxPerTopUpUsd, amountUsd, maxPerPeriodUsd }) => {
       const perTopUp = maxPerTopUpUsd !== undefined && maxPerTopUpUsd <= maxPerPeriodUsd ? maxPerTopUpUsd : undefined;
@@ -117,7 +119,10 @@ export const scheduleArb: fc.Arbitrary<Schedule> = fc.record({
       settlementTimeoutLands: fc.boolean(),
       topUpFailures: fc.integer({ min: 1, max: 2 }),
       topUpResponseDelayMs: fc.integer({ min: 200, max: 2_000 }),
-      wrongOffer: fc.record({ first: fc.integer({ min: 1, max: 2 }), what: fc.constantFrom<"payTo" | "asset" | "amount">("payTo", "asset", "amount") }),
+      wrongOffer: fc.record({
+        first: fc.integer({ min: 1, max: 2 }),
+        what: fc.constantFrom<"payTo" | "asset" | "amount">("payTo", "asset", "amount"),
+      }),
     },
     { requiredKeys: [] },
   ),
