@@ -45,12 +45,23 @@ afterAll(async () => {
   await emu?.close();
 });
 
+interface Stats {
+  schedules: number;
+  payments: number;
+  signatures: number;
+  failures: number;
+  /** open handles after the first schedule, and the most seen after any */
+  baseline?: number;
+  maxHandles?: number;
+}
+const newStats = (): Stats => ({ schedules: 0, payments: 0, signatures: 0, failures: 0 });
+
 function handles(): number {
   return process.getActiveResourcesInfo().filter((r) => r !== "TTYWrap").length;
 }
 
 /** One property run: the schedule's invariants, and handles that do not grow past the first schedule's. */
-function property(stats: { schedules: number; payments: number; signatures: number; baseline?: number }) {
+function property(stats: Stats) {
   return fc.asyncProperty(scheduleArb, async (schedule: Schedule) => {
     const result = await runSchedule(env, schedule);
     stats.schedules++;
@@ -58,9 +69,13 @@ function property(stats: { schedules: number; payments: number; signatures: numb
     stats.signatures += result.signatures;
     const now = handles();
     stats.baseline ??= now;
+    stats.maxHandles = Math.max(stats.maxHandles ?? 0, now);
     if (now > stats.baseline + HANDLE_SLACK)
       result.violations.push(`open handles grew: ${now}, ${stats.baseline} after the first schedule`);
     if (result.violations.length > 0) {
+      // the first failure as it happens (shrinking, which follows, can take minutes)
+      if (stats.failures++ === 0)
+        console.error(`money: first failing schedule ${JSON.stringify(schedule)}\n${result.violations.join("\n")}`);
       throw new Error(`${result.violations.join("\n")}\noutcomes: ${JSON.stringify(result.outcomes)}`);
     }
   });
@@ -76,7 +91,7 @@ function report(details: fc.RunDetails<[Schedule]>): string {
 
 if (!LONG) {
   it(`money invariants hold over ${RUNS} random schedules (seed ${SEED})`, { timeout: 600_000 }, async () => {
-    const stats = { schedules: 0, payments: 0, signatures: 0 } as { schedules: number; payments: number; signatures: number };
+    const stats = newStats();
     const details = await fc.check(property(stats), {
       numRuns: RUNS,
       seed: SEED,
@@ -89,13 +104,15 @@ if (!LONG) {
     // the model exercised money: schedules paid, and signatures were counted at the signer
     expect(stats.schedules).toBeGreaterThanOrEqual(Math.min(RUNS, 1));
     if (!PATH && RUNS >= 20) expect(stats.payments).toBeGreaterThan(0);
-    console.log(`money: ${stats.schedules} schedules, ${stats.payments} payments, ${stats.signatures} signatures (seed ${SEED})`);
+    console.log(
+      `money: ${stats.schedules} schedules, ${stats.payments} payments, ${stats.signatures} signatures, handles ${stats.baseline}..${stats.maxHandles} (seed ${SEED})`,
+    );
   });
 } else {
   it("long run: batches of schedules, every seed's failures counted", { timeout: 24 * 3_600_000 }, async () => {
     const total = RUNS;
     const batch = 25;
-    const stats = { schedules: 0, payments: 0, signatures: 0 } as { schedules: number; payments: number; signatures: number };
+    const stats = newStats();
     const failures: string[] = [];
     for (let seed = SEED; stats.schedules < total; seed++) {
       const details = await fc.check(property(stats), { numRuns: Math.min(batch, total - stats.schedules), seed, endOnFailure: true });

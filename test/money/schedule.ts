@@ -12,6 +12,8 @@ export interface Op {
   startMs: number;
   /** the caller aborts this long after the call started (its own signal), if at all */
   abortMs?: number;
+  /** the call's deadline also as the caller's own signal, beside the client's totalTimeout */
+  deadlineSignal?: boolean;
 }
 
 export interface Schedule {
@@ -66,6 +68,7 @@ const opArb: fc.Arbitrary<Op> = fc.record(
     kind: fc.constantFrom<OpKind>("chat", "stream", "embed", "rpc", "rpcTool", "image", "image"),
     startMs: fc.integer({ min: 0, max: 400 }),
     abortMs: fc.integer({ min: 0, max: 2_000 }),
+    deadlineSignal: fc.constant(true),
   },
   { requiredKeys: ["kind", "startMs"] },
 );
