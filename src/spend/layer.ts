@@ -14,6 +14,7 @@
  * With nothing on, a request passes through with no await and no allocation.
  */
 import type { FetchLayer, FetchLike, RequestSpend, ServiceRequestInit } from "../http/types.js";
+import { untilAborted } from "../http/until-aborted.js";
 import type { BudgetReservation, SpendBudget } from "./budget.js";
 import { DEFAULT_FEES } from "./budget.js";
 import { runSpend } from "./call-options.js";
@@ -98,7 +99,14 @@ async function metered(
   if (!shape) return next(input, init);
   // the model's prices: for the reservation, and for the cost of answers that do not tell it
   const needsRecord = shape.model !== undefined && shape.modelType !== undefined && (budgets.length > 0 || shape.kind !== "chat");
-  const record = needsRecord ? await o.lookup(shape.modelType!, shape.model!).catch(() => undefined) : undefined;
+  // the price read is shared (the stack's /models records): the caller's signal, its deadline with it, ends this
+  // request's wait on it as a typed abort, as on every shared wait
+  const record = needsRecord
+    ? await untilAborted(
+        o.lookup(shape.modelType!, shape.model!).catch(() => undefined),
+        init?.signal,
+      )
+    : undefined;
 
   const holds: BudgetReservation[] = [];
   try {
