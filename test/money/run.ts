@@ -285,10 +285,29 @@ export async function runSchedule(env: MoneyEnv, s: Schedule): Promise<RunResult
   }
 
   // the wallet's own top-up in flight (the calls gave up on it, it runs on) and the emulator's settlements end
+  // (a 402 still on its way when its caller gave up starts one after the calls ended): quiet means no top-up in flight,
+  // every signature's outcome reported, and no payment event for a while
   const state = stateOf(wallet, context);
-  const quietBy = Date.now() + 20_000;
-  while (state.inFlight && Date.now() < quietBy) await Promise.race([state.inFlight.catch(() => undefined), sleep(100)]);
+  const endedAt = Date.now();
+  const quietBy = endedAt + 20_000;
+  const unresolved = () =>
+    signed.filter(
+      (x) =>
+        !events.some(
+          (e, i) =>
+            (e.type === "payment.settled" && e.nonce?.toLowerCase() === x.nonce) ||
+            (e.type === "payment.failed" && i > events.findIndex((f) => f.type === "payment.signed" && f.nonce?.toLowerCase() === x.nonce)),
+        ),
+    );
+  for (let seen = -1; Date.now() < quietBy; ) {
+    if (state.inFlight) await Promise.race([state.inFlight.catch(() => undefined), sleep(100)]);
+    else if (seen !== events.length || unresolved().length > 0) {
+      seen = events.length;
+      await sleep(300);
+    } else break;
+  }
   if (state.inFlight) fail("the wallet's top-up was still in flight 20 s after the calls ended");
+  const eventLog = () => events.map((e) => `${e.type}${e.nonce ? `(${e.nonce.slice(0, 10)})` : ""}@${e.at - endedAt}`).join(", ");
   let chain = await chainView(env, wallet.address, fromBlock);
   let ledger = ledgerView(env, wallet.address);
   for (let i = 0; i < 60 && chain.transfers.length !== ledger.topUps.length; i++) {
@@ -317,7 +336,8 @@ export async function runSchedule(env: MoneyEnv, s: Schedule): Promise<RunResult
     const failedAfter = events.slice(at + 1).some((e) => e.type === "payment.failed");
     const onChain = chain.usedNonces.has(x.nonce);
     if (settledEvent && !onChain) fail(`payment ${x.nonce.slice(0, 10)} reported settled, but its authorization is unused on chain`);
-    if (!onChain && !failedAfter) fail(`payment ${x.nonce.slice(0, 10)} neither settled on chain nor reported as failed`);
+    if (!onChain && !failedAfter)
+      fail(`payment ${x.nonce.slice(0, 10)} neither settled on chain nor reported as failed; events: ${eventLog()}`);
     if (onChain && !settledEvent && !failedAfter)
       fail(`payment ${x.nonce.slice(0, 10)} settled on chain, reported neither settled nor failed`);
   }
