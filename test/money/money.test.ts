@@ -16,7 +16,8 @@ import { startPaidEmulator } from "../x402/helpers.js";
 import { MIN_BALANCE_USD, MIN_TOP_UP_USD, moneyEnv, runSchedule, type MoneyEnv } from "./run.js";
 import { scheduleArb, type Schedule } from "./schedule.js";
 
-const RUNS = Number(process.env.MONEY_RUNS ?? 40);
+// about a minute on a 2-core machine (npm test); the long run takes thousands
+const RUNS = Number(process.env.MONEY_RUNS ?? 30);
 const SEED = process.env.MONEY_SEED !== undefined ? Number(process.env.MONEY_SEED) : Date.now() % 2_147_483_647;
 const PATH = process.env.MONEY_PATH;
 const LONG = process.env.MONEY_LONG === "1";

@@ -303,7 +303,7 @@ export async function runSchedule(env: MoneyEnv, s: Schedule): Promise<RunResult
     if (state.inFlight) await Promise.race([state.inFlight.catch(() => undefined), sleep(100)]);
     else if (seen !== events.length || unresolved().length > 0) {
       seen = events.length;
-      await sleep(300);
+      await sleep(200);
     } else break;
   }
   if (state.inFlight) fail("the wallet's top-up was still in flight 20 s after the calls ended");
