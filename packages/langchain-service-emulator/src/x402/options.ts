@@ -92,6 +92,19 @@ export interface X402EmulatorOptions {
   settlementFailures?: number;
   /** payments are off: every `POST /x402/top-up` is `503 X402_NOT_CONFIGURED` */
   notConfigured?: boolean;
+  /**
+   * a wrong offer: the first `first` reads of the requirements (`POST /x402/top-up` without a payment) offer
+   * something other than the service's own terms (`payTo` another payee, `asset` another token, `amountUsd` another
+   * amount), as a compromised or misconfigured deployment would. A payment signed for it is refused as not offered
+   * (`400 PAYMENT_VERIFICATION_FAILED`, nothing settles): what is at stake is the signature a client gave away
+   */
+  wrongOffer?: { first: number; payTo?: string; asset?: string; amountUsd?: number };
+  /**
+   * the counted answers above (`topUpFailures`, `delayedTopUps`, `delayedSettlements`, `settlementTimeouts`,
+   * `settlementFailures`, `wrongOffer.first`) count from the emulator's start, or from the last change of this value:
+   * a test that sets them anew on a running emulator changes it instead of adding the counts used so far
+   */
+  countsEpoch?: number;
 
   /**
    * EVM wallets linked to an account with staking-token (DIEM) credit this epoch, address -> USD of DIEM left. Such

@@ -10,7 +10,7 @@
  * settled (live: "already processed"; the seed answers 400 `PAYMENT_VERIFICATION_FAILED`, its nonce used).
  *
  * Answers on demand (see X402EmulatorOptions): `504 SETTLEMENT_TIMEOUT` (it settles anyway, later, or not),
- * `402 SETTLEMENT_FAILED` (no funds moved), `503 X402_NOT_CONFIGURED`, a slow facilitator, a late or lost answer.
+ * `402 SETTLEMENT_FAILED` (no funds moved), `503 X402_NOT_CONFIGURED`, a slow facilitator, a late or lost answer, a wrong offer.
  */
 import { createHash } from "node:crypto";
 import { isDeepStrictEqual } from "node:util";
@@ -19,6 +19,7 @@ import { BASE_MAINNET, SOLANA_MAINNET } from "langchain-service";
 import { EmulatorHttpError, type EmulatorContext, type EmulatorRequest, type EmulatorResponse } from "../types.js";
 import type { Rail, X402Behaviour, X402EmulatorOptions } from "./options.js";
 import type { RouteLimits } from "./route-limits.js";
+import { usdToAtomic } from "./encoding.js";
 
 export const DECIMALS = 6;
 /** Why an emulator with no rail offers nothing to pay: said in each answer that would otherwise offer a rail. */
@@ -85,6 +86,27 @@ export function createTopUp(deps: TopUpDeps): (req: EmulatorRequest) => Promise<
   let failed = 0;
   let timedOut = 0;
   let settleFailed = 0;
+  let wrongOffered = 0;
+  let countsEpoch = o.countsEpoch;
+  /** the counted answers start again when `countsEpoch` changes (see X402EmulatorOptions) */
+  const countsFromEpoch = () => {
+    if (o.countsEpoch === countsEpoch) return;
+    countsEpoch = o.countsEpoch;
+    delayed = slowed = failed = timedOut = settleFailed = wrongOffered = 0;
+  };
+  /** the offer to answer a read of the requirements with: the service's own, or a wrong one on demand */
+  const offered = (): Record<string, unknown>[] => {
+    const accepts = deps.accepts();
+    const w = o.wrongOffer;
+    if (!w || wrongOffered >= w.first) return accepts;
+    wrongOffered++;
+    return accepts.map((a) => ({
+      ...a,
+      ...(w.payTo !== undefined ? { payTo: w.payTo } : {}),
+      ...(w.asset !== undefined ? { asset: w.asset } : {}),
+      ...(w.amountUsd !== undefined ? { amount: String(usdToAtomic(w.amountUsd, DECIMALS)) } : {}),
+    }));
+  };
   /** settlements by payload fingerprint, in flight or done: an identical re-send gets the same answer */
   const settlements = new Map<string, { settling: boolean; done: Promise<Settled> }>();
 
@@ -207,6 +229,7 @@ export function createTopUp(deps: TopUpDeps): (req: EmulatorRequest) => Promise<
   return async function topUp(req: EmulatorRequest): Promise<EmulatorResponse> {
     const limited = deps.limits.admit("topUp", req);
     if (limited) return limited;
+    countsFromEpoch();
     if (o.notConfigured)
       return { status: 503, body: { error: "X402_NOT_CONFIGURED", message: "x402 payments are temporarily unavailable" } };
     const header = req.headers["payment-signature"] ?? req.headers["x-402-payment"] ?? req.headers["x-payment"];
@@ -214,7 +237,7 @@ export function createTopUp(deps: TopUpDeps): (req: EmulatorRequest) => Promise<
       // No rail: the published shape still (its body admits no other field), offering nothing; the reason goes
       // in the x402 object's own `error`. Clients fail on an empty `accepts` at once, and a 402 is never retried.
       const error = rails.size > 0 ? "Payment required" : NO_PAYMENT_RAIL_MESSAGE;
-      const paymentRequired = { x402Version: 2, error, resource: deps.resourceOf(req), accepts: deps.accepts() };
+      const paymentRequired = { x402Version: 2, error, resource: deps.resourceOf(req), accepts: offered() };
       return {
         status: 402,
         headers: { "PAYMENT-REQUIRED": base64Json(paymentRequired) },
