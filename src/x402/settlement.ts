@@ -196,8 +196,11 @@ async function creditedSince(ctx: PaymentContext, send: FetchLike, pending: Pend
   const base = pending.topUpUrl.replace(/\/x402\/top-up$/, "");
   // the route's own 429 is waited out only while the payment could still settle
   const balance = await readBalance(ctx, send, base, Math.min(pending.expiresAt, Date.now() + MAX_SETTLING_WAIT_MS));
-  if (!balance || balance.balanceUsd < before + pending.decision.amountUsd - 1e-6) return undefined;
-  return { balanceUsd: balance.balanceUsd };
+  if (balance && balance.balanceUsd >= before + pending.decision.amountUsd - 1e-6) return { balanceUsd: balance.balanceUsd };
+  // Not up by the amount: still settling, or credited and spent at once by calls charged meanwhile (the wallet's
+  // other requests in flight). The transactions tell: read as the balance alone, a spent credit kept the payment
+  // "settling" until its signature expired, and every 402 of the wallet waited on it (the money model, seed 608621565)
+  return (await reconcile(ctx, send, pending)) === "settled" ? { balanceUsd: balance?.balanceUsd } : undefined;
 }
 
 /** The payment settled: the epoch moves on, credit is known to be there, and the outcome is reported. */

@@ -3,7 +3,8 @@
  */
 import { describe, expect, it } from "vitest";
 import { startEmulator } from "langchain-service-emulator";
-import { AbortError, ServiceClient, ServiceEmbeddings, SpendBudget, TimeoutError } from "../../src/index.js";
+import { AbortError, createServiceContext, ServiceClient, ServiceEmbeddings, SpendBudget, TimeoutError } from "../../src/index.js";
+import { payer, startPaidEmulator, testPolicy, unpacedRoutes } from "../x402/helpers.js";
 
 const KEY = "money-examples";
 const STALL_MS = 3_000;
@@ -47,4 +48,47 @@ describe("a budget's price read (GET /models) ends at the caller's deadline", ()
       }
     });
   }
+});
+
+// Seed 608621565 (latency on chat and top-ups, a 503 after settling, calls charged while the payment's answer was
+// lost): a re-sent payment answered 409 was taken as "still settling" because the balance was not up by its amount,
+// and the credit had been spent at once by the wallet's other calls. The top-up stayed in flight until the
+// signature expired (minutes), and every 402 of the wallet waited on it.
+describe("a payment credited and spent at once is settled, not 'still settling'", () => {
+  it("the 409 after a lost answer is settled by the wallet's transactions when the balance was spent meanwhile", {
+    timeout: 60_000,
+  }, async () => {
+    const emu = await startPaidEmulator({
+      chain: { accounts: 4 },
+      x402: { topUpFailures: 1, resendAfterSettled: "409", minimumTopUpUsd: 0.05, suggestedTopUpUsd: 0.05, minimumBalanceUsd: 0.005 },
+    });
+    try {
+      const wallet = payer(emu, 1);
+      const image = { model: "emu-image", prompt: "a boat", width: 64, height: 64 };
+      const faces = (resendDelayMs: number) =>
+        new ServiceClient({
+          baseUrl: emu.url,
+          wallet,
+          payment: testPolicy(emu),
+          pacing: unpacedRoutes,
+          topUp: { resendDelayMs, maxResends: 3, topUpTimeoutMs: 10_000 },
+          totalTimeout: 15_000,
+          // each its own wallet state: the second is another process of the wallet, charged while the first re-sends
+          context: createServiceContext(),
+        });
+      const payer1 = faces(1_000);
+      const first = ended(payer1.generateImage(image));
+      // the payment settled (its answer a 503): the wallet's other process spends part of the credit at once
+      const account = emu.ledger.wallet(wallet.address);
+      await expect.poll(() => emu.ledger.available(account), { timeout: 10_000, interval: 20 }).toBeGreaterThan(0.04);
+      await faces(10).generateImage(image);
+      expect(emu.ledger.available(account)).toBeLessThan(0.05);
+      const { err, ms } = await first;
+      expect(err, String(err)).toBeUndefined();
+      expect(ms).toBeLessThan(10_000);
+      expect(emu.ledger.totals(account).topUps).toBe(1);
+    } finally {
+      await emu.close();
+    }
+  });
 });
