@@ -206,6 +206,7 @@ export function createServiceFetch(options: FetchStackOptions = {}): ServiceFetc
       ));
       ready.catch(() => {}); // surfaced on first use
       const layer = ready.then((c) => c.layer()(next));
+      layer.catch(() => {}); // the same error, surfaced on first use: never an unhandled rejection meanwhile
       return async (input, init) => (await layer)(input, init);
     };
   }
