@@ -22,7 +22,7 @@ import { json, startFixtureServer, type FixtureServer, type RecordedRequest } fr
 import { facesOf, PAYEE, type Entry, type Faces } from "./entries.js";
 
 /** the caller's deadline in each cell: time to reach its stage on a loaded machine, where the cell proves it did */
-const DEADLINE_MS = 400;
+const DEADLINE_MS = 300;
 /** the bound past the deadline, plus one turn of the event loop (see run()) */
 const MARGIN_MS = 100;
 
