@@ -99,22 +99,17 @@ export function deadlineLayer(next: FetchLike, stackTotalTimeout: number | undef
   };
 }
 
-async function withDeadline(
+function withDeadline(
   next: FetchLike,
   input: Parameters<FetchLike>[0],
   init: Parameters<FetchLike>[1],
   hints: ({ totalTimeout?: number } & object) | undefined,
   total: number,
 ): Promise<Response> {
-  const controller = new AbortController();
-  const timer = setTimeout(() => controller.abort(totalTimeoutError(total)), total);
-  const signal = init?.signal ? AbortSignal.any([init.signal, controller.signal]) : controller.signal;
   const deadline: Deadline = { at: Date.now() + total, ms: total };
-  try {
-    return await next(input, { ...init, signal, service: { ...hints, [DEADLINE]: deadline } as typeof hints });
-  } finally {
-    clearTimeout(timer);
-  }
+  return underCallDeadline(total, init?.signal ?? undefined, (signal) =>
+    next(input, { ...init, signal, service: { ...hints, [DEADLINE]: deadline } as typeof hints }),
+  );
 }
 
 export interface BodyGuardOptions {
